@@ -1,0 +1,29 @@
+// Test tiers by file suffix (see docs/DEVELOPERS.md): unit = pure, no I/O;
+// int = real Postgres; e2e = the app over HTTP/GraphQL.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const swcConfig = JSON.parse(fs.readFileSync(path.join(__dirname, '.swcrc'), 'utf8'));
+delete swcConfig.$schema;
+
+const shared = {
+  rootDir: __dirname,
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['@swc/jest', swcConfig] },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  moduleNameMapper: {
+    '^@creditlab/estimators$': '<rootDir>/libs/estimators/src',
+    '^@creditlab/estimators/(.*)$': '<rootDir>/libs/estimators/src/$1',
+  },
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+};
+
+const tier = (name, suffix) => ({
+  ...shared,
+  displayName: name,
+  testMatch: [`<rootDir>/{apps,libs,test}/**/*.${suffix}.spec.ts`],
+});
+
+module.exports = {
+  projects: [tier('unit', 'unit'), tier('int', 'int'), tier('e2e', 'e2e')],
+};

@@ -1,0 +1,36 @@
+/**
+ * The `rollout-batch/v1` interchange format (shared/spec/rollout-batch.md), as
+ * plain JSON types. These describe input *after* validation; raw input is
+ * `unknown` until `columnarBatchFromJson` accepts it.
+ */
+export const ROLLOUT_BATCH_FORMAT = 'rollout-batch/v1';
+
+export type Outcome = 'success' | 'failure' | 'truncated';
+
+export interface RolloutStep {
+  state: string;
+  action: string;
+  reward: number;
+  nll?: number;
+  tokenLogprobs?: number[];
+  embedding?: number[];
+  value?: number;
+  nextState?: string;
+  nextValue?: number;
+}
+
+export interface RolloutTrajectory {
+  id: string;
+  outcome?: Outcome;
+  steps: RolloutStep[];
+}
+
+export interface RolloutGroup {
+  id: string;
+  trajectories: RolloutTrajectory[];
+}
+
+export interface RolloutBatch {
+  format: typeof ROLLOUT_BATCH_FORMAT;
+  groups: RolloutGroup[];
+}

@@ -1,0 +1,117 @@
+import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+
+export interface Clusters {
+  /** Global cluster id per step (clusters of task group g are numbered after those of g−1). */
+  bucketOf: Int32Array;
+  bucketCount: number;
+  groupBucketOffsets: Int32Array;
+  /** Cosine distance to the centroid when the step joined; NaN for a cluster founder. */
+  distance: Float64Array;
+}
+
+/**
+ * BiGPO's greedy single-pass cosine clustering (spec §2.9 step 2), per task
+ * group in batch order. Each record's unit embedding φ goes to the nearest
+ * open cluster (distance 1 − φ·ĉ, ties to the lowest index) if that distance
+ * is ≤ ε, else founds a new cluster. The centroid ĉ is the normalised sum of
+ * the members' φ (C23). A zero embedding founds a cluster no one can join.
+ *
+ * Cost: steps × clusters-per-group × dimension; the inner loop is a plain dot
+ * product over a flat Float64Array of centroids.
+ */
+export function cosineClusters(batch: ColumnarBatch, epsilon: number): Clusters {
+  const d = batch.embeddingDim;
+  const bucketOf = new Int32Array(batch.stepCount);
+  const distance = new Float64Array(batch.stepCount);
+  const groupBucketOffsets = new Int32Array(batch.groupCount + 1);
+  const phi = new Float64Array(d);
+  let bucketCount = 0;
+  for (let g = 0; g < batch.groupCount; g++) {
+    const [lo, hi] = groupStepRange(batch, g);
+    let centroids = new Float64Array(16 * d);
+    let sums = new Float64Array(16 * d);
+    let open = new Uint8Array(16);
+    let n = 0;
+    for (let k = lo; k < hi; k++) {
+      const zero = unitVector(batch.embedding, k * d, d, phi);
+      let best = -1;
+      let bestDist = Infinity;
+      if (!zero) {
+        for (let c = 0; c < n; c++) {
+          if (!open[c]) continue;
+          const dist = 1 - dot(phi, centroids, c * d, d);
+          if (dist < bestDist) {
+            bestDist = dist;
+            best = c;
+          }
+        }
+      }
+      if (best >= 0 && bestDist <= epsilon) {
+        addToCentroid(sums, centroids, best * d, phi, d);
+        bucketOf[k] = bucketCount + best;
+        distance[k] = bestDist;
+        continue;
+      }
+      if (n * d === centroids.length) {
+        centroids = grow(centroids);
+        sums = grow(sums);
+        open = grow(open);
+      }
+      centroids.set(phi, n * d);
+      sums.set(phi, n * d);
+      open[n] = zero ? 0 : 1;
+      bucketOf[k] = bucketCount + n;
+      distance[k] = NaN;
+      n++;
+    }
+    bucketCount += n;
+    groupBucketOffsets[g + 1] = bucketCount;
+  }
+  return { bucketOf, bucketCount, groupBucketOffsets, distance };
+}
+
+/** Writes h/‖h‖ into `out`; returns true (and leaves zeros) for a zero vector. */
+function unitVector(emb: Float32Array, at: number, d: number, out: Float64Array): boolean {
+  let ss = 0;
+  for (let j = 0; j < d; j++) {
+    const x = emb[at + j] as number;
+    ss += x * x;
+  }
+  if (ss === 0) {
+    out.fill(0);
+    return true;
+  }
+  const inv = 1 / Math.sqrt(ss);
+  for (let j = 0; j < d; j++) out[j] = (emb[at + j] as number) * inv;
+  return false;
+}
+
+function dot(a: Float64Array, b: Float64Array, at: number, d: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let j = 0;
+  for (; j + 1 < d; j += 2) {
+    s0 += (a[j] as number) * (b[at + j] as number);
+    s1 += (a[j + 1] as number) * (b[at + j + 1] as number);
+  }
+  if (j < d) s0 += (a[j] as number) * (b[at + j] as number);
+  return s0 + s1;
+}
+
+function addToCentroid(sums: Float64Array, centroids: Float64Array, at: number, phi: Float64Array, d: number): void {
+  let ss = 0;
+  for (let j = 0; j < d; j++) {
+    const s = (sums[at + j] as number) + (phi[j] as number);
+    sums[at + j] = s;
+    ss += s * s;
+  }
+  // Opposite members can cancel out (only with ε near 2); a zero centroid then matches nothing better than distance 1.
+  const inv = ss === 0 ? 0 : 1 / Math.sqrt(ss);
+  for (let j = 0; j < d; j++) centroids[at + j] = (sums[at + j] as number) * inv;
+}
+
+function grow<T extends Float64Array | Uint8Array>(a: T): T {
+  const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+  b.set(a);
+  return b;
+}

@@ -1,0 +1,70 @@
+export type Normalize = 'mean-std' | 'mean';
+
+/** Mean and unbiased std of the values in each of `groupCount` buckets. */
+export interface GroupStats {
+  count: Int32Array;
+  mean: Float64Array;
+  /** Unbiased (n−1) standard deviation; NaN for buckets with fewer than 2 members. */
+  std: Float64Array;
+}
+
+/**
+ * Per-bucket statistics of `values[k]` grouped by `bucketOf[k]` (two passes,
+ * O(n + buckets)). A bucket whose members are all equal gets exactly its value
+ * as mean and exactly 0 as std, so "all equal → advantage 0" holds exactly,
+ * not up to rounding (spec §1.7 keeps the exact answer).
+ */
+export function groupStats(values: Float64Array, bucketOf: Int32Array, bucketCount: number): GroupStats {
+  const count = new Int32Array(bucketCount);
+  const sum = new Float64Array(bucketCount);
+  const first = new Float64Array(bucketCount);
+  const allEqual = new Uint8Array(bucketCount).fill(1);
+  const n = values.length;
+  for (let k = 0; k < n; k++) {
+    const b = bucketOf[k] as number;
+    const x = values[k] as number;
+    if (count[b] === 0) first[b] = x;
+    else if (x !== first[b]) allEqual[b] = 0;
+    count[b] = (count[b] as number) + 1;
+    sum[b] = (sum[b] as number) + x;
+  }
+  const mean = new Float64Array(bucketCount);
+  for (let b = 0; b < bucketCount; b++) {
+    mean[b] = allEqual[b] ? (first[b] as number) : (sum[b] as number) / (count[b] as number);
+  }
+  const ss = new Float64Array(bucketCount);
+  for (let k = 0; k < n; k++) {
+    const b = bucketOf[k] as number;
+    const d = (values[k] as number) - (mean[b] as number);
+    ss[b] = (ss[b] as number) + d * d;
+  }
+  const std = new Float64Array(bucketCount);
+  for (let b = 0; b < bucketCount; b++) {
+    const c = count[b] as number;
+    std[b] = c < 2 ? NaN : allEqual[b] ? 0 : Math.sqrt((ss[b] as number) / (c - 1));
+  }
+  return { count, mean, std };
+}
+
+/**
+ * Group-relative step term shared by GiGPO, GACA and friends: within each
+ * bucket of ≥ 2 members, norm(x; bucket); a singleton gets 0 (μ = own value,
+ * σ = 1, as the GiGPO reference does).
+ */
+export function normalizeWithinBuckets(
+  values: Float64Array,
+  bucketOf: Int32Array,
+  stats: GroupStats,
+  normalize: Normalize,
+  epsilon: number,
+): Float64Array {
+  const out = new Float64Array(values.length);
+  const withStd = normalize === 'mean-std';
+  for (let k = 0; k < values.length; k++) {
+    const b = bucketOf[k] as number;
+    if ((stats.count[b] as number) < 2) continue;
+    const centred = (values[k] as number) - (stats.mean[b] as number);
+    out[k] = withStd ? centred / ((stats.std[b] as number) + epsilon) : centred;
+  }
+  return out;
+}

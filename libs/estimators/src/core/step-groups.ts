@@ -1,0 +1,72 @@
+import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { SequenceRatio } from './difflib-ratio';
+
+/**
+ * A partition of the step records into step groups that never span task
+ * groups. Buckets of task group g are `groupBucketOffsets[g] .. [g+1]-1`,
+ * numbered in order of first appearance.
+ */
+export interface StepGroups {
+  bucketOf: Int32Array;
+  bucketCount: number;
+  groupBucketOffsets: Int32Array;
+}
+
+/** Exact anchor groups 𝒢(k, s): the per-group state dictionary already is the partition. */
+export function exactStepGroups(batch: ColumnarBatch): StepGroups {
+  return {
+    bucketOf: batch.stateId,
+    bucketCount: batch.stateTexts.length,
+    groupBucketOffsets: batch.groupStateOffsets,
+  };
+}
+
+/**
+ * GiGPO's greedy similarity groups (spec §2.5): walk the records of a task
+ * group in batch order; a record joins the *first* group (in creation order)
+ * whose representative text r — its first member's, never updated — has
+ * ratio(record, r) ≥ θ, else it founds a new group.
+ *
+ * The walk's answer depends only on the record's text and the groups existing
+ * before that text first appeared, so it is computed once per distinct state
+ * and reused; a cheap upper bound of the ratio skips most comparisons.
+ */
+export function similarityStepGroups(batch: ColumnarBatch, threshold: number): StepGroups {
+  const bucketOf = new Int32Array(batch.stepCount);
+  const groupBucketOffsets = new Int32Array(batch.groupCount + 1);
+  const bucketOfState = new Int32Array(batch.stateTexts.length).fill(-1);
+  let bucketCount = 0;
+  for (let g = 0; g < batch.groupCount; g++) {
+    const representatives: SequenceRatio[] = [];
+    const [firstStep, endStep] = groupStepRange(batch, g);
+    for (let k = firstStep; k < endStep; k++) {
+      const s = batch.stateId[k] as number;
+      if (bucketOfState[s] === -1) {
+        const text = batch.stateTexts[s] as string;
+        let found = representatives.findIndex(
+          (rep) => rep.upperBound(text) >= threshold && rep.ratio(text) >= threshold,
+        );
+        if (found === -1) {
+          found = representatives.length;
+          representatives.push(new SequenceRatio(text));
+        }
+        bucketOfState[s] = bucketCount + found;
+      }
+      bucketOf[k] = bucketOfState[s] as number;
+    }
+    bucketCount += representatives.length;
+    groupBucketOffsets[g + 1] = bucketCount;
+  }
+  return { bucketOf, bucketCount, groupBucketOffsets };
+}
+
+/** Bucket id relative to its task group (0, 1, ... in order of first appearance), per step. */
+export function localBucketIds(batch: ColumnarBatch, groups: StepGroups): Int32Array {
+  const out = new Int32Array(batch.stepCount);
+  for (let g = 0; g < batch.groupCount; g++) {
+    const base = groups.groupBucketOffsets[g] as number;
+    const [lo, hi] = groupStepRange(batch, g);
+    for (let k = lo; k < hi; k++) out[k] = (groups.bucketOf[k] as number) - base;
+  }
+  return out;
+}

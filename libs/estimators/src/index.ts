@@ -1,0 +1,10 @@
+export * from './errors';
+export * from './batch/rollout-batch';
+export * from './batch/columnar-batch';
+export * from './batch/columnar-batch-builder';
+export * from './batch/read-rollout-batch';
+export * from './registry/param-schema';
+export * from './registry/method';
+export * from './registry/registry';
+export * from './output/advantages-json';
+export { sequenceRatio, SequenceRatio } from './core/difflib-ratio';

@@ -1,0 +1,201 @@
+import type { ColumnarBatch } from '../batch/columnar-batch';
+import { episodeAdvantage } from '../core/episode-advantage';
+import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
+import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
+import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { exactStepGroups } from '../core/step-groups';
+import {
+  episodeStatsParam,
+  epsilonParam,
+  gammaParam,
+  normalizeParam,
+  stepWeightParam,
+} from '../registry/common-params';
+import { defineMethod } from '../registry/method';
+
+const unitParam = (dflt: number, description: string) =>
+  ({ type: 'number', default: dflt, min: 0, max: 1, description }) as const;
+const slopeParam = (description: string) => ({ type: 'number', default: 2, min: 0, description }) as const;
+
+/**
+ * GACA: Granularity-Adaptive Credit Assignment (spec §2.6).
+ *
+ *   A_{i,t} = λ_t·w·A^S_{i,t} + (1 − λ_t)·A^E_i
+ * A^E is the GRPO episode term; A^S the GiGPO step term on exact anchor groups
+ * (g with γ), where a singleton takes A^S := A^E (`singletonFallback =
+ * "episode"`, CHOICE C10) or 0 (`"zero"`, GiGPO's rule).
+ * Criticality per trajectory, from the rollout policy's mean token NLL H_t:
+ *   ê_t = H_t / mean_t(H)              (mean ≤ 0 → 1; zero-token steps: 1, left out of the mean, C12)
+ *   Δ_1 = 0, Δ_t = |g_t − g_{t−1}|      (C11);  d̂_t = Δ_t / mean_t(Δ)   (mean 0 → 1)
+ *   score_t = α_c·ê_t + (1 − α_c)·d̂_t ;  c_t = score_t / mean_t(score)
+ * Debiased (C14): H_t is replaced by the leave-one-out mean H of the step's
+ * anchor group; steps where that is undefined (singletons) get c_t = 1, and the
+ * means run over the other steps.
+ * Mixing weight, continuous and λ_0 at c = 1:
+ *   c ≥ 1: λ_t = min(λ_0·(1 + α_λ·(c_t − 1)), 1)     c < 1: λ_t = max(λ_0·(1 − β_λ·(1 − c_t)), 0)
+ * Defaults: γ = 0.99, α_c = 1, λ_0 = 0.5, α_λ = β_λ = 2, w = 1 (C13).
+ */
+export const gaca = defineMethod({
+  name: 'gaca',
+  version: '1',
+  description: 'GACA: per-step mix of GiGPO step and episode terms, weighted by the policy NLL at the step',
+  paper: 'GACA, "Granularity-Adaptive Credit Assignment" (arXiv 2609.12424)',
+  params: {
+    gamma: gammaParam(0.99),
+    stepWeight: stepWeightParam,
+    normalize: normalizeParam,
+    episodeStats: episodeStatsParam,
+    epsilon: epsilonParam,
+    alphaC: unitParam(1, 'α_c: weight of NLL (vs return change) in the criticality score'),
+    lambda0: unitParam(0.5, 'λ_0: mixing weight at criticality 1'),
+    alphaLambda: slopeParam('α_λ: slope of λ_t for criticality above 1'),
+    betaLambda: slopeParam('β_λ: slope of λ_t for criticality below 1'),
+    singletonFallback: {
+      type: 'enum',
+      values: ['episode', 'zero'],
+      default: 'episode',
+      description: 'step term of a singleton anchor group: the episode term, or 0 as GiGPO',
+    },
+    debiased: {
+      type: 'boolean',
+      default: false,
+      description: 'score steps by the leave-one-out NLL of their anchor group',
+    },
+  },
+  requires: ['nll'],
+  diagnostics: [
+    { name: 'nll', kind: 'number', description: 'H_t, mean token NLL under the rollout policy' },
+    { name: 'criticality', kind: 'number', description: 'c_t' },
+    { name: 'lambda', kind: 'number', description: 'mixing weight λ_t' },
+    { name: 'advEpisode', kind: 'number', description: 'episode term A^E' },
+    { name: 'advStep', kind: 'number', description: 'step term A^S after the singleton fallback' },
+    { name: 'stepGroupSize', kind: 'integer', description: 'members of the anchor group' },
+    { name: 'singleton', kind: 'boolean', description: 'the anchor group has one member' },
+  ],
+  estimate(batch, p) {
+    const advEpisode = broadcastToSteps(batch, episodeAdvantage(batch, episodeReturns(batch), p).advantage);
+    const g = rewardToGo(batch, p.gamma);
+    const groups = exactStepGroups(batch);
+    const stats = groupStats(g, groups.bucketOf, groups.bucketCount);
+    const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
+    const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
+    if (p.singletonFallback === 'episode') {
+      for (let k = 0; k < batch.stepCount; k++) if (stepGroupSize[k] === 1) advStep[k] = advEpisode[k] as number;
+    }
+    const H = p.debiased ? leaveOneOutNll(batch, groups.bucketOf, groups.bucketCount) : batch.nll;
+    const criticality = criticalityScores(batch, H, g, p.alphaC, !p.debiased);
+    const lambda = new Float64Array(batch.stepCount);
+    const advantages = new Float64Array(batch.stepCount);
+    for (let k = 0; k < batch.stepCount; k++) {
+      const c = criticality[k] as number;
+      const l =
+        c >= 1
+          ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
+          : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
+      lambda[k] = l;
+      advantages[k] = l * p.stepWeight * (advStep[k] as number) + (1 - l) * (advEpisode[k] as number);
+    }
+    return {
+      advantages,
+      diagnostics: {
+        nll: batch.nll.slice(),
+        criticality,
+        lambda,
+        advEpisode,
+        advStep,
+        stepGroupSize,
+        singleton: singletonFlags(stepGroupSize),
+      },
+      summary: { ...groupingSummary(stats.count, 'stepGroup'), ...lambdaSummary(lambda) },
+    };
+  },
+});
+
+/**
+ * c_t per step. H = NaN marks a step without a score input: with
+ * `undefinedIsNeutral` (plain GACA, zero-token steps) it gets ê = 1 and still
+ * counts in mean(score); otherwise (debiased, singletons) it gets c = 1 and is
+ * left out of every mean.
+ */
+function criticalityScores(
+  batch: ColumnarBatch,
+  H: Float64Array,
+  g: Float64Array,
+  alphaC: number,
+  undefinedIsNeutral: boolean,
+): Float64Array {
+  const c = new Float64Array(batch.stepCount);
+  const off = batch.trajectoryStepOffsets;
+  for (let i = 0; i < batch.trajectoryCount; i++) {
+    const lo = off[i] as number;
+    const hi = off[i + 1] as number;
+    let sumH = 0;
+    let nH = 0;
+    let sumDelta = 0;
+    for (let k = lo; k < hi; k++) {
+      if (!Number.isNaN(H[k] as number)) {
+        sumH += H[k] as number;
+        nH++;
+      }
+      if (k > lo) sumDelta += Math.abs((g[k] as number) - (g[k - 1] as number));
+    }
+    const meanH = nH > 0 ? sumH / nH : 0;
+    const meanDelta = sumDelta / (hi - lo);
+    let sumScore = 0;
+    let nScore = 0;
+    for (let k = lo; k < hi; k++) {
+      const h = H[k] as number;
+      if (Number.isNaN(h) && !undefinedIsNeutral) {
+        c[k] = NaN;
+        continue;
+      }
+      const e = Number.isNaN(h) || meanH <= 0 ? 1 : h / meanH;
+      const d = meanDelta === 0 ? 1 : (k > lo ? Math.abs((g[k] as number) - (g[k - 1] as number)) : 0) / meanDelta;
+      c[k] = alphaC * e + (1 - alphaC) * d;
+      sumScore += c[k] as number;
+      nScore++;
+    }
+    const meanScore = nScore > 0 ? sumScore / nScore : 0;
+    for (let k = lo; k < hi; k++) {
+      c[k] = Number.isNaN(c[k] as number) || meanScore <= 0 ? 1 : (c[k] as number) / meanScore;
+    }
+  }
+  return c;
+}
+
+/** H^LOO: mean NLL of the *other* members of the step's anchor group; NaN where there are none. */
+function leaveOneOutNll(batch: ColumnarBatch, bucketOf: Int32Array, bucketCount: number): Float64Array {
+  const sum = new Float64Array(bucketCount);
+  const count = new Int32Array(bucketCount);
+  const H = batch.nll;
+  for (let k = 0; k < batch.stepCount; k++) {
+    if (Number.isNaN(H[k] as number)) continue;
+    const b = bucketOf[k] as number;
+    sum[b] = (sum[b] as number) + (H[k] as number);
+    count[b] = (count[b] as number) + 1;
+  }
+  const out = new Float64Array(batch.stepCount);
+  for (let k = 0; k < batch.stepCount; k++) {
+    const b = bucketOf[k] as number;
+    const hasOwn = !Number.isNaN(H[k] as number);
+    const others = (count[b] as number) - (hasOwn ? 1 : 0);
+    out[k] = others > 0 ? ((sum[b] as number) - (hasOwn ? (H[k] as number) : 0)) / others : NaN;
+  }
+  return out;
+}
+
+function lambdaSummary(lambda: Float64Array) {
+  const histogram = new Array<number>(10).fill(0);
+  let sum = 0;
+  let atZero = 0;
+  let atOne = 0;
+  for (const l of lambda) {
+    sum += l;
+    if (l === 0) atZero++;
+    if (l === 1) atOne++;
+    const bin = Math.min(9, Math.floor(l * 10));
+    histogram[bin] = (histogram[bin] as number) + 1;
+  }
+  const n = lambda.length || 1;
+  return { lambdaMean: sum / n, lambdaHistogram: histogram, lambdaAtZero: atZero / n, lambdaAtOne: atOne / n };
+}

@@ -1,0 +1,100 @@
+import { groupStepRange, OUTCOME, type ColumnarBatch } from '../batch/columnar-batch';
+import { groupStats } from '../core/group-stats';
+import { bucketSizes } from '../core/grouping-summary';
+import { gaeScan, rewardToGo } from '../core/returns';
+import { exactStepGroups } from '../core/step-groups';
+import { bootstrapTruncatedParam, epsilonParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
+import { defineMethod } from '../registry/method';
+
+/**
+ * GAGPO: GAE over a non-parametric, group-estimated value (spec §2.8).
+ *
+ *   V̂(s)    = mean{ g_m : m ∈ 𝒢(k, s) }   (every visit of s in the task group, itself included); V̂(⊥) = 0
+ *   δ_{i,t} = r_{i,t} + γ·V̂(s_{i,t+1}) − V̂(s_{i,t})                     t < T
+ *   δ_{i,T} = r_{i,T} + γ·b − V̂(s_{i,T}),  b = V̂(nextState) for a truncated end with
+ *             `bootstrapTruncated` and a nextState seen in the group, else 0
+ *   Â       = GAE of δ with γλ
+ *   A       = (Â − mean(Â_k))/(std(Â_k) + ε) over the task group's step records ("mean-std"),
+ *             Â − mean ("mean") or Â ("none"); a one-record group gives 0 when normalised.
+ * There is no episode term. λ = 1 without normalisation gives g − V̂ = GiGPO's
+ * mean-norm step term; λ = 0 gives r + γV̂(s') − V̂(s).
+ * Defaults (C20): γ = λ = 0.95; normalisation over all step records of the task group (C21).
+ */
+export const gagpo = defineMethod({
+  name: 'gagpo',
+  version: '1',
+  description: 'GAGPO: GAE with the group mean return of each state as its value, normalised per task group',
+  paper: 'GAGPO, "Generalized Advantage Grouped Policy Optimization" (arXiv 2605.13217)',
+  params: {
+    gamma: gammaParam(0.95),
+    lambda: gaeLambdaParam(0.95),
+    bootstrapTruncated: bootstrapTruncatedParam,
+    normalize: {
+      type: 'enum',
+      values: ['mean-std', 'mean', 'none'],
+      default: 'mean-std',
+      description: 'normalisation of the GAE advantages within the task group ("none" = raw GAE)',
+    },
+    epsilon: epsilonParam,
+  },
+  requires: [],
+  diagnostics: [
+    { name: 'value', kind: 'number', description: 'value proxy V̂(s_t)' },
+    { name: 'delta', kind: 'number', description: 'TD residual δ_t' },
+    { name: 'advRaw', kind: 'number', description: 'GAE advantage before normalisation' },
+    { name: 'stepGroupSize', kind: 'integer', description: 'visits of the state in the task group' },
+  ],
+  estimate(batch, p) {
+    const g = rewardToGo(batch, p.gamma);
+    const groups = exactStepGroups(batch);
+    const proxy = groupStats(g, groups.bucketOf, groups.bucketCount);
+    const Vhat = proxy.mean;
+    const value = new Float64Array(batch.stepCount);
+    const delta = new Float64Array(batch.stepCount);
+    const off = batch.trajectoryStepOffsets;
+    for (let i = 0; i < batch.trajectoryCount; i++) {
+      const last = (off[i + 1] as number) - 1;
+      for (let k = off[i] as number; k <= last; k++) {
+        const v = Vhat[batch.stateId[k] as number] as number;
+        value[k] = v;
+        const next = k < last ? (Vhat[batch.stateId[k + 1] as number] as number) : terminalValue(batch, i, Vhat, p.bootstrapTruncated);
+        delta[k] = (batch.reward[k] as number) + p.gamma * next - v;
+      }
+    }
+    const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
+    const advantages = p.normalize === 'none' ? advRaw.slice() : normalizePerGroup(batch, advRaw, p.normalize === 'mean-std', p.epsilon);
+    return {
+      advantages,
+      diagnostics: { value, delta, advRaw, stepGroupSize: bucketSizes(groups.bucketOf, proxy.count) },
+      summary: {},
+    };
+  },
+});
+
+function terminalValue(batch: ColumnarBatch, traj: number, Vhat: Float64Array, bootstrap: boolean): number {
+  if (!bootstrap || batch.outcome[traj] !== OUTCOME.truncated) return 0;
+  const next = batch.nextStateId[traj] as number;
+  return next < 0 ? 0 : (Vhat[next] as number);
+}
+
+function normalizePerGroup(batch: ColumnarBatch, x: Float64Array, withStd: boolean, epsilon: number): Float64Array {
+  const out = new Float64Array(x.length);
+  for (let grp = 0; grp < batch.groupCount; grp++) {
+    const [lo, hi] = groupStepRange(batch, grp);
+    const n = hi - lo;
+    if (n < 2) continue; // Â − Â = 0
+    let sum = 0;
+    let allEqual = true;
+    for (let k = lo; k < hi; k++) {
+      sum += x[k] as number;
+      if (x[k] !== x[lo]) allEqual = false;
+    }
+    if (allEqual) continue;
+    const mean = sum / n;
+    let ss = 0;
+    for (let k = lo; k < hi; k++) ss += ((x[k] as number) - mean) ** 2;
+    const scale = withStd ? 1 / (Math.sqrt(ss / (n - 1)) + epsilon) : 1;
+    for (let k = lo; k < hi; k++) out[k] = ((x[k] as number) - mean) * scale;
+  }
+  return out;
+}

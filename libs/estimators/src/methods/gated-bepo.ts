@@ -1,0 +1,191 @@
+import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { episodeAdvantage } from '../core/episode-advantage';
+import { broadcastToSteps, episodeReturns, gaeScan, rewardToGo } from '../core/returns';
+import { transitionGraph, type TransitionGraph } from '../core/transition-graph';
+import {
+  episodeStatsParam,
+  epsilonParam,
+  gaeLambdaParam,
+  gammaParam,
+  normalizeParam,
+  stepWeightParam,
+} from '../registry/common-params';
+import { defineMethod } from '../registry/method';
+
+/**
+ * Gated-BEPO: confidence-gated Bellman credit (spec §2.7).
+ *
+ * Per task group, on the empirical transition graph (states merged by exact
+ * text; each step record is one edge s → s' with reward r; a trajectory's
+ * last edge goes to ⊥success/⊥failure/⊥truncated, all of value 0):
+ *   V⁰(s)      = mean{ g_m : s_m = s }                               (C16)
+ *   V^{j+1}(s) = (1/|E(s)|) Σ_{(s→s',r) ∈ E(s)} [ r + γ·V^j(s') ]    (synchronous)
+ *   until max_s |V^{j+1} − V^j| ≤ fixedPointTol or fixedPointMaxIter sweeps
+ *   δ_m   = r_m + γ·V*(s'_m) − V*(s_m)        (Σ of δ leaving each state = 0)
+ *   A^FP  = GAE of δ along each trajectory with γλ  (÷ (group std + ε) if `fpNormalization = "group_std"`)
+ *   ρ(s)  = 1 if E(s) reaches ≥ gateMinDistinctSuccessors distinct nodes, else 0   (C17)
+ *   η     = 1 − ρ·(1 − η_on)                                            (C18)
+ *   A_m   = η·A^out_i + w·ρ(s_m)·A^FP_m,   A^out = GRPO episode term  (C30)
+ * With γ = 1 the fixed point still exists: every node drains into an absorbing one.
+ * Defaults: γ = λ = 0.95 (C15), w = 1, η_on = 0.5 (C18), tol 1e-10, 10 000 sweeps.
+ */
+export const gatedBepo = defineMethod({
+  name: 'gated-bepo',
+  version: '1',
+  description: 'Gated-BEPO: fixed-point Bellman TD credit at states that branched, plus the GRPO outcome term',
+  paper: 'Gated-BEPO, "Confidence-Gated Bellman credit" (arXiv 2608.06861)',
+  params: {
+    gamma: gammaParam(0.95),
+    lambda: gaeLambdaParam(0.95),
+    stepWeight: stepWeightParam,
+    etaOn: {
+      type: 'number',
+      default: 0.5,
+      min: 0,
+      max: 1,
+      description: 'η_on: weight of the outcome term at states where the gate is on',
+    },
+    gateMinDistinctSuccessors: {
+      type: 'number',
+      default: 2,
+      min: 1,
+      integer: true,
+      description: 'distinct successor nodes a state needs for its gate to open',
+    },
+    fixedPointTol: {
+      type: 'number',
+      default: 1e-10,
+      min: 0,
+      exclusiveMin: true,
+      description: 'stop the fixed-point sweeps when no value moves more than this',
+    },
+    fixedPointMaxIter: {
+      type: 'number',
+      default: 10000,
+      min: 1,
+      integer: true,
+      description: 'at most this many fixed-point sweeps per task group',
+    },
+    fpNormalization: {
+      type: 'enum',
+      values: ['none', 'group_std'],
+      default: 'none',
+      description: 'divide the Bellman term by its task-group std (useful with large reward scales)',
+    },
+    normalize: { ...normalizeParam, description: 'normalisation of the outcome term' },
+    episodeStats: episodeStatsParam,
+    epsilon: epsilonParam,
+  },
+  requires: [],
+  diagnostics: [
+    { name: 'value', kind: 'number', description: 'fixed-point value V*(s_t)' },
+    { name: 'delta', kind: 'number', description: 'TD residual δ on the fixed point' },
+    { name: 'gate', kind: 'integer', description: 'ρ(s_t): 1 where the state branched' },
+    { name: 'eta', kind: 'number', description: 'η: weight of the outcome term' },
+    { name: 'advStep', kind: 'number', description: 'Bellman term A^FP (after optional normalisation)' },
+    { name: 'advEpisode', kind: 'number', description: 'outcome term A^out' },
+  ],
+  estimate(batch, p) {
+    const advEpisode = broadcastToSteps(batch, episodeAdvantage(batch, episodeReturns(batch), p).advantage);
+    const g = rewardToGo(batch, p.gamma);
+    const value = new Float64Array(batch.stepCount);
+    const delta = new Float64Array(batch.stepCount);
+    const gate = new Uint8Array(batch.stepCount);
+    let maxIterations = 0;
+    let converged = true;
+    for (let grp = 0; grp < batch.groupCount; grp++) {
+      const [lo] = groupStepRange(batch, grp);
+      const graph = transitionGraph(batch, grp);
+      const fp = fixedPoint(graph, initialValues(graph, g, lo), p.gamma, p.fixedPointTol, p.fixedPointMaxIter);
+      maxIterations = Math.max(maxIterations, fp.iterations);
+      converged &&= fp.converged;
+      for (let e = 0; e < graph.edgeSource.length; e++) {
+        const s = graph.edgeSource[e] as number;
+        const k = lo + e;
+        value[k] = fp.V[s] as number;
+        delta[k] = (batch.reward[k] as number) + p.gamma * (fp.V[graph.edgeTarget[e] as number] as number) - (fp.V[s] as number);
+        gate[k] = (graph.distinctSuccessors[s] as number) >= p.gateMinDistinctSuccessors ? 1 : 0;
+      }
+    }
+    const advStep = gaeScan(batch, delta, p.gamma * p.lambda);
+    if (p.fpNormalization === 'group_std') divideByGroupStd(batch, advStep, p.epsilon);
+    const eta = new Float64Array(batch.stepCount);
+    const advantages = new Float64Array(batch.stepCount);
+    let gateOn = 0;
+    for (let k = 0; k < batch.stepCount; k++) {
+      const rho = gate[k] as number;
+      gateOn += rho;
+      eta[k] = 1 - rho * (1 - p.etaOn);
+      advantages[k] = (eta[k] as number) * (advEpisode[k] as number) + p.stepWeight * rho * (advStep[k] as number);
+    }
+    return {
+      advantages,
+      diagnostics: { value, delta, gate, eta, advStep, advEpisode },
+      summary: {
+        gateOnRate: batch.stepCount ? gateOn / batch.stepCount : 0,
+        fixedPointIterationsMax: maxIterations,
+        fixedPointConverged: converged,
+      },
+    };
+  },
+});
+
+/** V⁰(s) = mean Monte-Carlo return of the records in s; absorbing nodes 0. */
+function initialValues(graph: TransitionGraph, g: Float64Array, firstStep: number): Float64Array {
+  const K = graph.stateCount;
+  const V = new Float64Array(K + 3);
+  const count = new Int32Array(K);
+  for (let e = 0; e < graph.edgeSource.length; e++) {
+    const s = graph.edgeSource[e] as number;
+    V[s] = (V[s] as number) + (g[firstStep + e] as number);
+    count[s] = (count[s] as number) + 1;
+  }
+  for (let s = 0; s < K; s++) V[s] = (V[s] as number) / (count[s] as number);
+  return V;
+}
+
+/** Synchronous mean-Bellman sweeps over the merged successor lists. */
+export function fixedPoint(
+  graph: TransitionGraph,
+  V0: Float64Array,
+  gamma: number,
+  tol: number,
+  maxIter: number,
+): { V: Float64Array; iterations: number; converged: boolean } {
+  const K = graph.stateCount;
+  let V: Float64Array = V0;
+  let next: Float64Array = new Float64Array(V0.length); // absorbing nodes stay 0
+  const { rowStart, succ, succWeight, meanReward } = graph;
+  for (let it = 1; it <= maxIter; it++) {
+    let change = 0;
+    for (let s = 0; s < K; s++) {
+      let backup = 0;
+      for (let e = rowStart[s] as number; e < (rowStart[s + 1] as number); e++) {
+        backup += (succWeight[e] as number) * (V[succ[e] as number] as number);
+      }
+      const v = (meanReward[s] as number) + gamma * backup;
+      change = Math.max(change, Math.abs(v - (V[s] as number)));
+      next[s] = v;
+    }
+    [V, next] = [next, V];
+    if (change <= tol) return { V, iterations: it, converged: true };
+  }
+  return { V, iterations: maxIter, converged: false };
+}
+
+function divideByGroupStd(batch: ColumnarBatch, x: Float64Array, epsilon: number): void {
+  for (let grp = 0; grp < batch.groupCount; grp++) {
+    const [lo, hi] = groupStepRange(batch, grp);
+    const n = hi - lo;
+    let sigma = 1;
+    if (n >= 2) {
+      let sum = 0;
+      for (let k = lo; k < hi; k++) sum += x[k] as number;
+      const mean = sum / n;
+      let ss = 0;
+      for (let k = lo; k < hi; k++) ss += ((x[k] as number) - mean) ** 2;
+      sigma = Math.sqrt(ss / (n - 1));
+    }
+    for (let k = lo; k < hi; k++) x[k] = (x[k] as number) / (sigma + epsilon);
+  }
+}

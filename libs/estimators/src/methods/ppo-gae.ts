@@ -1,0 +1,81 @@
+import { OUTCOME } from '../batch/columnar-batch';
+import { gaeScan } from '../core/returns';
+import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
+import { defineMethod } from '../registry/method';
+
+/**
+ * PPO with step-level ("turn-level") GAE over a learned critic (spec §2.4).
+ *
+ * Index convention: `value[t]` is V(s_t), the critic's estimate of the state the
+ * step's action was taken in; r_t is the reward after that action.
+ *   V_next(t) = V(s_{t+1})                                     t < T
+ *   V_next(T) = 0                                              success / failure
+ *   V_next(T) = bootstrapTruncated ? nextValue (absent → 0) : 0  truncated
+ *   δ_t = r_t + γ·V_next(t) − V(s_t)
+ *   A_T = δ_T,  A_t = δ_t + γλ·A_{t+1}
+ *   returnTarget_t = A_t + V(s_t)   (critic target, before whitening)
+ * `whiten = "batch_steps"`: A ← (A − mean)/√(var + 1e-8) over all step records
+ * (unbiased var; a one-record batch gives 0).
+ * Defaults (CHOICE C7): γ = λ = 0.95 (verl's own are 1.0).
+ */
+export const ppoGae = defineMethod({
+  name: 'ppo-gae',
+  version: '1',
+  description: 'PPO with GAE over the critic values recorded with each step',
+  paper: 'Schulman et al. 2016, "High-dimensional continuous control using GAE" (arXiv 1506.02438)',
+  params: {
+    gamma: gammaParam(0.95),
+    lambda: gaeLambdaParam(0.95),
+    bootstrapTruncated: bootstrapTruncatedParam,
+    whiten: {
+      type: 'enum',
+      values: ['none', 'batch_steps'],
+      default: 'none',
+      description: 'whiten advantages over all step records of the batch',
+    },
+  },
+  requires: ['value'],
+  diagnostics: [
+    { name: 'value', kind: 'number', description: 'critic value V(s_t)' },
+    { name: 'delta', kind: 'number', description: 'TD residual δ_t' },
+    { name: 'advRaw', kind: 'number', description: 'GAE advantage before whitening' },
+    { name: 'returnTarget', kind: 'number', description: 'critic regression target A_t + V(s_t)' },
+  ],
+  estimate(batch, p) {
+    const { reward, value, trajectoryStepOffsets: off } = batch;
+    const delta = new Float64Array(batch.stepCount);
+    for (let i = 0; i < batch.trajectoryCount; i++) {
+      const last = (off[i + 1] as number) - 1;
+      for (let k = off[i] as number; k < last; k++) {
+        delta[k] = (reward[k] as number) + p.gamma * (value[k + 1] as number) - (value[k] as number);
+      }
+      const nv = batch.nextValue[i] as number;
+      const bootstrap =
+        p.bootstrapTruncated && batch.outcome[i] === OUTCOME.truncated && !Number.isNaN(nv) ? nv : 0;
+      delta[last] = (reward[last] as number) + p.gamma * bootstrap - (value[last] as number);
+    }
+    const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
+    const returnTarget = new Float64Array(batch.stepCount);
+    for (let k = 0; k < batch.stepCount; k++) returnTarget[k] = (advRaw[k] as number) + (value[k] as number);
+    const advantages = p.whiten === 'batch_steps' ? whiten(advRaw) : advRaw.slice();
+    return {
+      advantages,
+      diagnostics: { value: value.slice(), delta, advRaw, returnTarget },
+      summary: {},
+    };
+  },
+});
+
+function whiten(x: Float64Array): Float64Array {
+  const n = x.length;
+  const out = new Float64Array(n);
+  if (n < 2) return out;
+  let sum = 0;
+  for (let k = 0; k < n; k++) sum += x[k] as number;
+  const mean = sum / n;
+  let ss = 0;
+  for (let k = 0; k < n; k++) ss += ((x[k] as number) - mean) ** 2;
+  const scale = 1 / Math.sqrt(ss / (n - 1) + 1e-8);
+  for (let k = 0; k < n; k++) out[k] = ((x[k] as number) - mean) * scale;
+  return out;
+}

@@ -1,0 +1,63 @@
+import { broadcastToSteps, episodeReturns } from '../core/returns';
+import { episodeStatsParam } from '../registry/common-params';
+import { defineMethod } from '../registry/method';
+
+/**
+ * RLOO: leave-one-out baseline (spec §2.3).
+ *
+ *   A_i = R_i − (1/(n−1)) Σ_{j≠i} R_j  =  n/(n−1)·(R_i − mean(R))      (n ≥ 2)
+ *
+ * With `episodeStats = "steps"` the members are step records (each carries its
+ * trajectory's R), i.e. verl-agent's leave-one-*record*-out baseline with n =
+ * number of step records in the group. n = 1: `singleton = "keep"` gives A = R
+ * (the reference, CHOICE C6), `"zero"` gives 0.
+ */
+export const rloo = defineMethod({
+  name: 'rloo',
+  version: '1',
+  description: 'RLOO: episode return minus the mean return of the other members of its group',
+  paper: 'Ahmadian et al. 2024, "Back to Basics" (arXiv 2402.14740)',
+  params: {
+    episodeStats: episodeStatsParam,
+    singleton: {
+      type: 'enum',
+      values: ['keep', 'zero'],
+      default: 'keep',
+      description: 'one-member group: keep A = R (reference) or use 0',
+    },
+  },
+  requires: [],
+  diagnostics: [{ name: 'baseline', kind: 'number', description: 'leave-one-out baseline of the step' }],
+  estimate(batch, p) {
+    const R = episodeReturns(batch);
+    const adv = new Float64Array(batch.trajectoryCount);
+    const baseline = new Float64Array(batch.trajectoryCount);
+    const gOff = batch.groupTrajectoryOffsets;
+    const sOff = batch.trajectoryStepOffsets;
+    for (let g = 0; g < batch.groupCount; g++) {
+      const lo = gOff[g] as number;
+      const hi = gOff[g + 1] as number;
+      const weight = (i: number) =>
+        p.episodeStats === 'steps' ? (sOff[i + 1] as number) - (sOff[i] as number) : 1;
+      let n = 0;
+      let sum = 0;
+      for (let i = lo; i < hi; i++) {
+        n += weight(i);
+        sum += weight(i) * (R[i] as number);
+      }
+      for (let i = lo; i < hi; i++) {
+        if (n === 1) {
+          adv[i] = p.singleton === 'keep' ? (R[i] as number) : 0;
+          continue;
+        }
+        baseline[i] = (sum - (R[i] as number)) / (n - 1);
+        adv[i] = (R[i] as number) - (baseline[i] as number);
+      }
+    }
+    return {
+      advantages: broadcastToSteps(batch, adv),
+      diagnostics: { baseline: broadcastToSteps(batch, baseline) },
+      summary: {},
+    };
+  },
+});
