@@ -9,7 +9,9 @@ import path from 'node:path';
 export function sharedDir(): string {
   const dir = process.env.CREDITLAB_SHARED_DIR ?? path.resolve(__dirname, '../../../shared');
   if (!existsSync(path.join(dir, 'fixtures'))) {
-    throw new Error(`shared fixtures not found at ${dir} (set CREDITLAB_SHARED_DIR to the shared/ folder)`);
+    throw new Error(
+      `shared fixtures not found at ${dir} (set CREDITLAB_SHARED_DIR to the shared/ folder)`,
+    );
   }
   return dir;
 }

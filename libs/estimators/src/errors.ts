@@ -10,11 +10,7 @@ export interface BatchLocation {
 }
 
 export type EstimatorErrorCode =
-  | 'INVALID_BATCH'
-  | 'MISSING_FIELD'
-  | 'UNKNOWN_METHOD'
-  | 'UNKNOWN_PARAMETER'
-  | 'INVALID_PARAMETER';
+  'INVALID_BATCH' | 'MISSING_FIELD' | 'UNKNOWN_METHOD' | 'UNKNOWN_PARAMETER' | 'INVALID_PARAMETER';
 
 /**
  * The one error type of the library: bad input of any kind (batch, method name,

@@ -1,7 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sharedDir } from '../../../test/support/shared-dir';
-import { columnarBatchFromJson, estimate, toAdvantagesDocument, type AdvantagesDocument } from '../src';
+import {
+  columnarBatchFromJson,
+  estimate,
+  toAdvantagesDocument,
+  type AdvantagesDocument,
+} from '../src';
 import { expectClose } from './support/tolerance';
 
 /**
@@ -26,8 +31,23 @@ const files = ['verl-agent', 'spec'].flatMap((dir) =>
 
 /** Diagnostics that mean the same here and in the spec fixtures are compared too. */
 const COMPARED_DIAGNOSTICS = [
-  'value', 'delta', 'advRaw', 'returnTarget', 'stepGroupSize', 'stepGroupId', 'advEpisode', 'advStep',
-  'criticality', 'lambda', 'nll', 'gate', 'eta', 'clusterId', 'clusterDist', 'q', 'actionPeers',
+  'value',
+  'delta',
+  'advRaw',
+  'returnTarget',
+  'stepGroupSize',
+  'stepGroupId',
+  'advEpisode',
+  'advStep',
+  'criticality',
+  'lambda',
+  'nll',
+  'gate',
+  'eta',
+  'clusterId',
+  'clusterDist',
+  'q',
+  'actionPeers',
 ];
 
 test('the fixture folders are there and hold fixtures', () => {
@@ -38,7 +58,9 @@ test('the fixture folders are there and hold fixtures', () => {
 describe.each(files)('%s', (file) => {
   const fixture = JSON.parse(readFileSync(path.join(fixturesDir, file), 'utf8')) as Fixture;
   const batch = columnarBatchFromJson(fixture.batch);
-  const cases = fixture.expected.map((e, n) => [`#${n} ${e.method} ${JSON.stringify(e.params)}`, e] as const);
+  const cases = fixture.expected.map(
+    (e, n) => [`#${n} ${e.method} ${JSON.stringify(e.params)}`, e] as const,
+  );
 
   test.each(cases)('%s', (_label, want) => {
     const got = toAdvantagesDocument(batch, estimate(batch, want.method, want.params));

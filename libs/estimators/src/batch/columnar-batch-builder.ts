@@ -1,10 +1,5 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
-import {
-  OUTCOME,
-  type ColumnarBatch,
-  type OutcomeCode,
-  type StepField,
-} from './columnar-batch';
+import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
 import type { Outcome } from './rollout-batch';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
@@ -86,6 +81,7 @@ export class ColumnarBatchBuilder {
   beginTrajectory(id: string, outcome?: Outcome): void {
     if (!this.inGroup) throw new Error('beginTrajectory() outside a group');
     if (this.inTrajectory) this.endTrajectory();
+    this.trajectoryIds.push(id);
     if (this.seenTrajectoryIds.has(id)) {
       this.fail(`duplicate trajectory id ${JSON.stringify(id)}`, {
         ...this.groupLocation(),
@@ -93,7 +89,6 @@ export class ColumnarBatchBuilder {
       });
     }
     this.seenTrajectoryIds.add(id);
-    this.trajectoryIds.push(id);
     this.trajectoryOutcome = outcome;
     this.trajectoryReturn = 0;
     this.lastStep = undefined;
@@ -192,7 +187,11 @@ export class ColumnarBatchBuilder {
       const lo = this.groupStateOffsets[g] as number;
       const hi = this.groupStateOffsets[g + 1] as number;
       let dict: Map<string, number> | undefined;
-      for (let i = this.groupTrajectoryOffsets[g] as number; i < (this.groupTrajectoryOffsets[g + 1] as number); i++) {
+      for (
+        let i = this.groupTrajectoryOffsets[g] as number;
+        i < (this.groupTrajectoryOffsets[g + 1] as number);
+        i++
+      ) {
         const text = this.nextStateText[i];
         if (text === undefined) continue;
         dict ??= new Map(this.stateTexts.slice(lo, hi).map((s, j) => [s, lo + j]));
@@ -253,7 +252,10 @@ export class ColumnarBatchBuilder {
     for (let j = 0; j < xs.length; j++) {
       const x = xs[j];
       if (typeof x !== 'number' || !Number.isFinite(x)) {
-        this.fail(`"${field}[${j}]" must be a finite number, got ${show(x)}`, this.stepLocation(`${field}[${j}]`));
+        this.fail(
+          `"${field}[${j}]" must be a finite number, got ${show(x)}`,
+          this.stepLocation(`${field}[${j}]`),
+        );
       }
     }
   }
@@ -265,7 +267,8 @@ export class ColumnarBatchBuilder {
     this.value = resize(this.value, this.capacity);
     this.stateId = resize(this.stateId, this.capacity);
     this.actionId = resize(this.actionId, this.capacity);
-    if (this.embeddingDim > 0) this.embedding = resize(this.embedding, this.capacity * this.embeddingDim);
+    if (this.embeddingDim > 0)
+      this.embedding = resize(this.embedding, this.capacity * this.embeddingDim);
   }
 
   private groupLocation(): BatchLocation {

@@ -18,9 +18,12 @@ const OUTCOMES: readonly string[] = ['success', 'failure', 'truncated'];
 export function columnarBatchFromJson(doc: unknown): ColumnarBatch {
   const root = asObject(doc, { path: '(root)' }, 'the batch');
   if (root.format !== ROLLOUT_BATCH_FORMAT) {
-    bad(`"format" must be "${ROLLOUT_BATCH_FORMAT}", got ${JSON.stringify(root.format) ?? 'nothing'}`, {
-      path: 'format',
-    });
+    bad(
+      `"format" must be "${ROLLOUT_BATCH_FORMAT}", got ${JSON.stringify(root.format) ?? 'nothing'}`,
+      {
+        path: 'format',
+      },
+    );
   }
   const groups = asArray(root.groups, { path: 'groups' });
   const builder = new ColumnarBatchBuilder(estimateStepCount(groups));
@@ -35,7 +38,10 @@ export function columnarBatchFromJson(doc: unknown): ColumnarBatch {
       const traj = asObject(t, { path: tPath, groupId }, 'a trajectory');
       const trajectoryId = asString(traj.id, { path: `${tPath}.id`, groupId });
       const loc = { groupId, trajectoryId };
-      builder.beginTrajectory(trajectoryId, readOutcome(traj.outcome, { ...loc, path: `${tPath}.outcome` }));
+      builder.beginTrajectory(
+        trajectoryId,
+        readOutcome(traj.outcome, { ...loc, path: `${tPath}.outcome` }),
+      );
       asArray(traj.steps, { ...loc, path: `${tPath}.steps` }).forEach((s, si) => {
         builder.addStep(readStep(s, { ...loc, stepIndex: si, path: `${tPath}.steps[${si}]` }));
       });
@@ -51,7 +57,10 @@ export function parseJsonText(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new EstimatorInputError('INVALID_BATCH', `input is not valid JSON: ${(e as Error).message}`);
+    throw new EstimatorInputError(
+      'INVALID_BATCH',
+      `input is not valid JSON: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -86,28 +95,35 @@ function optional<T>(
 function readOutcome(x: unknown, loc: BatchLocation): Outcome | undefined {
   if (x === undefined) return undefined;
   if (typeof x !== 'string' || !OUTCOMES.includes(x)) {
-    bad(`"outcome" must be one of ${OUTCOMES.map((o) => `"${o}"`).join(', ')}, got ${JSON.stringify(x)}`, loc);
+    bad(
+      `"outcome" must be one of ${OUTCOMES.map((o) => `"${o}"`).join(', ')}, got ${JSON.stringify(x)}`,
+      loc,
+    );
   }
   return x as Outcome;
 }
 
 function asObject(x: unknown, loc: BatchLocation, what: string): Record<string, unknown> {
-  if (typeof x !== 'object' || x === null || Array.isArray(x)) bad(`${what} must be a JSON object`, loc);
+  if (typeof x !== 'object' || x === null || Array.isArray(x))
+    bad(`${what} must be a JSON object`, loc);
   return x as Record<string, unknown>;
 }
 
 function asArray(x: unknown, loc: BatchLocation): unknown[] {
-  if (!Array.isArray(x)) bad(`"${fieldName(loc)}" must be an array${x === undefined ? ' (missing)' : ''}`, loc);
+  if (!Array.isArray(x))
+    bad(`"${fieldName(loc)}" must be an array${x === undefined ? ' (missing)' : ''}`, loc);
   return x;
 }
 
 function asString(x: unknown, loc: BatchLocation): string {
-  if (typeof x !== 'string') bad(`"${fieldName(loc)}" must be a string${x === undefined ? ' (missing)' : ''}`, loc);
+  if (typeof x !== 'string')
+    bad(`"${fieldName(loc)}" must be a string${x === undefined ? ' (missing)' : ''}`, loc);
   return x;
 }
 
 function asNumber(x: unknown, loc: BatchLocation): number {
-  if (typeof x !== 'number') bad(`"${fieldName(loc)}" must be a number${x === undefined ? ' (missing)' : ''}`, loc);
+  if (typeof x !== 'number')
+    bad(`"${fieldName(loc)}" must be a number${x === undefined ? ' (missing)' : ''}`, loc);
   return x; // finiteness is the builder's check
 }
 

@@ -28,7 +28,8 @@ export function registryAsText(): string {
 function describeMethod(m: AnyMethod): string {
   const lines = [`${m.name} (v${m.version}): ${m.description}`, `  paper: ${m.paper}`];
   if (m.requires.length > 0) lines.push(`  requires: ${m.requires.join(', ')}`);
-  for (const [name, spec] of Object.entries(m.params)) lines.push(`  --param ${describeParam(name, spec)}`);
+  for (const [name, spec] of Object.entries(m.params))
+    lines.push(`  --param ${describeParam(name, spec)}`);
   return lines.join('\n') + '\n';
 }
 

@@ -44,7 +44,8 @@ export async function runEstimateCli(argv: string[], io: CliIo): Promise<number>
       io.stdout(opts.json ? `${JSON.stringify(registryAsJson(), null, 2)}\n` : registryAsText());
       return 0;
     }
-    if (!opts.method) throw new UsageError('--method is required (or --list to see the estimators)');
+    if (!opts.method)
+      throw new UsageError('--method is required (or --list to see the estimators)');
     const params = parseParamFlags(opts.method, opts.param ?? []);
 
     const t0 = performance.now();
@@ -115,7 +116,9 @@ async function readInput(path: string): Promise<string> {
   try {
     return await readFile(path, 'utf8');
   } catch (e) {
-    throw new UsageError(`cannot read --input ${JSON.stringify(path)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UsageError(
+      `cannot read --input ${JSON.stringify(path)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
 }
 

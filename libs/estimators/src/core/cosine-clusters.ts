@@ -98,7 +98,13 @@ function dot(a: Float64Array, b: Float64Array, at: number, d: number): number {
   return s0 + s1;
 }
 
-function addToCentroid(sums: Float64Array, centroids: Float64Array, at: number, phi: Float64Array, d: number): void {
+function addToCentroid(
+  sums: Float64Array,
+  centroids: Float64Array,
+  at: number,
+  phi: Float64Array,
+  d: number,
+): void {
   let ss = 0;
   for (let j = 0; j < d; j++) {
     const s = (sums[at + j] as number) + (phi[j] as number);

@@ -76,7 +76,13 @@ export class SequenceRatio {
   }
 
   /** CPython's find_longest_match, with the j2len dictionaries as two reusable arrays. */
-  private longestMatch(a: Int32Array, alo: number, ahi: number, blo: number, bhi: number): [number, number, number] {
+  private longestMatch(
+    a: Int32Array,
+    alo: number,
+    ahi: number,
+    blo: number,
+    bhi: number,
+  ): [number, number, number] {
     const b = this.b;
     let bestI = alo;
     let bestJ = blo;

@@ -24,7 +24,11 @@ export interface EpisodeTerm {
  * the verl-agent default). |X| = 1 → μ = 0, σ = 1; else μ = mean(X), σ =
  * unbiased std(X). A^E_i = (R_i − μ)/(σ + ε) or R_i − μ.
  */
-export function episodeAdvantage(batch: ColumnarBatch, R: Float64Array, p: EpisodeTermParams): EpisodeTerm {
+export function episodeAdvantage(
+  batch: ColumnarBatch,
+  R: Float64Array,
+  p: EpisodeTermParams,
+): EpisodeTerm {
   const advantage = new Float64Array(batch.trajectoryCount);
   const mean = new Float64Array(batch.groupCount);
   const std = new Float64Array(batch.groupCount);

@@ -14,7 +14,11 @@ export interface GroupStats {
  * as mean and exactly 0 as std, so "all equal → advantage 0" holds exactly,
  * not up to rounding (spec §1.7 keeps the exact answer).
  */
-export function groupStats(values: Float64Array, bucketOf: Int32Array, bucketCount: number): GroupStats {
+export function groupStats(
+  values: Float64Array,
+  bucketOf: Int32Array,
+  bucketCount: number,
+): GroupStats {
   const count = new Int32Array(bucketCount);
   const sum = new Float64Array(bucketCount);
   const first = new Float64Array(bucketCount);

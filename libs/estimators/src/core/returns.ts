@@ -44,7 +44,11 @@ export function broadcastToSteps(batch: ColumnarBatch, perTrajectory: Float64Arr
  * The trajectory end is the only place the trace is cut (the "continues" factor
  * is 0 there and 1 elsewhere), so termination lives in this one loop.
  */
-export function gaeScan(batch: ColumnarBatch, delta: Float64Array, gammaLambda: number): Float64Array {
+export function gaeScan(
+  batch: ColumnarBatch,
+  delta: Float64Array,
+  gammaLambda: number,
+): Float64Array {
   const A = new Float64Array(batch.stepCount);
   const off = batch.trajectoryStepOffsets;
   for (let i = 0; i < batch.trajectoryCount; i++) {

@@ -29,19 +29,25 @@ export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGrap
   const edgeTarget = new Int32Array(m);
   const outDegree = new Int32Array(K);
   const rewardSum = new Float64Array(K);
-  for (let t = batch.groupTrajectoryOffsets[g] as number; t < (batch.groupTrajectoryOffsets[g + 1] as number); t++) {
+  for (
+    let t = batch.groupTrajectoryOffsets[g] as number;
+    t < (batch.groupTrajectoryOffsets[g + 1] as number);
+    t++
+  ) {
     const last = (batch.trajectoryStepOffsets[t + 1] as number) - 1;
     for (let k = batch.trajectoryStepOffsets[t] as number; k <= last; k++) {
       const s = (batch.stateId[k] as number) - base;
       edgeSource[k - lo] = s;
-      edgeTarget[k - lo] = k < last ? (batch.stateId[k + 1] as number) - base : K + (batch.outcome[t] as number);
+      edgeTarget[k - lo] =
+        k < last ? (batch.stateId[k + 1] as number) - base : K + (batch.outcome[t] as number);
       outDegree[s] = (outDegree[s] as number) + 1;
       rewardSum[s] = (rewardSum[s] as number) + (batch.reward[k] as number);
     }
   }
   // Counting sort of edges by source, then merge equal successors per source.
   const firstEdge = new Int32Array(K + 1);
-  for (let s = 0; s < K; s++) firstEdge[s + 1] = (firstEdge[s] as number) + (outDegree[s] as number);
+  for (let s = 0; s < K; s++)
+    firstEdge[s + 1] = (firstEdge[s] as number) + (outDegree[s] as number);
   const fill = firstEdge.slice(0, K);
   const bySource = new Int32Array(m);
   for (let e = 0; e < m; e++) {

@@ -29,7 +29,8 @@ import { defineMethod } from '../registry/method';
 export const bipace = defineMethod({
   name: 'bipace',
   version: '1',
-  description: 'BiPACE: hidden-state clusters as step groups, action-conditioned (Q − V) step baseline',
+  description:
+    'BiPACE: hidden-state clusters as step groups, action-conditioned (Q − V) step baseline',
   paper: 'BiPACE, "Bisimulation-grouped, action-conditioned credit" (arXiv 2606.25556)',
   params: {
     gamma: gammaParam(0.95),
@@ -45,7 +46,8 @@ export const bipace = defineMethod({
       type: 'enum',
       values: ['q_style', 'diff_peer'],
       default: 'q_style',
-      description: 'PACE baseline: same-action mean vs cluster mean, or own return vs other-action peers',
+      description:
+        'PACE baseline: same-action mean vs cluster mean, or own return vs other-action peers',
     },
     normalize: normalizeParam,
     shrinkage: {
@@ -60,15 +62,30 @@ export const bipace = defineMethod({
   requires: ['embedding'],
   diagnostics: [
     { name: 'clusterId', kind: 'integer', description: 'cluster within the task group' },
-    { name: 'clusterDist', kind: 'number', description: 'cosine distance to the centroid on joining (null: founder)' },
+    {
+      name: 'clusterDist',
+      kind: 'number',
+      description: 'cosine distance to the centroid on joining (null: founder)',
+    },
     { name: 'value', kind: 'number', description: 'V̂_C, mean return of the cluster' },
-    { name: 'q', kind: 'number', description: 'Q̂_C(a) after shrinkage (q_style, non-singleton clusters)' },
-    { name: 'actionPeers', kind: 'integer', description: 'n_a, cluster members that took the same action' },
+    {
+      name: 'q',
+      kind: 'number',
+      description: 'Q̂_C(a) after shrinkage (q_style, non-singleton clusters)',
+    },
+    {
+      name: 'actionPeers',
+      kind: 'integer',
+      description: 'n_a, cluster members that took the same action',
+    },
     { name: 'advEpisode', kind: 'number', description: 'episode term A^ep' },
     { name: 'advStep', kind: 'number', description: 'PACE step term A^S (before the weight w)' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(batch, episodeAdvantage(batch, episodeReturns(batch), p).advantage);
+    const advEpisode = broadcastToSteps(
+      batch,
+      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
+    );
     const g = rewardToGo(batch, p.gamma);
     const clusters = cosineClusters(batch, p.clusterEpsilon);
     const stats = groupStats(g, clusters.bucketOf, clusters.bucketCount);
@@ -129,7 +146,8 @@ function actionPeerSums(batch: ColumnarBatch, clusters: Clusters, g: Float64Arra
     const acc = new Map<number, { sum: number; count: number }>();
     const firstAction = batch.groupActionOffsets[grp] as number;
     const actions = (batch.groupActionOffsets[grp + 1] as number) - firstAction;
-    const key = (k: number) => (clusters.bucketOf[k] as number) * actions + (batch.actionId[k] as number) - firstAction;
+    const key = (k: number) =>
+      (clusters.bucketOf[k] as number) * actions + (batch.actionId[k] as number) - firstAction;
     for (let k = lo; k < hi; k++) {
       const entry = acc.get(key(k));
       if (entry) {

@@ -15,7 +15,8 @@ import { defineMethod } from '../registry/method';
 
 const unitParam = (dflt: number, description: string) =>
   ({ type: 'number', default: dflt, min: 0, max: 1, description }) as const;
-const slopeParam = (description: string) => ({ type: 'number', default: 2, min: 0, description }) as const;
+const slopeParam = (description: string) =>
+  ({ type: 'number', default: 2, min: 0, description }) as const;
 
 /**
  * GACA: Granularity-Adaptive Credit Assignment (spec §2.6).
@@ -38,7 +39,8 @@ const slopeParam = (description: string) => ({ type: 'number', default: 2, min: 
 export const gaca = defineMethod({
   name: 'gaca',
   version: '1',
-  description: 'GACA: per-step mix of GiGPO step and episode terms, weighted by the policy NLL at the step',
+  description:
+    'GACA: per-step mix of GiGPO step and episode terms, weighted by the policy NLL at the step',
   paper: 'GACA, "Granularity-Adaptive Credit Assignment" (arXiv 2609.12424)',
   params: {
     gamma: gammaParam(0.99),
@@ -73,14 +75,18 @@ export const gaca = defineMethod({
     { name: 'singleton', kind: 'boolean', description: 'the anchor group has one member' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(batch, episodeAdvantage(batch, episodeReturns(batch), p).advantage);
+    const advEpisode = broadcastToSteps(
+      batch,
+      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
+    );
     const g = rewardToGo(batch, p.gamma);
     const groups = exactStepGroups(batch);
     const stats = groupStats(g, groups.bucketOf, groups.bucketCount);
     const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
     const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
     if (p.singletonFallback === 'episode') {
-      for (let k = 0; k < batch.stepCount; k++) if (stepGroupSize[k] === 1) advStep[k] = advEpisode[k] as number;
+      for (let k = 0; k < batch.stepCount; k++)
+        if (stepGroupSize[k] === 1) advStep[k] = advEpisode[k] as number;
     }
     const H = p.debiased ? leaveOneOutNll(batch, groups.bucketOf, groups.bucketCount) : batch.nll;
     const criticality = criticalityScores(batch, H, g, p.alphaC, !p.debiased);
@@ -93,7 +99,8 @@ export const gaca = defineMethod({
           ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
           : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
       lambda[k] = l;
-      advantages[k] = l * p.stepWeight * (advStep[k] as number) + (1 - l) * (advEpisode[k] as number);
+      advantages[k] =
+        l * p.stepWeight * (advStep[k] as number) + (1 - l) * (advEpisode[k] as number);
     }
     return {
       advantages,
@@ -150,7 +157,10 @@ function criticalityScores(
         continue;
       }
       const e = Number.isNaN(h) || meanH <= 0 ? 1 : h / meanH;
-      const d = meanDelta === 0 ? 1 : (k > lo ? Math.abs((g[k] as number) - (g[k - 1] as number)) : 0) / meanDelta;
+      const d =
+        meanDelta === 0
+          ? 1
+          : (k > lo ? Math.abs((g[k] as number) - (g[k - 1] as number)) : 0) / meanDelta;
       c[k] = alphaC * e + (1 - alphaC) * d;
       sumScore += c[k] as number;
       nScore++;
@@ -164,7 +174,11 @@ function criticalityScores(
 }
 
 /** H^LOO: mean NLL of the *other* members of the step's anchor group; NaN where there are none. */
-function leaveOneOutNll(batch: ColumnarBatch, bucketOf: Int32Array, bucketCount: number): Float64Array {
+function leaveOneOutNll(
+  batch: ColumnarBatch,
+  bucketOf: Int32Array,
+  bucketCount: number,
+): Float64Array {
   const sum = new Float64Array(bucketCount);
   const count = new Int32Array(bucketCount);
   const H = batch.nll;
@@ -197,5 +211,10 @@ function lambdaSummary(lambda: Float64Array) {
     histogram[bin] = (histogram[bin] as number) + 1;
   }
   const n = lambda.length || 1;
-  return { lambdaMean: sum / n, lambdaHistogram: histogram, lambdaAtZero: atZero / n, lambdaAtOne: atOne / n };
+  return {
+    lambdaMean: sum / n,
+    lambdaHistogram: histogram,
+    lambdaAtZero: atZero / n,
+    lambdaAtOne: atOne / n,
+  };
 }

@@ -3,7 +3,12 @@ import { groupStats } from '../core/group-stats';
 import { bucketSizes } from '../core/grouping-summary';
 import { gaeScan, rewardToGo } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
-import { bootstrapTruncatedParam, epsilonParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
+import {
+  bootstrapTruncatedParam,
+  epsilonParam,
+  gaeLambdaParam,
+  gammaParam,
+} from '../registry/common-params';
 import { defineMethod } from '../registry/method';
 
 /**
@@ -23,7 +28,8 @@ import { defineMethod } from '../registry/method';
 export const gagpo = defineMethod({
   name: 'gagpo',
   version: '1',
-  description: 'GAGPO: GAE with the group mean return of each state as its value, normalised per task group',
+  description:
+    'GAGPO: GAE with the group mean return of each state as its value, normalised per task group',
   paper: 'GAGPO, "Generalized Advantage Grouped Policy Optimization" (arXiv 2605.13217)',
   params: {
     gamma: gammaParam(0.95),
@@ -42,7 +48,11 @@ export const gagpo = defineMethod({
     { name: 'value', kind: 'number', description: 'value proxy V̂(s_t)' },
     { name: 'delta', kind: 'number', description: 'TD residual δ_t' },
     { name: 'advRaw', kind: 'number', description: 'GAE advantage before normalisation' },
-    { name: 'stepGroupSize', kind: 'integer', description: 'visits of the state in the task group' },
+    {
+      name: 'stepGroupSize',
+      kind: 'integer',
+      description: 'visits of the state in the task group',
+    },
   ],
   estimate(batch, p) {
     const g = rewardToGo(batch, p.gamma);
@@ -57,27 +67,48 @@ export const gagpo = defineMethod({
       for (let k = off[i] as number; k <= last; k++) {
         const v = Vhat[batch.stateId[k] as number] as number;
         value[k] = v;
-        const next = k < last ? (Vhat[batch.stateId[k + 1] as number] as number) : terminalValue(batch, i, Vhat, p.bootstrapTruncated);
+        const next =
+          k < last
+            ? (Vhat[batch.stateId[k + 1] as number] as number)
+            : terminalValue(batch, i, Vhat, p.bootstrapTruncated);
         delta[k] = (batch.reward[k] as number) + p.gamma * next - v;
       }
     }
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
-    const advantages = p.normalize === 'none' ? advRaw.slice() : normalizePerGroup(batch, advRaw, p.normalize === 'mean-std', p.epsilon);
+    const advantages =
+      p.normalize === 'none'
+        ? advRaw.slice()
+        : normalizePerGroup(batch, advRaw, p.normalize === 'mean-std', p.epsilon);
     return {
       advantages,
-      diagnostics: { value, delta, advRaw, stepGroupSize: bucketSizes(groups.bucketOf, proxy.count) },
+      diagnostics: {
+        value,
+        delta,
+        advRaw,
+        stepGroupSize: bucketSizes(groups.bucketOf, proxy.count),
+      },
       summary: {},
     };
   },
 });
 
-function terminalValue(batch: ColumnarBatch, traj: number, Vhat: Float64Array, bootstrap: boolean): number {
+function terminalValue(
+  batch: ColumnarBatch,
+  traj: number,
+  Vhat: Float64Array,
+  bootstrap: boolean,
+): number {
   if (!bootstrap || batch.outcome[traj] !== OUTCOME.truncated) return 0;
   const next = batch.nextStateId[traj] as number;
   return next < 0 ? 0 : (Vhat[next] as number);
 }
 
-function normalizePerGroup(batch: ColumnarBatch, x: Float64Array, withStd: boolean, epsilon: number): Float64Array {
+function normalizePerGroup(
+  batch: ColumnarBatch,
+  x: Float64Array,
+  withStd: boolean,
+  epsilon: number,
+): Float64Array {
   const out = new Float64Array(x.length);
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);

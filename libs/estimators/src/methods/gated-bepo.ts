@@ -32,7 +32,8 @@ import { defineMethod } from '../registry/method';
 export const gatedBepo = defineMethod({
   name: 'gated-bepo',
   version: '1',
-  description: 'Gated-BEPO: fixed-point Bellman TD credit at states that branched, plus the GRPO outcome term',
+  description:
+    'Gated-BEPO: fixed-point Bellman TD credit at states that branched, plus the GRPO outcome term',
   paper: 'Gated-BEPO, "Confidence-Gated Bellman credit" (arXiv 2608.06861)',
   params: {
     gamma: gammaParam(0.95),
@@ -70,7 +71,8 @@ export const gatedBepo = defineMethod({
       type: 'enum',
       values: ['none', 'group_std'],
       default: 'none',
-      description: 'divide the Bellman term by its task-group std (useful with large reward scales)',
+      description:
+        'divide the Bellman term by its task-group std (useful with large reward scales)',
     },
     normalize: { ...normalizeParam, description: 'normalisation of the outcome term' },
     episodeStats: episodeStatsParam,
@@ -82,11 +84,18 @@ export const gatedBepo = defineMethod({
     { name: 'delta', kind: 'number', description: 'TD residual δ on the fixed point' },
     { name: 'gate', kind: 'integer', description: 'ρ(s_t): 1 where the state branched' },
     { name: 'eta', kind: 'number', description: 'η: weight of the outcome term' },
-    { name: 'advStep', kind: 'number', description: 'Bellman term A^FP (after optional normalisation)' },
+    {
+      name: 'advStep',
+      kind: 'number',
+      description: 'Bellman term A^FP (after optional normalisation)',
+    },
     { name: 'advEpisode', kind: 'number', description: 'outcome term A^out' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(batch, episodeAdvantage(batch, episodeReturns(batch), p).advantage);
+    const advEpisode = broadcastToSteps(
+      batch,
+      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
+    );
     const g = rewardToGo(batch, p.gamma);
     const value = new Float64Array(batch.stepCount);
     const delta = new Float64Array(batch.stepCount);
@@ -96,14 +105,23 @@ export const gatedBepo = defineMethod({
     for (let grp = 0; grp < batch.groupCount; grp++) {
       const [lo] = groupStepRange(batch, grp);
       const graph = transitionGraph(batch, grp);
-      const fp = fixedPoint(graph, initialValues(graph, g, lo), p.gamma, p.fixedPointTol, p.fixedPointMaxIter);
+      const fp = fixedPoint(
+        graph,
+        initialValues(graph, g, lo),
+        p.gamma,
+        p.fixedPointTol,
+        p.fixedPointMaxIter,
+      );
       maxIterations = Math.max(maxIterations, fp.iterations);
       converged &&= fp.converged;
       for (let e = 0; e < graph.edgeSource.length; e++) {
         const s = graph.edgeSource[e] as number;
         const k = lo + e;
         value[k] = fp.V[s] as number;
-        delta[k] = (batch.reward[k] as number) + p.gamma * (fp.V[graph.edgeTarget[e] as number] as number) - (fp.V[s] as number);
+        delta[k] =
+          (batch.reward[k] as number) +
+          p.gamma * (fp.V[graph.edgeTarget[e] as number] as number) -
+          (fp.V[s] as number);
         gate[k] = (graph.distinctSuccessors[s] as number) >= p.gateMinDistinctSuccessors ? 1 : 0;
       }
     }
@@ -116,7 +134,9 @@ export const gatedBepo = defineMethod({
       const rho = gate[k] as number;
       gateOn += rho;
       eta[k] = 1 - rho * (1 - p.etaOn);
-      advantages[k] = (eta[k] as number) * (advEpisode[k] as number) + p.stepWeight * rho * (advStep[k] as number);
+      advantages[k] =
+        (eta[k] as number) * (advEpisode[k] as number) +
+        p.stepWeight * rho * (advStep[k] as number);
     }
     return {
       advantages,

@@ -28,8 +28,10 @@ import { defineMethod } from '../registry/method';
 export const gigpo = defineMethod({
   name: 'gigpo',
   version: '1',
-  description: 'GiGPO: GRPO episode term plus a step term relative to the other visits of the same anchor state',
-  paper: 'Feng et al. 2025, "Group-in-Group Policy Optimization for LLM Agent Training" (arXiv 2505.10978)',
+  description:
+    'GiGPO: GRPO episode term plus a step term relative to the other visits of the same anchor state',
+  paper:
+    'Feng et al. 2025, "Group-in-Group Policy Optimization for LLM Agent Training" (arXiv 2505.10978)',
   params: {
     gamma: gammaParam(0.95),
     stepWeight: stepWeightParam,
@@ -43,19 +45,27 @@ export const gigpo = defineMethod({
       max: 1,
       exclusiveMin: true,
       exclusiveMax: true,
-      description: 'group states by difflib ratio ≥ θ instead of exact text (absent: exact grouping)',
+      description:
+        'group states by difflib ratio ≥ θ instead of exact text (absent: exact grouping)',
     },
   },
   requires: [],
   diagnostics: [
-    { name: 'stepGroupId', kind: 'integer', description: 'step group within the task group (order of first appearance)' },
+    {
+      name: 'stepGroupId',
+      kind: 'integer',
+      description: 'step group within the task group (order of first appearance)',
+    },
     { name: 'stepGroupSize', kind: 'integer', description: 'members of the step group' },
     { name: 'singleton', kind: 'boolean', description: 'the step group has one member (A^S = 0)' },
     { name: 'advEpisode', kind: 'number', description: 'episode term A^E' },
     { name: 'advStep', kind: 'number', description: 'step term A^S (before the weight w)' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(batch, episodeAdvantage(batch, episodeReturns(batch), p).advantage);
+    const advEpisode = broadcastToSteps(
+      batch,
+      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
+    );
     const g = rewardToGo(batch, p.gamma);
     const groups =
       p.similarityThreshold === undefined

@@ -47,16 +47,20 @@ export const ppoGae = defineMethod({
     for (let i = 0; i < batch.trajectoryCount; i++) {
       const last = (off[i + 1] as number) - 1;
       for (let k = off[i] as number; k < last; k++) {
-        delta[k] = (reward[k] as number) + p.gamma * (value[k + 1] as number) - (value[k] as number);
+        delta[k] =
+          (reward[k] as number) + p.gamma * (value[k + 1] as number) - (value[k] as number);
       }
       const nv = batch.nextValue[i] as number;
       const bootstrap =
-        p.bootstrapTruncated && batch.outcome[i] === OUTCOME.truncated && !Number.isNaN(nv) ? nv : 0;
+        p.bootstrapTruncated && batch.outcome[i] === OUTCOME.truncated && !Number.isNaN(nv)
+          ? nv
+          : 0;
       delta[last] = (reward[last] as number) + p.gamma * bootstrap - (value[last] as number);
     }
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const returnTarget = new Float64Array(batch.stepCount);
-    for (let k = 0; k < batch.stepCount; k++) returnTarget[k] = (advRaw[k] as number) + (value[k] as number);
+    for (let k = 0; k < batch.stepCount; k++)
+      returnTarget[k] = (advRaw[k] as number) + (value[k] as number);
     const advantages = p.whiten === 'batch_steps' ? whiten(advRaw) : advRaw.slice();
     return {
       advantages,

@@ -29,7 +29,8 @@ export const reinforce = defineMethod({
   diagnostics: [{ name: 'returnToGo', kind: 'number', description: 'discounted reward-to-go g_t' }],
   estimate(batch, p) {
     const g = rewardToGo(batch, p.gamma);
-    const advantages = p.returnType === 'episode' ? broadcastToSteps(batch, episodeReturns(batch)) : g.slice();
+    const advantages =
+      p.returnType === 'episode' ? broadcastToSteps(batch, episodeReturns(batch)) : g.slice();
     return { advantages, diagnostics: { returnToGo: g }, summary: {} };
   },
 });

@@ -27,7 +27,9 @@ export const rloo = defineMethod({
     },
   },
   requires: [],
-  diagnostics: [{ name: 'baseline', kind: 'number', description: 'leave-one-out baseline of the step' }],
+  diagnostics: [
+    { name: 'baseline', kind: 'number', description: 'leave-one-out baseline of the step' },
+  ],
   estimate(batch, p) {
     const R = episodeReturns(batch);
     const adv = new Float64Array(batch.trajectoryCount);

@@ -34,7 +34,11 @@ export function toAdvantagesDocument(
   const off = batch.trajectoryStepOffsets;
   const groups = batch.groupIds.map((id, g) => {
     const trajectories: AdvantagesTrajectory[] = [];
-    for (let i = batch.groupTrajectoryOffsets[g] as number; i < (batch.groupTrajectoryOffsets[g + 1] as number); i++) {
+    for (
+      let i = batch.groupTrajectoryOffsets[g] as number;
+      i < (batch.groupTrajectoryOffsets[g + 1] as number);
+      i++
+    ) {
       const lo = off[i] as number;
       const hi = off[i + 1] as number;
       const traj: AdvantagesTrajectory = {

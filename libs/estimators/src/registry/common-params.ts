@@ -36,7 +36,8 @@ export const episodeStatsParam: EnumParam<'trajectories' | 'steps'> = {
   type: 'enum',
   values: ['trajectories', 'steps'],
   default: 'trajectories',
-  description: 'episode-term statistics over one value per trajectory (paper) or per step record (verl-agent)',
+  description:
+    'episode-term statistics over one value per trajectory (paper) or per step record (verl-agent)',
 };
 
 export const epsilonParam: NumberParam = {
@@ -50,5 +51,6 @@ export const epsilonParam: NumberParam = {
 export const bootstrapTruncatedParam: BooleanParam = {
   type: 'boolean',
   default: false,
-  description: 'bootstrap a truncated episode from its nextState/nextValue instead of treating it as terminal',
+  description:
+    'bootstrap a truncated episode from its nextState/nextValue instead of treating it as terminal',
 };

@@ -35,6 +35,8 @@ export interface MethodDefinition<S extends ParamSchema = ParamSchema> {
 }
 
 /** Identity function that ties a definition's `estimate` to its own schema's types. */
-export function defineMethod<const S extends ParamSchema>(def: MethodDefinition<S>): MethodDefinition<S> {
+export function defineMethod<const S extends ParamSchema>(
+  def: MethodDefinition<S>,
+): MethodDefinition<S> {
   return def;
 }

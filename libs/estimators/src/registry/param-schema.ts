@@ -131,8 +131,10 @@ function isValid(spec: ParamSpec, value: unknown): boolean {
     case 'number': {
       if (typeof value !== 'number' || !Number.isFinite(value)) return false;
       if (spec.integer && !Number.isInteger(value)) return false;
-      if (spec.min !== undefined && (spec.exclusiveMin ? value <= spec.min : value < spec.min)) return false;
-      if (spec.max !== undefined && (spec.exclusiveMax ? value >= spec.max : value > spec.max)) return false;
+      if (spec.min !== undefined && (spec.exclusiveMin ? value <= spec.min : value < spec.min))
+        return false;
+      if (spec.max !== undefined && (spec.exclusiveMax ? value >= spec.max : value > spec.max))
+        return false;
       return true;
     }
   }

@@ -18,7 +18,14 @@ export const KEY_BATCH: RolloutBatch = {
           steps: [
             { state: A, action: 'go to b', reward: 0, nll: 0.8, embedding: [1, 0, 0], value: 0.3 },
             { state: B, action: 'look', reward: 0, nll: 1.1, embedding: [0, 1, 0.1], value: 0.65 },
-            { state: B, action: 'take key', reward: 1, nll: 0.4, embedding: [0, 1, 0.12], value: 0.75 },
+            {
+              state: B,
+              action: 'take key',
+              reward: 1,
+              nll: 0.4,
+              embedding: [0, 1, 0.12],
+              value: 0.75,
+            },
           ],
         },
         {
@@ -26,8 +33,22 @@ export const KEY_BATCH: RolloutBatch = {
           outcome: 'failure',
           steps: [
             { state: A, action: 'go to c', reward: 0, nll: 1.2, embedding: [1, 0, 0], value: 0.3 },
-            { state: C, action: 'lok', reward: -0.1, nll: 2.0, embedding: [0.1, 0.1, 1.0], value: 0.1 },
-            { state: C, action: 'open door', reward: 0, nll: 0.9, embedding: [0.12, 0.1, 1.0], value: 0.05 },
+            {
+              state: C,
+              action: 'lok',
+              reward: -0.1,
+              nll: 2.0,
+              embedding: [0.1, 0.1, 1.0],
+              value: 0.1,
+            },
+            {
+              state: C,
+              action: 'open door',
+              reward: 0,
+              nll: 0.9,
+              embedding: [0.12, 0.1, 1.0],
+              value: 0.05,
+            },
           ],
         },
         {
@@ -35,7 +56,14 @@ export const KEY_BATCH: RolloutBatch = {
           outcome: 'failure',
           steps: [
             { state: A, action: 'go to b', reward: 0, nll: 0.7, embedding: [1, 0, 0], value: 0.3 },
-            { state: B2, action: 'drop key', reward: 0, nll: 1.5, embedding: [0, 1, 0.15], value: 0.4 },
+            {
+              state: B2,
+              action: 'drop key',
+              reward: 0,
+              nll: 1.5,
+              embedding: [0, 1, 0.15],
+              value: 0.4,
+            },
           ],
         },
         {

@@ -1,5 +1,10 @@
 import type { StepInput } from '../../src/batch/columnar-batch-builder';
-import type { Outcome, RolloutBatch, RolloutStep, RolloutTrajectory } from '../../src/batch/rollout-batch';
+import type {
+  Outcome,
+  RolloutBatch,
+  RolloutStep,
+  RolloutTrajectory,
+} from '../../src/batch/rollout-batch';
 
 /** Anything that takes steps group by group: `ColumnarBatchBuilder`, or `JsonBatchSink` below. */
 export interface RolloutSink {
@@ -54,8 +59,11 @@ export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed:
   const optional = shape.withOptionalFields ?? true;
   const embedding = new Float32Array(d);
   for (let g = 0; g < shape.groups; g++) {
-    const directions = Array.from({ length: S }, () => Array.from({ length: d }, () => rand() * 2 - 1));
-    const stateText = (s: number) => `[task ${g}] You are in room ${s}. You see ${s % 3} items.${pad}`;
+    const directions = Array.from({ length: S }, () =>
+      Array.from({ length: d }, () => rand() * 2 - 1),
+    );
+    const stateText = (s: number) =>
+      `[task ${g}] You are in room ${s}. You see ${s % 3} items.${pad}`;
     const goal = S - 1;
     sink.beginGroup(`g${g}`);
     for (let i = 0; i < shape.groupSize; i++) {
@@ -96,7 +104,10 @@ export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed:
         last.nextValue = rand();
       }
       // Leave the outcome out now and then: readers derive it from the return.
-      sink.beginTrajectory(`g${g}/t${i}`, outcome !== 'truncated' && rand() < 0.2 ? undefined : outcome);
+      sink.beginTrajectory(
+        `g${g}/t${i}`,
+        outcome !== 'truncated' && rand() < 0.2 ? undefined : outcome,
+      );
       for (const step of steps) sink.addStep(step);
       sink.endTrajectory();
     }

@@ -1,5 +1,10 @@
 /** The conformance tolerance of spec §1.7: |got − want| ≤ tol·(1 + |want|). */
-export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: number, label: string): void {
+export function expectClose(
+  got: ArrayLike<number>,
+  want: ArrayLike<number>,
+  tol: number,
+  label: string,
+): void {
   if (got.length !== want.length) {
     throw new Error(`${label}: length ${got.length}, expected ${want.length}`);
   }
