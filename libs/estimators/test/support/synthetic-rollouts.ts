@@ -28,6 +28,10 @@ export interface SyntheticShape {
   textLength?: number;
   /** Emit optional fields (nll/tokenLogprobs, value, embedding, nextState/nextValue). */
   withOptionalFields?: boolean;
+  /** Leave out embeddings even when emitting the other optional fields (they dominate memory). */
+  withoutEmbeddings?: boolean;
+  /** Stop after the group in which the total step count reaches this. */
+  maxTotalSteps?: number;
 }
 
 /** Small, fast, seedable PRNG (mulberry32): the same seed gives the same batch everywhere. */
@@ -58,7 +62,8 @@ export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed:
   const pad = ' '.repeat(Math.max(0, (shape.textLength ?? 0) - 40));
   const optional = shape.withOptionalFields ?? true;
   const embedding = new Float32Array(d);
-  for (let g = 0; g < shape.groups; g++) {
+  let total = 0;
+  for (let g = 0; g < shape.groups && total < (shape.maxTotalSteps ?? Infinity); g++) {
     const directions = Array.from({ length: S }, () =>
       Array.from({ length: d }, () => rand() * 2 - 1),
     );
@@ -77,8 +82,10 @@ export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed:
         const next = invalid ? s : (s + 1 + action) % S;
         const done = next === goal && rand() < 0.7;
         const failed = !done && rand() < 0.04;
-        const dir = directions[s] as number[];
-        for (let j = 0; j < d; j++) embedding[j] = (dir[j] as number) + 0.03 * (rand() - 0.5);
+        if (optional && !shape.withoutEmbeddings) {
+          const dir = directions[s] as number[];
+          for (let j = 0; j < d; j++) embedding[j] = (dir[j] as number) + 0.03 * (rand() - 0.5);
+        }
         const step: StepInput = {
           state: stateText(s),
           action: invalid ? 'dance' : `go to room ${next}`,
@@ -89,7 +96,7 @@ export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed:
             step.tokenLogprobs = Array.from({ length: pick(4) }, () => -rand() * 2);
           } else step.nll = 0.05 + rand() * 1.5;
           step.value = rand();
-          step.embedding = embedding.slice();
+          if (!shape.withoutEmbeddings) step.embedding = embedding.slice();
         }
         steps.push(step);
         s = next;
@@ -110,6 +117,7 @@ export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed:
       );
       for (const step of steps) sink.addStep(step);
       sink.endTrajectory();
+      total += steps.length;
     }
     sink.endGroup();
   }

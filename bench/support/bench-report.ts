@@ -1,0 +1,39 @@
+import { cpus, totalmem } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export const BENCHMARKS_MD = path.resolve(__dirname, '../../docs/benchmarks.md');
+
+/** One line naming the machine, so figures are never read without their context. */
+export function machineLine(): string {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  return `${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`;
+}
+
+/**
+ * Replaces this benchmark's section of docs/benchmarks.md (between its
+ * markers), keeping the sections other benchmarks wrote.
+ */
+export function writeSection(id: string, body: string): void {
+  const start = `<!-- bench:${id}:start -->`;
+  const end = `<!-- bench:${id}:end -->`;
+  const section = `${start}\n${body.trim()}\n${end}`;
+  let doc = existsSync(BENCHMARKS_MD)
+    ? readFileSync(BENCHMARKS_MD, 'utf8')
+    : '# Benchmarks\n\nWritten by the scripts in `bench/`; each section says how it was produced. Re-run a script to refresh its section.\n';
+  const from = doc.indexOf(start);
+  const to = doc.indexOf(end);
+  doc =
+    from >= 0 && to > from
+      ? doc.slice(0, from) + section + doc.slice(to + end.length)
+      : `${doc.trimEnd()}\n\n${section}\n`;
+  writeFileSync(BENCHMARKS_MD, doc);
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+export const fmt = (x: number, digits = 2) => x.toFixed(digits);
