@@ -72,3 +72,23 @@ export function normalizeWithinBuckets(
   }
   return out;
 }
+
+/**
+ * Mean and unbiased std of x[lo..hi) (std NaN for fewer than 2 values; exactly
+ * 0, with the mean exactly the common value, when all values are equal).
+ */
+export function rangeStats(x: Float64Array, lo: number, hi: number): { mean: number; std: number } {
+  const n = hi - lo;
+  if (n <= 0) return { mean: NaN, std: NaN };
+  let sum = 0;
+  let allEqual = true;
+  for (let k = lo; k < hi; k++) {
+    sum += x[k] as number;
+    if (x[k] !== x[lo]) allEqual = false;
+  }
+  if (allEqual) return { mean: x[lo] as number, std: n < 2 ? NaN : 0 };
+  const mean = sum / n;
+  let ss = 0;
+  for (let k = lo; k < hi; k++) ss += ((x[k] as number) - mean) ** 2;
+  return { mean, std: n < 2 ? NaN : Math.sqrt(ss / (n - 1)) };
+}

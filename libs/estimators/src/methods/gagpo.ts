@@ -1,5 +1,5 @@
 import { groupStepRange, OUTCOME, type ColumnarBatch } from '../batch/columnar-batch';
-import { groupStats } from '../core/group-stats';
+import { groupStats, rangeStats } from '../core/group-stats';
 import { bucketSizes } from '../core/grouping-summary';
 import { gaeScan, rewardToGo } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
@@ -112,20 +112,12 @@ function normalizePerGroup(
   const out = new Float64Array(x.length);
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);
-    const n = hi - lo;
-    if (n < 2) continue; // Â − Â = 0
-    let sum = 0;
-    let allEqual = true;
+    if (hi - lo < 2) continue; // Â − Â = 0
+    const { mean, std } = rangeStats(x, lo, hi);
     for (let k = lo; k < hi; k++) {
-      sum += x[k] as number;
-      if (x[k] !== x[lo]) allEqual = false;
+      const centred = (x[k] as number) - mean;
+      out[k] = withStd ? centred / (std + epsilon) : centred;
     }
-    if (allEqual) continue;
-    const mean = sum / n;
-    let ss = 0;
-    for (let k = lo; k < hi; k++) ss += ((x[k] as number) - mean) ** 2;
-    const scale = withStd ? 1 / (Math.sqrt(ss / (n - 1)) + epsilon) : 1;
-    for (let k = lo; k < hi; k++) out[k] = ((x[k] as number) - mean) * scale;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { episodeAdvantage } from '../core/episode-advantage';
+import { rangeStats } from '../core/group-stats';
 import { broadcastToSteps, episodeReturns, gaeScan, rewardToGo } from '../core/returns';
 import { transitionGraph, type TransitionGraph } from '../core/transition-graph';
 import {
@@ -193,19 +194,11 @@ export function fixedPoint(
   return { V, iterations: maxIter, converged: false };
 }
 
+/** x ÷ (std of its task group + ε), with σ = 1 for a one-record group (spec §1.8). */
 function divideByGroupStd(batch: ColumnarBatch, x: Float64Array, epsilon: number): void {
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);
-    const n = hi - lo;
-    let sigma = 1;
-    if (n >= 2) {
-      let sum = 0;
-      for (let k = lo; k < hi; k++) sum += x[k] as number;
-      const mean = sum / n;
-      let ss = 0;
-      for (let k = lo; k < hi; k++) ss += ((x[k] as number) - mean) ** 2;
-      sigma = Math.sqrt(ss / (n - 1));
-    }
+    const sigma = hi - lo < 2 ? 1 : rangeStats(x, lo, hi).std;
     for (let k = lo; k < hi; k++) x[k] = (x[k] as number) / (sigma + epsilon);
   }
 }

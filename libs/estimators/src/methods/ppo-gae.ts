@@ -1,4 +1,5 @@
 import { OUTCOME } from '../batch/columnar-batch';
+import { rangeStats } from '../core/group-stats';
 import { gaeScan } from '../core/returns';
 import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
@@ -71,15 +72,10 @@ export const ppoGae = defineMethod({
 });
 
 function whiten(x: Float64Array): Float64Array {
-  const n = x.length;
-  const out = new Float64Array(n);
-  if (n < 2) return out;
-  let sum = 0;
-  for (let k = 0; k < n; k++) sum += x[k] as number;
-  const mean = sum / n;
-  let ss = 0;
-  for (let k = 0; k < n; k++) ss += ((x[k] as number) - mean) ** 2;
-  const scale = 1 / Math.sqrt(ss / (n - 1) + 1e-8);
-  for (let k = 0; k < n; k++) out[k] = ((x[k] as number) - mean) * scale;
+  const out = new Float64Array(x.length);
+  if (x.length < 2) return out;
+  const { mean, std } = rangeStats(x, 0, x.length);
+  const scale = 1 / Math.sqrt(std * std + 1e-8);
+  for (let k = 0; k < x.length; k++) out[k] = ((x[k] as number) - mean) * scale;
   return out;
 }
