@@ -1,0 +1,58 @@
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { GraphQLModule } from '@nestjs/graphql';
+import type { Request } from 'express';
+import { AppConfigToken } from './config/app-config.provider';
+import type { AppConfig } from './config/app-config';
+import { Database } from './database/database';
+import { DomainErrorFilter } from './errors/domain-error.filter';
+import { complexityLimitPlugin, depthLimitRule } from './graphql/query-limits';
+import { createReadLoaders } from './graphql/read-loaders';
+import { RolloutGroupResolver, TrajectoryResolver } from './graphql/rollouts.resolver';
+import { RunsResolver } from './graphql/runs.resolver';
+import { IngestModule } from './ingest/ingest.module';
+
+/** Shared singletons made before Nest starts (the database must be up and migrated first). */
+@Module({})
+class CoreModule {
+  static forRoot(config: AppConfig, db: Database): DynamicModule {
+    return {
+      module: CoreModule,
+      global: true,
+      providers: [
+        { provide: AppConfigToken, useValue: config },
+        { provide: Database, useValue: db },
+      ],
+      exports: [AppConfigToken, Database],
+    };
+  }
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, db: Database): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        CoreModule.forRoot(config, db),
+        IngestModule,
+        GraphQLModule.forRoot<ApolloDriverConfig>({
+          driver: ApolloDriver,
+          path: '/graphql',
+          autoSchemaFile: true,
+          sortSchema: true,
+          context: ({ req }: { req: Request }) => ({ req, loaders: createReadLoaders(db) }),
+          validationRules: [depthLimitRule(config.limits.graphqlMaxDepth)],
+          plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
+        }),
+      ],
+      providers: [
+        RunsResolver,
+        RolloutGroupResolver,
+        TrajectoryResolver,
+        { provide: APP_FILTER, useClass: DomainErrorFilter },
+      ],
+    };
+  }
+}

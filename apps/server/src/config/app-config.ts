@@ -1,0 +1,80 @@
+import { z } from 'zod';
+
+/**
+ * Every setting of the server, read once from the environment, typed and
+ * defaulted; a bad value stops start-up with a message naming the variable.
+ */
+const mib = 1024 * 1024;
+const schema = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  /** Postgres to use; when unset the server starts the embedded one. */
+  DATABASE_URL: z.string().url().optional(),
+  CREDITLAB_PG_DIR: z.string().optional(),
+  CREDITLAB_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
+  CREDITLAB_PG_DATABASE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]*$/)
+    .default('creditlab'),
+  CREDITLAB_MAX_LINE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * mib),
+  CREDITLAB_MAX_REQUEST_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(8192 * mib),
+  CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
+  CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(200_000),
+  CREDITLAB_SCHEMA_FILE: z.string().optional(),
+  LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+});
+
+export type EnvConfig = z.infer<typeof schema>;
+
+export interface AppConfig {
+  host: string;
+  port: number;
+  databaseUrl?: string;
+  embeddedPostgres: { dataDir?: string; port: number; database: string };
+  limits: {
+    maxLineBytes: number;
+    maxRequestBytes: number;
+    graphqlMaxDepth: number;
+    graphqlMaxCost: number;
+  };
+  /** Where the code-first GraphQL schema is written (committed as schema.gql). */
+  schemaFile?: string;
+  logLevel: EnvConfig['LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return {
+    host: e.HOST,
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL,
+    embeddedPostgres: {
+      dataDir: e.CREDITLAB_PG_DIR,
+      port: e.CREDITLAB_PG_PORT,
+      database: e.CREDITLAB_PG_DATABASE,
+    },
+    limits: {
+      maxLineBytes: e.CREDITLAB_MAX_LINE_BYTES,
+      maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,
+      graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
+      graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,
+    },
+    schemaFile: e.CREDITLAB_SCHEMA_FILE,
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,35 @@
+/** What can go wrong for a caller, independent of transport (HTTP status and GraphQL code at the edge). */
+export enum ErrorCode {
+  RunNotFound = 'RUN_NOT_FOUND',
+  InvalidInput = 'INVALID_INPUT',
+  InvalidEvent = 'INVALID_EVENT',
+  PayloadTooLarge = 'PAYLOAD_TOO_LARGE',
+  UnsupportedMediaType = 'UNSUPPORTED_MEDIA_TYPE',
+}
+
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  [ErrorCode.RunNotFound]: 404,
+  [ErrorCode.InvalidInput]: 400,
+  [ErrorCode.InvalidEvent]: 400,
+  [ErrorCode.PayloadTooLarge]: 413,
+  [ErrorCode.UnsupportedMediaType]: 415,
+};
+
+export const GRAPHQL_CODE: Record<ErrorCode, string> = {
+  [ErrorCode.RunNotFound]: 'NOT_FOUND',
+  [ErrorCode.InvalidInput]: 'BAD_USER_INPUT',
+  [ErrorCode.InvalidEvent]: 'BAD_USER_INPUT',
+  [ErrorCode.PayloadTooLarge]: 'PAYLOAD_TOO_LARGE',
+  [ErrorCode.UnsupportedMediaType]: 'BAD_USER_INPUT',
+};
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra machine-readable facts (line, path, ...) echoed in the error body. */
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}

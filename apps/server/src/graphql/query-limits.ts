@@ -1,0 +1,107 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import {
+  GraphQLError,
+  Kind,
+  type ASTVisitor,
+  type FragmentDefinitionNode,
+  type SelectionSetNode,
+  type ValidationContext,
+} from 'graphql';
+import {
+  fieldExtensionsEstimator,
+  getComplexity,
+  simpleEstimator,
+  type ComplexityEstimator,
+} from 'graphql-query-complexity';
+
+/** Rejects operations nested deeper than `maxDepth` fields (fragments followed). */
+export function depthLimitRule(maxDepth: number) {
+  return (context: ValidationContext): ASTVisitor => {
+    const fragments = new Map<string, FragmentDefinitionNode>(
+      context
+        .getDocument()
+        .definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
+        .map((f) => [f.name.value, f]),
+    );
+    const depth = (set: SelectionSetNode | undefined, seen: Set<string>): number => {
+      if (!set) return 0;
+      let max = 0;
+      for (const sel of set.selections) {
+        if (sel.kind === Kind.FIELD)
+          max = Math.max(
+            max,
+            sel.name.value.startsWith('__') ? 0 : 1 + depth(sel.selectionSet, seen),
+          );
+        else if (sel.kind === Kind.INLINE_FRAGMENT)
+          max = Math.max(max, depth(sel.selectionSet, seen));
+        else if (!seen.has(sel.name.value)) {
+          max = Math.max(
+            max,
+            depth(fragments.get(sel.name.value)?.selectionSet, new Set([...seen, sel.name.value])),
+          );
+        }
+      }
+      return max;
+    };
+    return {
+      OperationDefinition(node) {
+        const d = depth(node.selectionSet, new Set());
+        if (d > maxDepth) {
+          context.reportError(
+            new GraphQLError(`query depth ${d} exceeds the limit of ${maxDepth}`, {
+              extensions: { code: 'QUERY_TOO_DEEP' },
+            }),
+          );
+        }
+      },
+    };
+  };
+}
+
+/**
+ * Cost = Σ over fields of 1 × the page size of every list above it: `first`
+ * where a field takes it, else the typical size of that list (G trajectories
+ * per group, steps per trajectory). An operation over `maxCost` is refused
+ * before it runs.
+ */
+const TYPICAL_LIST_SIZE: Record<string, number> = {
+  trajectories: 16,
+  steps: 50,
+  iterations: 100,
+  nodes: 1,
+};
+const pagedEstimator: ComplexityEstimator = ({ args, childComplexity, field }) => {
+  const first = typeof args.first === 'number' ? args.first : undefined;
+  const multiplier = first ?? TYPICAL_LIST_SIZE[field.name] ?? 1;
+  return 1 + childComplexity * multiplier;
+};
+
+export function complexityLimitPlugin(maxCost: number): ApolloServerPlugin {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ request, document, schema }) {
+          const cost = getComplexity({
+            schema,
+            operationName: request.operationName,
+            query: document,
+            variables: request.variables,
+            estimators: [
+              fieldExtensionsEstimator(),
+              pagedEstimator,
+              simpleEstimator({ defaultComplexity: 1 }),
+            ],
+          });
+          if (cost > maxCost) {
+            throw new GraphQLError(
+              `query cost ${cost} exceeds the limit of ${maxCost}; ask for smaller pages`,
+              {
+                extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost },
+              },
+            );
+          }
+        },
+      };
+    },
+  };
+}

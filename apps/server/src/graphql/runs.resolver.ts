@@ -1,0 +1,208 @@
+import { Inject } from '@nestjs/common';
+import {
+  Args,
+  Context,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import GraphQLJSON from 'graphql-type-json';
+import { Database } from '../database/database';
+import { EventAppender } from '../ingest/event-appender.service';
+import { RunsService } from '../ingest/runs.service';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import {
+  AppendEventsResult,
+  CreateRunInput,
+  Iteration,
+  RolloutGroupConnection,
+  Run,
+  RunConnection,
+  RunEventConnection,
+  RunFilter,
+} from './models';
+import { decodeCursor, encodeCursor, pageSize } from './pagination';
+import type { ReadLoaders } from './read-loaders';
+
+type RunRow = Awaited<ReturnType<Database['prisma']['run']['findFirst']>> & object;
+
+/** Runs: list, fetch, create, append; and the run's nested fields. */
+@Resolver(() => Run)
+export class RunsResolver {
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(RunsService) private readonly runService: RunsService,
+    @Inject(EventAppender) private readonly appender: EventAppender,
+  ) {}
+
+  @Query(() => RunConnection, {
+    description: 'Runs, newest first, filtered; cursor-paginated (first ≤ 100).',
+  })
+  async runs(
+    @Args('filter', { type: () => RunFilter, nullable: true }) filter: RunFilter | undefined,
+    @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
+    @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+  ): Promise<RunConnection> {
+    const limit = pageSize(first, 20, 100, 'runs');
+    const where: Record<string, unknown> = {
+      project: filter?.project,
+      env: filter?.env,
+      method: filter?.method,
+      status: filter?.status,
+      ...(filter?.tags?.length ? { tags: { hasEvery: filter.tags } } : {}),
+    };
+    if (after) {
+      const [createdAt, id] = decodeCursor(after, 'runs') as [string, string];
+      where.OR = [
+        { createdAt: { lt: new Date(createdAt) } },
+        { createdAt: new Date(createdAt), id: { lt: id } },
+      ];
+    }
+    const rows = await this.db.prisma.run.findMany({
+      where,
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      nodes: page.map(toRun),
+      pageInfo: {
+        hasNextPage: rows.length > limit,
+        endCursor: last ? encodeCursor([last.createdAt.toISOString(), last.id]) : null,
+      },
+    };
+  }
+
+  @Query(() => Run, { nullable: true })
+  async run(@Args('id', { type: () => ID }) id: string): Promise<Run | null> {
+    if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+    const row = await this.db.prisma.run.findUnique({ where: { id } });
+    return row ? toRun(row) : null;
+  }
+
+  @ResolveField(() => [Iteration], {
+    description: 'Iterations with rollouts, metrics or evaluations, in order.',
+  })
+  iterations(@Parent() run: Run, @Context('loaders') loaders: ReadLoaders): Promise<Iteration[]> {
+    return loaders.iterations.load(run.id);
+  }
+
+  @ResolveField(() => RolloutGroupConnection, {
+    description: 'Task groups of one iteration in canonical order (first ≤ 100).',
+  })
+  async groups(
+    @Parent() run: Run,
+    @Context('loaders') loaders: ReadLoaders,
+    @Args('iteration', { type: () => Int }) iteration: number,
+    @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
+    @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+  ): Promise<RolloutGroupConnection> {
+    const limit = pageSize(first, 20, 100, 'groups');
+    const afterPosition = after ? Number(decodeCursor(after, 'groups')[0]) : -1;
+    const rows = await loaders.groups.load({
+      runId: run.id,
+      iteration,
+      afterPosition,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      nodes: page,
+      pageInfo: {
+        hasNextPage: rows.length > limit,
+        endCursor: last ? encodeCursor([last.position]) : null,
+      },
+    };
+  }
+
+  @ResolveField(() => RunEventConnection, {
+    description: 'The run’s event stream in seq order (first ≤ 1000).',
+  })
+  async events(
+    @Parent() run: Run,
+    @Context('loaders') loaders: ReadLoaders,
+    @Args('after', {
+      type: () => Int,
+      nullable: true,
+      description: 'Events with seq greater than this.',
+    })
+    after: number | undefined,
+    @Args('types', { type: () => [String], nullable: true }) types: string[] | undefined,
+    @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
+  ): Promise<RunEventConnection> {
+    const limit = pageSize(first, 100, 1000, 'events');
+    const rows = await loaders.events.load({
+      runId: run.id,
+      afterSeq: after ?? 0,
+      types: types?.length ? types : null,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      nodes: page,
+      pageInfo: { hasNextPage: rows.length > limit, endCursor: last ? String(last.seq) : null },
+    };
+  }
+
+  @Mutation(() => Run, { description: 'Creates a run (same as POST /v1/runs).' })
+  async createRun(
+    @Args('input', { type: () => CreateRunInput }) input: CreateRunInput,
+  ): Promise<Run> {
+    const { id } = await this.runService.create(stripNulls(input));
+    return (await this.run(id)) as Run;
+  }
+
+  @Mutation(() => AppendEventsResult, {
+    description:
+      'Appends events to a run, all or nothing, like POST /v1/runs/{id}/events (for small volumes).',
+  })
+  async appendEvents(
+    @Args('runId', { type: () => ID }) runId: string,
+    @Args('events', { type: () => [GraphQLJSON] }) events: unknown[],
+  ): Promise<AppendEventsResult> {
+    if (events.length > 10_000) {
+      throw new DomainError(
+        ErrorCode.PayloadTooLarge,
+        `appendEvents takes at most 10000 events; stream larger volumes as NDJSON to POST /v1/runs/${runId}/events`,
+      );
+    }
+    async function* source() {
+      for (let i = 0; i < events.length; i++) yield { position: i + 1, value: events[i] };
+    }
+    return this.appender.append(runId, source(), (p) => `events[${p - 1}]`);
+  }
+}
+
+function toRun(r: RunRow): Run {
+  return {
+    id: r.id,
+    name: r.name,
+    project: r.project,
+    env: r.env,
+    method: r.method,
+    params: r.params,
+    config: r.config,
+    seed: r.seed === null ? null : Number(r.seed),
+    tags: r.tags,
+    status: r.status,
+    lastSeq: Number(r.lastSeq),
+    lastIteration: r.lastIteration,
+    parentRunId: r.parentRunId,
+    forkIteration: r.forkIteration,
+    createdAt: r.createdAt,
+    finishedAt: r.finishedAt,
+    summary: r.summary,
+  };
+}
+
+/** GraphQL passes absent optional inputs as undefined but explicit nulls as null; the run schema wants them absent. */
+function stripNulls(input: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== null && v !== undefined));
+}

@@ -1,0 +1,56 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Database } from '../database/database';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import {
+  AppendSession,
+  type AppendResult,
+  type IncomingEvent,
+  type LockedRun,
+} from './append-session';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Appends a request's events to a run's stream, all or nothing: one
+ * transaction, the run row locked (FOR UPDATE) so concurrent appenders to one
+ * run get gap-free sequence numbers, and a rollback on any error, including
+ * a source that fails mid-way (a cut connection).
+ */
+@Injectable()
+export class EventAppender {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  async append(
+    runId: string,
+    events: AsyncIterable<IncomingEvent>,
+    describe: (position: number) => string = (p) => `line ${p}`,
+  ): Promise<AppendResult> {
+    if (!UUID.test(runId)) throw runNotFound(runId);
+    const client = await this.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const locked = await client.query<LockedRun>(
+        'SELECT last_seq, last_iteration, embedding_dim FROM runs WHERE id = $1 FOR UPDATE',
+        [runId],
+      );
+      const run = locked.rows[0];
+      if (!run) throw runNotFound(runId);
+      const session = new AppendSession(client, runId, run, describe);
+      for await (const event of events) await session.add(event);
+      const result = await session.finish();
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+}
+
+export function runNotFound(runId: string): DomainError {
+  return new DomainError(ErrorCode.RunNotFound, `run ${JSON.stringify(runId)} not found`, {
+    runId,
+  });
+}

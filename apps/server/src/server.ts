@@ -1,0 +1,77 @@
+import 'reflect-metadata';
+import {
+  defaultDataDir,
+  ensureDatabase,
+  runMigrations,
+  startEmbeddedPostgres,
+  type RunningPostgres,
+} from '@creditlab/db';
+import { Logger, type LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { GraphQLSchemaHost } from '@nestjs/graphql';
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { AppModule } from './app.module';
+import type { AppConfig } from './config/app-config';
+import { Database } from './database/database';
+
+export interface RunningServer {
+  app: NestExpressApplication;
+  /** Base URL, e.g. http://127.0.0.1:4000 */
+  url: string;
+  db: Database;
+  /** The GraphQL schema as SDL (what schema.gql holds). */
+  schemaSdl(): string;
+  /** Stops accepting, closes the app, the pool and the embedded database if this server started it. */
+  close(): Promise<void>;
+}
+
+const LEVELS: LogLevel[] = ['error', 'warn', 'log', 'debug', 'verbose'];
+
+/**
+ * Brings the server up: the database first (DATABASE_URL, or the embedded
+ * PostgreSQL in a persistent data directory), migrations under their advisory
+ * lock, then Nest on HOST:PORT.
+ */
+export async function startServer(config: AppConfig): Promise<RunningServer> {
+  const logger = new Logger('creditlab');
+  let embedded: RunningPostgres | undefined;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    const dataDir = config.embeddedPostgres.dataDir ?? defaultDataDir();
+    logger.log(
+      `starting embedded PostgreSQL in ${dataDir} on port ${config.embeddedPostgres.port}`,
+    );
+    embedded = await startEmbeddedPostgres({ dataDir, port: config.embeddedPostgres.port });
+    databaseUrl = await ensureDatabase(embedded.url, config.embeddedPostgres.database);
+  }
+  const db = Database.connect(databaseUrl);
+  try {
+    const migrations = await runMigrations(db.pool);
+    if (migrations.applied.length)
+      logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
+    const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
+      logger: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
+    });
+    app.useBodyParser('json', { limit: '2mb' });
+    await app.listen(config.port, config.host);
+    const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    let closed: Promise<void> | undefined;
+    return {
+      app,
+      url,
+      db,
+      schemaSdl: () => printSchema(lexicographicSortSchema(app.get(GraphQLSchemaHost).schema)),
+      close: () =>
+        (closed ??= (async () => {
+          await app.close();
+          await db.close();
+          await embedded?.stop();
+        })()),
+    };
+  } catch (e) {
+    await db.close().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    throw e;
+  }
+}

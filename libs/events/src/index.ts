@@ -1,0 +1,2 @@
+export * from './event-schemas';
+export * from './validate-event';

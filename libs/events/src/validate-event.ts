@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { CLIENT_EVENT_TYPES, eventDataSchemas, type ClientEvent } from './event-schemas';
+
+/** Why one event is invalid: the field path inside the event and what is wrong there. */
+export interface EventIssue {
+  path: string;
+  message: string;
+}
+
+export type EventValidation = { ok: true; event: ClientEvent } | { ok: false; issue: EventIssue };
+
+const envelope = z.object({ id: z.uuid(), type: z.string(), data: z.unknown() });
+
+/**
+ * Validates one event: envelope first (id must be a UUID, type known), then
+ * its data against the type's schema. Reports the first problem with a dotted
+ * path such as `data.groups[0].trajectories[1].steps[2].reward`.
+ */
+export function validateEvent(value: unknown): EventValidation {
+  const env = envelope.safeParse(value);
+  if (!env.success) return { ok: false, issue: firstIssue(env.error) };
+  const { type } = env.data;
+  if (type === 'run.created') {
+    return {
+      ok: false,
+      issue: { path: 'type', message: 'run.created is written by the server (POST /v1/runs)' },
+    };
+  }
+  if (!(CLIENT_EVENT_TYPES as string[]).includes(type)) {
+    return {
+      ok: false,
+      issue: {
+        path: 'type',
+        message: `unknown event type "${type}"; known types: ${CLIENT_EVENT_TYPES.join(', ')}`,
+      },
+    };
+  }
+  const schema = eventDataSchemas[type as keyof typeof eventDataSchemas];
+  const data = schema.safeParse(env.data.data);
+  if (!data.success) return { ok: false, issue: firstIssue(data.error, ['data']) };
+  // UUIDs compare case-insensitively; Postgres hands them back in lower case.
+  return {
+    ok: true,
+    event: { id: env.data.id.toLowerCase(), type, data: data.data } as ClientEvent,
+  };
+}
+
+export function firstIssue(error: z.ZodError, prefix: PropertyKey[] = []): EventIssue {
+  const issue = error.issues[0];
+  if (!issue) return { path: prefix.join('.'), message: 'invalid' };
+  return { path: formatPath([...prefix, ...issue.path]), message: describeIssue(issue) };
+}
+
+/** `['data', 'groups', 0, 'steps', 2, 'reward']` → `data.groups[0].steps[2].reward` */
+export function formatPath(path: PropertyKey[]): string {
+  return path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('');
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type' && issue.expected === 'number') {
+    return issue.message.includes('received undefined')
+      ? 'required number is missing'
+      : 'must be a finite number';
+  }
+  if (issue.code === 'invalid_type' && issue.message.includes('received undefined')) {
+    return `required ${issue.expected} is missing`;
+  }
+  return issue.message;
+}
