@@ -25,5 +25,10 @@ const tier = (name, suffix) => ({
 });
 
 module.exports = {
+  // One embedded PostgreSQL for the whole run; each int/e2e spec file makes its own database on it.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  transform: shared.transform,
+  moduleNameMapper: shared.moduleNameMapper,
   projects: [tier('unit', 'unit'), tier('int', 'int'), tier('e2e', 'e2e')],
 };

@@ -12,6 +12,8 @@ import { createReadLoaders } from './graphql/read-loaders';
 import { RolloutGroupResolver, TrajectoryResolver } from './graphql/rollouts.resolver';
 import { RunsResolver } from './graphql/runs.resolver';
 import { IngestModule } from './ingest/ingest.module';
+import { Metrics } from './metrics/metrics';
+import { MetricsController } from './metrics/metrics.controller';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -23,8 +25,9 @@ class CoreModule {
       providers: [
         { provide: AppConfigToken, useValue: config },
         { provide: Database, useValue: db },
+        { provide: Metrics, useValue: new Metrics(db) },
       ],
-      exports: [AppConfigToken, Database],
+      exports: [AppConfigToken, Database, Metrics],
     };
   }
 }
@@ -47,6 +50,7 @@ export class AppModule {
           plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
         }),
       ],
+      controllers: [MetricsController],
       providers: [
         RunsResolver,
         RolloutGroupResolver,

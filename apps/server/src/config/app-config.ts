@@ -27,7 +27,7 @@ const schema = z.object({
     .min(1024)
     .default(8192 * mib),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
-  CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(200_000),
+  CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),
   CREDITLAB_SCHEMA_FILE: z.string().optional(),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
 });

@@ -59,21 +59,17 @@ export function depthLimitRule(maxDepth: number) {
 }
 
 /**
- * Cost = Σ over fields of 1 × the page size of every list above it: `first`
- * where a field takes it, else the typical size of that list (G trajectories
- * per group, steps per trajectory). An operation over `maxCost` is refused
- * before it runs.
+ * Cost ≈ the number of objects an operation can return: an object field costs
+ * its page size × (1 + its children's cost), where the page size is `first`
+ * when the field takes it, else the typical size of that list (G trajectories
+ * per group, steps per trajectory), else 1; scalar fields are free. An
+ * operation over `maxCost` is refused before it runs.
  */
-const TYPICAL_LIST_SIZE: Record<string, number> = {
-  trajectories: 16,
-  steps: 50,
-  iterations: 100,
-  nodes: 1,
-};
-const pagedEstimator: ComplexityEstimator = ({ args, childComplexity, field }) => {
+const TYPICAL_LIST_SIZE: Record<string, number> = { trajectories: 16, steps: 50, iterations: 100 };
+const objectCountEstimator: ComplexityEstimator = ({ args, childComplexity, field, node }) => {
+  if (!node.selectionSet) return 0;
   const first = typeof args.first === 'number' ? args.first : undefined;
-  const multiplier = first ?? TYPICAL_LIST_SIZE[field.name] ?? 1;
-  return 1 + childComplexity * multiplier;
+  return (first ?? TYPICAL_LIST_SIZE[field.name] ?? 1) * (1 + childComplexity);
 };
 
 export function complexityLimitPlugin(maxCost: number): ApolloServerPlugin {
@@ -88,8 +84,8 @@ export function complexityLimitPlugin(maxCost: number): ApolloServerPlugin {
             variables: request.variables,
             estimators: [
               fieldExtensionsEstimator(),
-              pagedEstimator,
-              simpleEstimator({ defaultComplexity: 1 }),
+              objectCountEstimator,
+              simpleEstimator({ defaultComplexity: 0 }),
             ],
           });
           if (cost > maxCost) {

@@ -88,6 +88,7 @@ export class AppendSession {
   private lastIteration: number | null;
   private embeddingDim: number | null;
   private accepted = 0;
+  private steps = 0;
   private duplicates = 0;
   private finished: { status: string; summary?: Record<string, unknown> } | undefined;
 
@@ -118,7 +119,7 @@ export class AppendSession {
     if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS) await this.flush();
   }
 
-  async finish(): Promise<AppendResult> {
+  async finish(): Promise<AppendResult & { steps: number }> {
     await this.flush();
     await this.client.query(
       `UPDATE runs SET last_seq = $2, last_iteration = $3, embedding_dim = $4,
@@ -134,7 +135,12 @@ export class AppendSession {
         this.finished?.summary ? JSON.stringify(this.finished.summary) : null,
       ],
     );
-    return { accepted: this.accepted, duplicates: this.duplicates, lastSeq: this.lastSeq };
+    return {
+      accepted: this.accepted,
+      duplicates: this.duplicates,
+      lastSeq: this.lastSeq,
+      steps: this.steps,
+    };
   }
 
   private async flush(): Promise<void> {
@@ -182,6 +188,7 @@ export class AppendSession {
       eventRows.iteration.push(iteration);
       eventRows.data.push(JSON.stringify(storedData(event, placed)));
       eventRows.steps.push(stepCount);
+      this.steps += stepCount;
       this.accepted++;
     }
     await this.client.query(

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
+import { Metrics } from '../metrics/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
   AppendSession,
@@ -18,13 +19,36 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 @Injectable()
 export class EventAppender {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(Metrics) private readonly metrics: Metrics,
+  ) {}
 
   async append(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
     describe: (position: number) => string = (p) => `line ${p}`,
   ): Promise<AppendResult> {
+    const timer = this.metrics.appendSeconds.startTimer();
+    try {
+      const result = await this.appendInTransaction(runId, events, describe);
+      this.metrics.ingestedEvents.inc(result.accepted);
+      this.metrics.ingestedSteps.inc(result.steps);
+      this.metrics.duplicateEvents.inc(result.duplicates);
+      return { accepted: result.accepted, duplicates: result.duplicates, lastSeq: result.lastSeq };
+    } catch (e) {
+      this.metrics.rejectedRequests.inc({ code: e instanceof DomainError ? e.code : 'INTERNAL' });
+      throw e;
+    } finally {
+      timer();
+    }
+  }
+
+  private async appendInTransaction(
+    runId: string,
+    events: AsyncIterable<IncomingEvent>,
+    describe: (position: number) => string,
+  ): Promise<AppendResult & { steps: number }> {
     if (!UUID.test(runId)) throw runNotFound(runId);
     const client = await this.db.pool.connect();
     try {

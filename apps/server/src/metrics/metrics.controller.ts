@@ -1,0 +1,14 @@
+import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { Metrics } from './metrics';
+
+@Controller()
+export class MetricsController {
+  constructor(@Inject(Metrics) private readonly metrics: Metrics) {}
+
+  /** Prometheus exposition format. */
+  @Get('metrics')
+  @Header('Content-Type', 'text/plain; version=0.0.4')
+  scrape(): Promise<string> {
+    return this.metrics.registry.metrics();
+  }
+}

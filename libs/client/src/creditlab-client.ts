@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { ClientEvent, RunInput } from '@creditlab/events';
+
+export interface ClientOptions {
+  /** Server base URL, e.g. http://127.0.0.1:4000 */
+  url: string;
+  /** Events per NDJSON request when appending (a request is all-or-nothing). */
+  batchSize?: number;
+  /** Attempts per request on network errors and 5xx answers (retrying is safe: event ids make appends idempotent). */
+  retries?: number;
+  /** First retry delay; doubles each attempt, with jitter. */
+  retryDelayMs?: number;
+  fetch?: typeof fetch;
+}
+
+export interface AppendProgress {
+  sent: number;
+  accepted: number;
+  duplicates: number;
+  lastSeq: number;
+}
+
+export interface AppendSummary extends AppendProgress {
+  requests: number;
+  retries: number;
+}
+
+/** An answer the server gave on purpose (4xx): not retried, carries the server's JSON body. */
+export class CreditlabApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+  ) {
+    super(`${status} ${String(body.error ?? '')}: ${String(body.message ?? JSON.stringify(body))}`);
+  }
+}
+
+/**
+ * Creditlab's HTTP client for trainers: creates runs and streams events as
+ * NDJSON in batches, retrying network failures and 5xx answers with
+ * exponential backoff. Retries cannot duplicate anything, because every event
+ * carries its id and the server stores an id once.
+ */
+export class CreditlabClient {
+  private readonly batchSize: number;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: ClientOptions) {
+    this.batchSize = options.batchSize ?? 500;
+    this.retries = options.retries ?? 5;
+    this.retryDelayMs = options.retryDelayMs ?? 200;
+    this.fetch = options.fetch ?? fetch;
+  }
+
+  async createRun(input: RunInput): Promise<{ id: string }> {
+    const res = await this.request('/v1/runs', 'application/json', JSON.stringify(input));
+    return res as { id: string };
+  }
+
+  /**
+   * Appends events in order, `batchSize` per request. Each request is
+   * atomic on the server; `onProgress` is called after each one.
+   */
+  async appendEvents(
+    runId: string,
+    events: Iterable<ClientEvent> | AsyncIterable<ClientEvent>,
+    onProgress?: (p: AppendProgress) => void,
+  ): Promise<AppendSummary> {
+    const total: AppendSummary = {
+      sent: 0,
+      accepted: 0,
+      duplicates: 0,
+      lastSeq: 0,
+      requests: 0,
+      retries: 0,
+    };
+    let batch: ClientEvent[] = [];
+    const send = async () => {
+      if (batch.length === 0) return;
+      const body = batch.map((e) => JSON.stringify(e)).join('\n') + '\n';
+      const { result, retries } = await this.requestWithRetries(
+        `/v1/runs/${encodeURIComponent(runId)}/events`,
+        'application/x-ndjson',
+        body,
+      );
+      const r = result as { accepted: number; duplicates: number; lastSeq: number };
+      total.sent += batch.length;
+      total.accepted += r.accepted;
+      total.duplicates += r.duplicates;
+      total.lastSeq = r.lastSeq;
+      total.requests++;
+      total.retries += retries;
+      batch = [];
+      onProgress?.({
+        sent: total.sent,
+        accepted: total.accepted,
+        duplicates: total.duplicates,
+        lastSeq: total.lastSeq,
+      });
+    };
+    for await (const event of events) {
+      batch.push(event);
+      if (batch.length >= this.batchSize) await send();
+    }
+    await send();
+    return total;
+  }
+
+  /** POSTs a GraphQL operation; GraphQL errors are thrown with their messages. */
+  async graphql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+    const res = (await this.request(
+      '/graphql',
+      'application/json',
+      JSON.stringify({ query, variables }),
+    )) as {
+      data?: T;
+      errors?: { message: string }[];
+    };
+    if (res.errors?.length) throw new Error(res.errors.map((e) => e.message).join('; '));
+    return res.data as T;
+  }
+
+  private async request(path: string, contentType: string, body: string): Promise<unknown> {
+    return (await this.requestWithRetries(path, contentType, body)).result;
+  }
+
+  private async requestWithRetries(
+    path: string,
+    contentType: string,
+    body: string,
+  ): Promise<{ result: unknown; retries: number }> {
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await this.fetch(new URL(path, this.options.url), {
+          method: 'POST',
+          headers: { 'content-type': contentType },
+          body,
+        });
+      } catch (e) {
+        if (attempt >= this.retries) throw e;
+        await this.backoff(attempt);
+        continue;
+      }
+      const text = await res.text();
+      const parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      if (res.ok) return { result: parsed, retries: attempt };
+      if (res.status < 500 || attempt >= this.retries)
+        throw new CreditlabApiError(res.status, parsed);
+      await this.backoff(attempt);
+    }
+  }
+
+  private backoff(attempt: number): Promise<void> {
+    const delay = this.retryDelayMs * 2 ** attempt * (0.5 + Math.random());
+    return new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+/** A fresh event id (UUID v4). */
+export const newEventId = (): string => randomUUID();

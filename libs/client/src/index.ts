@@ -1,0 +1,2 @@
+export * from './creditlab-client';
+export * from './rollout-events';

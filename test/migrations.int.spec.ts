@@ -1,0 +1,57 @@
+import { ensureDatabase, MIGRATIONS_DIR, runMigrations } from '@creditlab/db';
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import pg from 'pg';
+import { createTestDatabase } from './support/test-database';
+
+/** Migrations are applied in order, each once, also when two servers start together. */
+describe('migrations', () => {
+  const pools: pg.Pool[] = [];
+  afterAll(async () => Promise.all(pools.map((p) => p.end())));
+  const pool = (url: string) => {
+    const p = new pg.Pool({ connectionString: url, max: 2 });
+    pools.push(p);
+    return p;
+  };
+  const migrationCount = readdirSync(MIGRATIONS_DIR).length;
+
+  test('two migrators racing on a fresh database apply each migration exactly once', async () => {
+    const url = await ensureDatabase(
+      process.env.CREDITLAB_TEST_DATABASE_URL as string,
+      `test_${randomBytes(6).toString('hex')}`,
+    );
+    const [a, b] = await Promise.all([runMigrations(pool(url)), runMigrations(pool(url))]);
+    expect(a.applied.length + b.applied.length).toBe(migrationCount);
+    expect(a.applied.length * b.applied.length).toBe(0);
+    const rows = await pool(url).query('SELECT name FROM _migrations ORDER BY name');
+    expect(rows.rows.map((r) => r.name)).toEqual(readdirSync(MIGRATIONS_DIR).sort());
+    const again = await runMigrations(pool(url));
+    expect(again).toEqual({ applied: [], alreadyApplied: readdirSync(MIGRATIONS_DIR).sort() });
+  });
+
+  test('events and steps are append-only: UPDATE, DELETE and TRUNCATE are refused', async () => {
+    const db = pool(await createTestDatabase());
+    const run = await db.query<{ id: string }>(
+      `INSERT INTO runs (name, project, env, method) VALUES ('r', 'p', 'e', 'grpo') RETURNING id`,
+    );
+    const runId = run.rows[0]!.id;
+    await db.query(
+      `INSERT INTO events (run_id, seq, id, type, data) VALUES ($1, 1, gen_random_uuid(), 'run.created', '{}')`,
+      [runId],
+    );
+    await expect(
+      db.query(`UPDATE events SET type = 'x' WHERE run_id = $1`, [runId]),
+    ).rejects.toThrow(/events is append-only: UPDATE refused/);
+    await expect(db.query(`DELETE FROM events WHERE run_id = $1`, [runId])).rejects.toThrow(
+      /events is append-only: DELETE refused/,
+    );
+    await expect(db.query('TRUNCATE events CASCADE')).rejects.toThrow(
+      /append-only: TRUNCATE refused/,
+    );
+    await expect(db.query('DELETE FROM steps')).resolves.toBeDefined(); // no rows: the row trigger never fires
+    const count = await db.query('SELECT count(*)::int AS n FROM events WHERE run_id = $1', [
+      runId,
+    ]);
+    expect(count.rows[0].n).toBe(1);
+  });
+});

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { createTestDatabase } from './test-database';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export interface ServerProcess {
+  url: string;
+  databaseUrl?: string;
+  process: ChildProcess;
+  /** Everything the server printed, for failure messages. */
+  output(): string;
+  /** SIGTERM and wait for the exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * The real server as `npm start` runs it, in its own process (Nest 12 is ESM,
+ * which Jest's module runtime cannot load on Node 20; a child process is also
+ * simply the honest setting for end-to-end tests). Resolves once it listens.
+ */
+export async function spawnServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/server/src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      NO_COLOR: '1',
+      PORT: '0',
+      LOG_LEVEL: 'log',
+      DATABASE_URL: undefined,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start in 60 s:\n${output}`)),
+      60_000,
+    );
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1] as string);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    url,
+    process: child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** The server on a fresh database of the test run's Postgres. */
+export async function startTestServer(
+  env: Record<string, string> = {},
+): Promise<ServerProcess & { databaseUrl: string }> {
+  const databaseUrl = await createTestDatabase();
+  const server = await spawnServer({ DATABASE_URL: databaseUrl, ...env });
+  return { ...server, databaseUrl };
+}
+
+/** POSTs a GraphQL operation and returns the whole response body. */
+export async function gql<T = Record<string, unknown>>(
+  server: { url: string },
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<{ data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[] }> {
+  const res = await fetch(`${server.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await res.json()) as {
+    data?: T;
+    errors?: { message: string; extensions?: Record<string, unknown> }[];
+  };
+}
+
+/** The value of one Prometheus counter on the server's /metrics. */
+export async function metric(server: { url: string }, name: string): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  if (!m) throw new Error(`metric ${name} not found`);
+  return Number(m[1]);
+}
