@@ -94,10 +94,9 @@ export async function gql<T = Record<string, unknown>>(
   };
 }
 
-/** The value of one Prometheus counter on the server's /metrics. */
+/** The value of one Prometheus sample on the server's /metrics (`name` with its labels), 0 if absent. */
 export async function metric(server: { url: string }, name: string): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  if (!m) throw new Error(`metric ${name} not found`);
-  return Number(m[1]);
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.slice(name.length + 1));
 }

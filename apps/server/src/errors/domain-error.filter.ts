@@ -14,7 +14,7 @@ export class DomainErrorFilter implements ExceptionFilter {
   catch(error: DomainError, host: ArgumentsHost): unknown {
     if (host.getType<string>() === 'graphql') {
       return new GraphQLError(error.message, {
-        extensions: { code: GRAPHQL_CODE[error.code], reason: error.code, ...error.details },
+        extensions: { code: GRAPHQL_CODE[error.code], error: error.code, ...error.details },
       });
     }
     const http = host.switchToHttp();

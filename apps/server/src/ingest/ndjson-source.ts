@@ -37,6 +37,9 @@ export async function* ndjsonEvents(
   try {
     for await (const line of lines as AsyncIterable<string>) {
       position++;
+      // split2's maxLength only bounds a line still waiting for its newline; a long line that arrives whole needs this check.
+      if (line.length > limits.maxLineBytes / 3 && Buffer.byteLength(line) > limits.maxLineBytes)
+        throw lineTooLong(position, limits);
       if (line.trim() === '') continue;
       let value: unknown;
       try {
@@ -83,4 +86,12 @@ class ByteLimit extends Transform {
     if (this.seen > this.limit) done(this.onExceeded());
     else done(null, chunk);
   }
+}
+
+function lineTooLong(line: number, limits: NdjsonLimits): DomainError {
+  return new DomainError(
+    ErrorCode.PayloadTooLarge,
+    `line ${line} exceeds ${limits.maxLineBytes} bytes (CREDITLAB_MAX_LINE_BYTES); split the event into smaller ones`,
+    { line, limit: limits.maxLineBytes },
+  );
 }

@@ -1,0 +1,159 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { CreditlabClient } from '@creditlab/client';
+import { rowCounts } from './support/row-counts';
+import { gql, startTestServer, type ServerProcess } from './support/test-server';
+
+/**
+ * Malformed requests from test/fixtures/not-ok: each gets its status and a
+ * JSON body naming the line, the field path and what is wrong, and the
+ * database is left exactly as it was (all or nothing per request).
+ */
+interface NotOk {
+  description: string;
+  run?: 'existing' | 'unknown';
+  contentType?: string;
+  lines: unknown[];
+  oversizeLineBytes?: number;
+  padToBytes?: number;
+  expect: { status: number; error: string; message: string; line?: number; path?: string };
+}
+
+const dir = path.join(__dirname, 'fixtures/not-ok');
+const cases = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map(
+    (f) =>
+      [
+        f.replace('.json', ''),
+        JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as NotOk,
+      ] as const,
+  );
+
+let server: ServerProcess & { databaseUrl: string };
+let runId: string;
+beforeAll(async () => {
+  server = await startTestServer({
+    CREDITLAB_MAX_LINE_BYTES: '65536',
+    CREDITLAB_MAX_REQUEST_BYTES: '262144',
+  });
+  runId = (
+    await new CreditlabClient({ url: server.url }).createRun({
+      name: 'bad input',
+      env: 'e',
+      method: 'grpo',
+    })
+  ).id;
+});
+afterAll(() => server.stop());
+
+function body(c: NotOk): string {
+  let text =
+    c.lines
+      .map((l) =>
+        typeof l === 'object' && l !== null && '$raw' in l
+          ? String((l as { $raw: string }).$raw)
+          : JSON.stringify(l),
+      )
+      .join('\n') + '\n';
+  if (c.oversizeLineBytes) text += `{"pad": "${'x'.repeat(c.oversizeLineBytes)}"}\n`;
+  while (c.padToBytes && text.length < c.padToBytes) text += '\n'.repeat(1000);
+  return text;
+}
+
+test('the not-ok folder covers the cases the issue names', () => {
+  const names = cases.map(([n]) => n);
+  for (const n of [
+    'bad-json-line',
+    'unknown-type',
+    'missing-field',
+    'non-finite-number',
+    'wrong-embedding-length',
+    'oversize-line',
+    'unknown-run',
+  ]) {
+    expect(names).toContain(n);
+  }
+});
+
+test.each(cases)('%s', async (_name, c) => {
+  const before = await rowCounts(server.databaseUrl);
+  const target = c.run === 'unknown' ? '11111111-1111-4111-8111-111111111111' : runId;
+  const res = await fetch(`${server.url}/v1/runs/${target}/events`, {
+    method: 'POST',
+    headers: { 'content-type': c.contentType ?? 'application/x-ndjson' },
+    body: body(c),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  expect(res.status).toBe(c.expect.status);
+  expect(json.error).toBe(c.expect.error);
+  expect(json.message).toContain(c.expect.message);
+  if (c.expect.line !== undefined) expect(json.line).toBe(c.expect.line);
+  if (c.expect.path !== undefined) expect(json.path).toBe(c.expect.path);
+  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+});
+
+describe('GraphQL mutations validate the same way', () => {
+  test('appendEvents names the event and the path, with a BAD_USER_INPUT code, and stores nothing', async () => {
+    const before = await rowCounts(server.databaseUrl);
+    const res = await gql(
+      server,
+      'mutation($id: ID!, $events: [JSON!]!) { appendEvents(runId: $id, events: $events) { accepted } }',
+      {
+        id: runId,
+        events: [
+          {
+            id: '00000000-0000-4000-8000-000000000001',
+            type: 'metrics.logged',
+            data: { iteration: 0, metrics: { loss: 1 } },
+          },
+          {
+            id: '00000000-0000-4000-8000-000000000002',
+            type: 'metrics.logged',
+            data: { iteration: -1, metrics: {} },
+          },
+        ],
+      },
+    );
+    expect(res.errors?.[0]?.message).toMatch(/^events\[1\]: data\.iteration: /);
+    expect(res.errors?.[0]?.extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      error: 'INVALID_EVENT',
+      path: 'data.iteration',
+    });
+    expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  });
+
+  test('appendEvents to an unknown run is NOT_FOUND', async () => {
+    const res = await gql(
+      server,
+      'mutation { appendEvents(runId: "11111111-1111-4111-8111-111111111111", events: []) { accepted } }',
+    );
+    expect(res.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  });
+
+  test('createRun without an env is rejected by GraphQL itself; with an empty name by the run schema', async () => {
+    const missing = await gql(
+      server,
+      'mutation { createRun(input: { name: "x", method: "grpo" }) { id } }',
+    );
+    expect(missing.errors?.[0]?.message).toMatch(/env/);
+    const empty = await gql(
+      server,
+      'mutation { createRun(input: { name: "", env: "e", method: "grpo" }) { id } }',
+    );
+    expect(empty.errors?.[0]?.message).toMatch(/^name: /);
+    expect(empty.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  test('POST /v1/runs with a bad body is a 400 naming the field', async () => {
+    const res = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', env: 'e', method: 'grpo', seed: 1.5 }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: 'INVALID_INPUT', path: 'seed' });
+  });
+});

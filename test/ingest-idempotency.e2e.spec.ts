@@ -1,0 +1,151 @@
+import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
+import type { ClientEvent } from '@creditlab/events';
+import { request } from 'node:http';
+import pg from 'pg';
+import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
+import { fixtureBatches } from './support/fixture-batches';
+import { rowCounts } from './support/row-counts';
+import { metric, startTestServer, type ServerProcess } from './support/test-server';
+
+/** Retries and races leave exactly one copy of every event, and seqs stay gap-free. */
+let server: ServerProcess & { databaseUrl: string };
+let client: CreditlabClient;
+beforeAll(async () => {
+  server = await startTestServer();
+  client = new CreditlabClient({ url: server.url });
+});
+afterAll(() => server.stop());
+
+const ndjson = (events: ClientEvent[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+const post = (runId: string, body: string) =>
+  fetch(`${server.url}/v1/runs/${runId}/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson' },
+    body,
+  });
+
+async function seqs(runId: string): Promise<number[]> {
+  const c = new pg.Client({ connectionString: server.databaseUrl });
+  await c.connect();
+  try {
+    return (
+      await c.query('SELECT seq FROM events WHERE run_id = $1 ORDER BY seq', [runId])
+    ).rows.map((r) => Number(r.seq));
+  } finally {
+    await c.end();
+  }
+}
+
+test('the same request sent twice is stored once; the second answer counts duplicates', async () => {
+  const { id } = await client.createRun({ name: 'twice', env: 'e', method: 'grpo' });
+  const body = ndjson(rolloutEvents(0, fixtureBatches()[0]![1], 40));
+  const first = await (await post(id, body)).json();
+  const before = await rowCounts(server.databaseUrl);
+  const second = await (await post(id, body)).json();
+  expect(first).toMatchObject({ duplicates: 0, lastSeq: first.accepted + 1 });
+  expect(second).toEqual({ accepted: 0, duplicates: first.accepted, lastSeq: first.lastSeq });
+  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+});
+
+test('a repeated id inside one request is stored once', async () => {
+  const { id } = await client.createRun({ name: 'dup-in-request', env: 'e', method: 'grpo' });
+  const e: ClientEvent = {
+    id: newEventId(),
+    type: 'metrics.logged',
+    data: { iteration: 0, metrics: { loss: 1 } },
+  };
+  const res = await (await post(id, ndjson([e, e, { ...e, id: e.id.toUpperCase() }]))).json();
+  expect(res).toEqual({ accepted: 1, duplicates: 2, lastSeq: 2 });
+});
+
+test('a request cut mid-body stores nothing, and its retry stores everything once', async () => {
+  const { id } = await client.createRun({ name: 'cut', env: 'e', method: 'gigpo' });
+  // Large enough (≈ 12k steps) that the server has already written chunks inside the transaction when the cut comes.
+  const batch = syntheticBatchJson(
+    { groups: 1000, groupSize: 8, maxSteps: 50, statesPerGroup: 20, maxTotalSteps: 12_000 },
+    5,
+  );
+  const body = ndjson(rolloutEvents(0, batch, 200));
+  const before = await rowCounts(server.databaseUrl);
+  const statementsBefore = await metric(server, 'creditlab_db_statements_total');
+  await new Promise<void>((resolve) => {
+    const req = request(`${server.url}/v1/runs/${id}/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-ndjson',
+        'content-length': Buffer.byteLength(body),
+      },
+    });
+    req.on('error', () => resolve()); // the cut we cause
+    req.on('response', () => resolve());
+    // Send whole lines up to the middle, wait until the server is writing chunks of them, then cut.
+    const cut = body.lastIndexOf('\n', body.length / 2) + 1;
+    req.write(body.slice(0, cut), async () => {
+      for (
+        let i = 0;
+        i < 100 && (await metric(server, 'creditlab_db_statements_total')) < statementsBefore + 5;
+        i++
+      ) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      req.destroy();
+    });
+  });
+  // Give the server a moment to notice and roll back.
+  await new Promise((r) => setTimeout(r, 300));
+  // The server did write chunks of the cut request (inside its transaction) before rolling it all back.
+  expect(await metric(server, 'creditlab_db_statements_total')).toBeGreaterThan(
+    statementsBefore + 5,
+  );
+  expect(await metric(server, 'creditlab_rejected_requests_total{code="INTERNAL"}')).toBe(1);
+  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  const retry = await (await post(id, body)).json();
+  expect(retry.duplicates).toBe(0);
+  expect(await seqs(id)).toEqual(Array.from({ length: retry.accepted + 1 }, (_, i) => i + 1));
+});
+
+test('two clients appending to one run concurrently: gap-free seqs, nothing lost', async () => {
+  const { id } = await client.createRun({ name: 'race', env: 'e', method: 'grpo' });
+  const mk = (who: string, n: number): ClientEvent[] =>
+    Array.from({ length: n }, (_, i) => ({
+      id: newEventId(),
+      type: 'metrics.logged',
+      data: { iteration: i, metrics: { [who]: i } },
+    }));
+  const a = mk('a', 300);
+  const b = mk('b', 300);
+  const [ra, rb] = await Promise.all([
+    new CreditlabClient({ url: server.url, batchSize: 10 }).appendEvents(id, a),
+    new CreditlabClient({ url: server.url, batchSize: 7 }).appendEvents(id, b),
+  ]);
+  expect(ra.accepted + rb.accepted).toBe(600);
+  expect(await seqs(id)).toEqual(Array.from({ length: 601 }, (_, i) => i + 1));
+  const c = new pg.Client({ connectionString: server.databaseUrl });
+  await c.connect();
+  const ids = (await c.query('SELECT id FROM events WHERE run_id = $1', [id])).rows.map(
+    (r) => r.id as string,
+  );
+  await c.end();
+  const stored = new Set(ids);
+  expect([...a, ...b].filter((e) => !stored.has(e.id))).toEqual([]);
+});
+
+test('the client retries a 5xx answer and the server stores the batch once', async () => {
+  const { id } = await client.createRun({ name: 'retry', env: 'e', method: 'grpo' });
+  let calls = 0;
+  const flaky: typeof fetch = async (input, init) => {
+    calls++;
+    const res = await fetch(input, init);
+    // The first answer is lost on the way back, as if a proxy failed after the server committed.
+    return calls === 1 ? new Response('{"message":"bad gateway"}', { status: 502 }) : res;
+  };
+  const events = rolloutEvents(0, fixtureBatches()[2]![1], 50);
+  const summary = await new CreditlabClient({
+    url: server.url,
+    fetch: flaky,
+    retryDelayMs: 10,
+    batchSize: 1000,
+  }).appendEvents(id, events);
+  expect(summary).toMatchObject({ retries: 1, accepted: 0, duplicates: events.length });
+  expect(await seqs(id)).toHaveLength(events.length + 1);
+});
