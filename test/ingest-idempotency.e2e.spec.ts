@@ -39,7 +39,7 @@ async function seqs(runId: string): Promise<number[]> {
 test('the same request sent twice is stored once; the second answer counts duplicates', async () => {
   const { id } = await client.createRun({ name: 'twice', env: 'e', method: 'grpo' });
   const body = ndjson(rolloutEvents(0, fixtureBatches()[0]![1], 40));
-  const first = await (await post(id, body)).json();
+  const first = (await (await post(id, body)).json()) as { accepted: number; lastSeq: number };
   const before = await rowCounts(server.databaseUrl);
   const second = await (await post(id, body)).json();
   expect(first).toMatchObject({ duplicates: 0, lastSeq: first.accepted + 1 });
@@ -99,7 +99,7 @@ test('a request cut mid-body stores nothing, and its retry stores everything onc
   );
   expect(await metric(server, 'creditlab_rejected_requests_total{code="INTERNAL"}')).toBe(1);
   expect(await rowCounts(server.databaseUrl)).toEqual(before);
-  const retry = await (await post(id, body)).json();
+  const retry = (await (await post(id, body)).json()) as { accepted: number; duplicates: number };
   expect(retry.duplicates).toBe(0);
   expect(await seqs(id)).toEqual(Array.from({ length: retry.accepted + 1 }, (_, i) => i + 1));
 });

@@ -1,4 +1,5 @@
 import { createPrismaClient, StatementCounter, type PrismaClient } from '@creditlab/db';
+import { Logger } from '@nestjs/common';
 import pg from 'pg';
 
 /**
@@ -17,7 +18,11 @@ export class Database {
   }
 
   static connect(url: string, max = 10): Database {
-    return new Database(new pg.Pool({ connectionString: url, max }));
+    const pool = new pg.Pool({ connectionString: url, max });
+    // An idle client can lose its server (a restart, a failover): pg reports that on the pool, and an
+    // unhandled 'error' event would end the process. The next query simply opens a new connection.
+    pool.on('error', (e) => new Logger('database').warn(`idle connection lost: ${e.message}`));
+    return new Database(pool);
   }
 
   async close(): Promise<void> {

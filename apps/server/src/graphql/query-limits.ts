@@ -48,9 +48,8 @@ export function depthLimitRule(maxDepth: number) {
         const d = depth(node.selectionSet, new Set());
         if (d > maxDepth) {
           context.reportError(
-            new GraphQLError(`query depth ${d} exceeds the limit of ${maxDepth}`, {
-              extensions: { code: 'QUERY_TOO_DEEP' },
-            }),
+            // Apollo reports every validation failure as GRAPHQL_VALIDATION_FAILED.
+            new GraphQLError(`query depth ${d} exceeds the limit of ${maxDepth}`),
           );
         }
       },

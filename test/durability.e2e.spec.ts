@@ -1,0 +1,65 @@
+import { CreditlabClient, rolloutEvents } from '@creditlab/client';
+import { chmod, mkdtemp } from 'node:fs/promises';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fixtureBatches } from './support/fixture-batches';
+import { freePort } from './support/free-port';
+import { readIteration } from './support/read-back';
+import { gql, spawnServer } from './support/test-server';
+
+/**
+ * The two-command default: no DATABASE_URL, so the server starts its own
+ * embedded PostgreSQL in a persistent data directory. Everything acknowledged
+ * survives a stop and a restart, and stopping the server stops the database.
+ */
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createConnection({ port, host: '127.0.0.1' });
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+
+test('stop and restart the server with its embedded database: all acknowledged data is there', async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'creditlab-durability-'));
+  await chmod(root, 0o755);
+  const pgPort = await freePort();
+  const env = { CREDITLAB_PG_DIR: path.join(root, 'pg'), CREDITLAB_PG_PORT: String(pgPort) };
+  const [name, batch] = fixtureBatches()[4]!;
+
+  const first = await spawnServer(env);
+  const client = new CreditlabClient({ url: first.url });
+  const { id } = await client.createRun({
+    name,
+    env: 'fixtures',
+    method: 'gigpo',
+    tags: ['durable'],
+  });
+  const ack = await client.appendEvents(id, rolloutEvents(0, batch, 25));
+  const before = await readIteration(first, id, 0);
+  expect(await first.stop()).toBe(0);
+  expect(await portOpen(pgPort)).toBe(false); // the embedded PostgreSQL stopped with the server
+
+  const second = await spawnServer(env);
+  try {
+    const res = await gql<{
+      run: { lastSeq: number; tags: string[]; iterations: { stepCount: number }[] };
+    }>(second, 'query($id: ID!) { run(id: $id) { lastSeq tags iterations { stepCount } } }', {
+      id,
+    });
+    expect(res.data?.run).toEqual({
+      lastSeq: ack.lastSeq,
+      tags: ['durable'],
+      iterations: [
+        {
+          stepCount: batch.groups
+            .flatMap((g) => g.trajectories)
+            .reduce((n, t) => n + t.steps.length, 0),
+        },
+      ],
+    });
+    expect(await readIteration(second, id, 0)).toEqual(before);
+  } finally {
+    await second.stop();
+  }
+}, 120_000);

@@ -1,0 +1,246 @@
+import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fixtureBatches } from './support/fixture-batches';
+import {
+  gql,
+  metric,
+  spawnServer,
+  startTestServer,
+  type ServerProcess,
+} from './support/test-server';
+
+/** The read side: filters, cursors, the event stream, batching, and the query limits. */
+let server: ServerProcess & { databaseUrl: string };
+let client: CreditlabClient;
+const runIds: string[] = [];
+beforeAll(async () => {
+  server = await startTestServer({ CREDITLAB_GRAPHQL_MAX_COST: '100000' });
+  client = new CreditlabClient({ url: server.url });
+  const batches = fixtureBatches();
+  for (let i = 0; i < 5; i++) {
+    const { id } = await client.createRun({
+      name: `run ${i}`,
+      project: i < 4 ? 'lab-a' : 'lab-b',
+      env: i % 2 ? 'sokoban' : 'household',
+      method: i < 2 ? 'gigpo' : 'grpo',
+      tags: i === 0 ? ['baseline', 'seed-1'] : ['seed-1'],
+      seed: i,
+    });
+    runIds.push(id);
+    await client.appendEvents(id, [
+      ...rolloutEvents(0, batches[i]![1]),
+      {
+        id: newEventId(),
+        type: 'metrics.logged',
+        data: { iteration: 0, metrics: { loss: i, kl: 0.1 } },
+      },
+      { id: newEventId(), type: 'evaluation.logged', data: { iteration: 0, successRate: 0.25 } },
+    ]);
+  }
+  await client.appendEvents(runIds[0]!, [
+    {
+      id: newEventId(),
+      type: 'run.finished',
+      data: { status: 'completed', summary: { best: 0.5 } },
+    },
+  ]);
+}, 60_000);
+afterAll(() => server.stop());
+
+type RunsPage = {
+  runs: {
+    nodes: { id: string; name: string }[];
+    pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  };
+};
+
+test('runs: filters on project, env, method, status and tags', async () => {
+  const names = async (filter: object) =>
+    (
+      await gql<RunsPage>(server, 'query($f: RunFilter) { runs(filter: $f) { nodes { name } } }', {
+        f: filter,
+      })
+    )
+      .data!.runs.nodes.map((n) => n.name)
+      .sort();
+  expect(await names({ project: 'lab-a' })).toEqual(['run 0', 'run 1', 'run 2', 'run 3']);
+  expect(await names({ project: 'lab-a', env: 'sokoban' })).toEqual(['run 1', 'run 3']);
+  expect(await names({ method: 'gigpo' })).toEqual(['run 0', 'run 1']);
+  expect(await names({ status: 'completed' })).toEqual(['run 0']);
+  expect(await names({ tags: ['seed-1', 'baseline'] })).toEqual(['run 0']);
+  expect(await names({ tags: ['seed-1'] })).toHaveLength(5);
+});
+
+test('runs: cursor pagination walks every run once, newest first', async () => {
+  const seen: string[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < 10; page++) {
+    const res: { data?: RunsPage } = await gql<RunsPage>(
+      server,
+      'query($a: String) { runs(first: 2, after: $a) { nodes { id name } pageInfo { hasNextPage endCursor } } }',
+      { a: after },
+    );
+    seen.push(...res.data!.runs.nodes.map((n) => n.id));
+    if (!res.data!.runs.pageInfo.hasNextPage) break;
+    after = res.data!.runs.pageInfo.endCursor;
+  }
+  expect(seen).toEqual([...runIds].reverse());
+});
+
+test('run: status, summary, iterations with metrics and evaluation', async () => {
+  const res = await gql<{ run: Record<string, unknown> }>(
+    server,
+    'query($id: ID!) { run(id: $id) { status summary seed finishedAt iterations { index groupCount trajectoryCount stepCount metrics evaluationSuccessRate } } }',
+    { id: runIds[0] },
+  );
+  const batch = fixtureBatches()[0]![1];
+  expect(res.data!.run).toMatchObject({
+    status: 'completed',
+    summary: { best: 0.5 },
+    seed: 0,
+    iterations: [
+      {
+        index: 0,
+        groupCount: batch.groups.length,
+        trajectoryCount: batch.groups.reduce((n, g) => n + g.trajectories.length, 0),
+        metrics: { loss: 0, kl: 0.1 },
+        evaluationSuccessRate: 0.25,
+      },
+    ],
+  });
+  expect(res.data!.run.finishedAt).not.toBeNull();
+  expect(
+    (await gql(server, '{ run(id: "22222222-2222-4222-8222-222222222222") { id } }')).data,
+  ).toEqual({ run: null });
+});
+
+test('events: in seq order, after a seq, filtered by type, paginated', async () => {
+  const q =
+    'query($id: ID!, $after: Int, $types: [String!], $first: Int) { run(id: $id) { events(after: $after, types: $types, first: $first) { nodes { seq type iteration } pageInfo { hasNextPage endCursor } } } }';
+  const all = (
+    await gql<{ run: { events: { nodes: { seq: number; type: string }[] } } }>(server, q, {
+      id: runIds[0],
+    })
+  ).data!.run.events.nodes;
+  expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+  expect(all[0]!.type).toBe('run.created');
+  expect(all.at(-1)!.type).toBe('run.finished');
+  const metrics = (
+    await gql<{ run: { events: { nodes: { type: string }[] } } }>(server, q, {
+      id: runIds[0],
+      types: ['metrics.logged', 'evaluation.logged'],
+    })
+  ).data!.run.events.nodes;
+  expect(metrics.map((e) => e.type)).toEqual(['metrics.logged', 'evaluation.logged']);
+  const page = (
+    await gql<{
+      run: {
+        events: { nodes: { seq: number }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+      };
+    }>(server, q, { id: runIds[0], after: 2, first: 2 })
+  ).data!.run.events;
+  expect(page.nodes.map((e) => e.seq)).toEqual([3, 4]);
+  expect(page.pageInfo).toEqual({ hasNextPage: true, endCursor: '4' });
+});
+
+test('groups: pages of a given size cover the iteration in canonical order', async () => {
+  const q =
+    'query($id: ID!, $a: String) { run(id: $id) { groups(iteration: 0, first: 2, after: $a) { nodes { id } pageInfo { hasNextPage endCursor } } } }';
+  const ids: string[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const res: {
+      data?: {
+        run: {
+          groups: {
+            nodes: { id: string }[];
+            pageInfo: { hasNextPage: boolean; endCursor: string };
+          };
+        };
+      };
+    } = await gql(server, q, { id: runIds[1], a: after });
+    ids.push(...res.data!.run.groups.nodes.map((g) => g.id));
+    if (!res.data!.run.groups.pageInfo.hasNextPage) break;
+    after = res.data!.run.groups.pageInfo.endCursor;
+  }
+  expect(ids).toEqual(fixtureBatches()[1]![1].groups.map((g) => g.id));
+});
+
+test('a nested query costs a fixed number of SQL statements whatever the page sizes (DataLoader)', async () => {
+  const q = `query($runs: Int!, $groups: Int!) { runs(first: $runs, filter: { project: "lab-a" }) { nodes { name
+      iterations { index metrics }
+      groups(iteration: 0, first: $groups) { nodes { id trajectories { id outcome steps { index state action reward embedding } } } }
+      events(first: 5) { nodes { seq } } } } }`;
+  const cost = async (runs: number, groups: number) => {
+    const before = await metric(server, 'creditlab_db_statements_total');
+    const res = await gql<{
+      runs: { nodes: { groups: { nodes: { trajectories: { steps: unknown[] }[] }[] } }[] };
+    }>(server, q, { runs, groups });
+    expect(res.errors).toBeUndefined();
+    const steps = res.data!.runs.nodes.flatMap((r) =>
+      r.groups.nodes.flatMap((g) => g.trajectories.flatMap((t) => t.steps)),
+    ).length;
+    return { statements: (await metric(server, 'creditlab_db_statements_total')) - before, steps };
+  };
+  const small = await cost(1, 1);
+  const large = await cost(4, 20);
+  expect(large.steps).toBeGreaterThan(small.steps * 10);
+  expect(large.statements).toBe(small.statements);
+  // runs (Prisma), iterations (counts and logged metrics), groups, trajectories, steps with texts, events
+  expect(large.statements).toBe(7);
+});
+
+test('query limits: cost and page size are refused with clear errors', async () => {
+  const costly = await gql(
+    server,
+    '{ runs(first: 100) { nodes { groups(iteration: 0, first: 100) { nodes { trajectories { steps { index } } } } } } }',
+  );
+  expect(costly.errors?.[0]).toMatchObject({ extensions: { code: 'QUERY_TOO_COSTLY' } });
+  expect(costly.errors?.[0]?.message).toMatch(
+    /^query cost \d+ exceeds the limit of 100000; ask for smaller pages$/,
+  );
+  const page = await gql(server, '{ runs(first: 1000) { nodes { id } } }');
+  expect(page.errors?.[0]?.message).toBe('runs: first must be an integer from 1 to 100, got 1000');
+  const cursor = await gql(server, '{ runs(after: "nonsense") { nodes { id } } }');
+  expect(cursor.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
+});
+
+test('query limits: depth counts nested fields, fragments included', async () => {
+  const shallow = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    CREDITLAB_GRAPHQL_MAX_DEPTH: '6',
+  });
+  try {
+    const six = await gql(
+      shallow,
+      '{ runs { nodes { groups(iteration: 0) { nodes { trajectories { id } } } } } }',
+    );
+    expect(six.errors).toBeUndefined();
+    const seven = await gql(
+      shallow,
+      'fragment T on Trajectory { steps { index } } { runs { nodes { groups(iteration: 0) { nodes { trajectories { ...T } } } } } }',
+    );
+    expect(seven.errors?.[0]).toMatchObject({
+      message: 'query depth 7 exceeds the limit of 6',
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+    });
+  } finally {
+    await shallow.stop();
+  }
+});
+
+test('schema.gql in the repository is the schema the server serves', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-schema-'));
+  const file = path.join(dir, 'schema.gql');
+  const dev = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    NODE_ENV: 'development',
+    CREDITLAB_SCHEMA_FILE: file,
+  });
+  await dev.stop();
+  expect(await readFile(file, 'utf8')).toBe(
+    await readFile(path.resolve(__dirname, '../schema.gql'), 'utf8'),
+  );
+});
