@@ -83,19 +83,23 @@ CREATE INDEX trajectories_run_iteration_idx ON trajectories (run_id, iteration);
 
 -- The body of rollouts.appended / steps.appended events: one row per step.
 -- Embeddings and token log-probs are packed little-endian float32.
+-- No foreign keys on this table, deliberately: it is the ingest hot path, the
+-- only writer (the appender) inserts ids it resolved in the same transaction,
+-- nothing referenced is ever deleted, and per-row FK checks cost about 40 % of
+-- ingest throughput (docs/benchmarks.md).
 CREATE TABLE steps (
-  trajectory_id  bigint           NOT NULL REFERENCES trajectories (id),
+  trajectory_id  bigint           NOT NULL, -- trajectories (id)
   idx            integer          NOT NULL,
   run_id         uuid             NOT NULL,
   seq            bigint           NOT NULL,
-  state_id       bigint           NOT NULL REFERENCES texts (id),
-  action_id      bigint           NOT NULL REFERENCES texts (id),
+  state_id       bigint           NOT NULL, -- texts (id)
+  action_id      bigint           NOT NULL, -- texts (id)
   reward         double precision NOT NULL,
   nll            double precision,
   token_logprobs bytea,
   embedding      bytea,
   value          double precision,
-  next_state_id  bigint REFERENCES texts (id),
+  next_state_id  bigint,           -- texts (id)
   next_value     double precision,
   extra          jsonb, -- fields beyond rollout-batch/v1, kept as sent
   PRIMARY KEY (trajectory_id, idx)

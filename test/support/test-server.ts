@@ -38,10 +38,10 @@ export async function spawnServer(env: Record<string, string | undefined>): Prom
     child.once('exit', (code) => resolve(code)),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`server did not start in 60 s:\n${output}`)),
-      60_000,
-    );
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // never leave a half-started server behind
+      reject(new Error(`server did not start in 60 s:\n${output}`));
+    }, 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const m = /listening on (http:\/\/\S+)/.exec(output);

@@ -16,7 +16,8 @@ async function main(): Promise<void> {
       server.schemaSdl() + '\n',
     );
   }
-  logger.log(`Creditlab listening on ${server.url} (GraphQL at ${server.url}/graphql)`);
+  // Always printed, whatever LOG_LEVEL: scripts and tests wait for this line.
+  process.stdout.write(`Creditlab listening on ${server.url} (GraphQL at ${server.url}/graphql)\n`);
   const stop = (signal: string) => {
     logger.log(`${signal}: shutting down`);
     server.close().then(

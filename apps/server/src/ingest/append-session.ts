@@ -51,7 +51,7 @@ const STEP_COLUMNS = [
   'extra',
 ];
 /** Flush to the database every this many steps (or events), so memory stays bounded. */
-const FLUSH_STEPS = 4000;
+const FLUSH_STEPS = 2000;
 const FLUSH_EVENTS = 1000;
 
 interface Pending {
@@ -91,6 +91,8 @@ export class AppendSession {
   private steps = 0;
   private duplicates = 0;
   private finished: { status: string; summary?: Record<string, unknown> } | undefined;
+  /** The chunk being written while the next one is parsed and validated (at most one in flight). */
+  private inflight: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -99,7 +101,7 @@ export class AppendSession {
     private readonly describe: (position: number) => string,
   ) {
     this.texts = new TextDictionary(client, runId);
-    this.rollouts = new RolloutIndex(client, runId);
+    this.rollouts = new RolloutIndex(client, runId, run.last_iteration);
     this.lastSeq = Number(run.last_seq);
     this.lastIteration = run.last_iteration;
     this.embeddingDim = run.embedding_dim;
@@ -116,11 +118,13 @@ export class AppendSession {
     this.seenIds.add(event.id);
     this.pending.push({ position: item.position, event });
     this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.steps.length, 0);
-    if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS) await this.flush();
+    if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS)
+      await this.startFlush();
   }
 
   async finish(): Promise<AppendResult & { steps: number }> {
-    await this.flush();
+    await this.startFlush();
+    await this.inflight;
     await this.client.query(
       `UPDATE runs SET last_seq = $2, last_iteration = $3, embedding_dim = $4,
          status = COALESCE($5, status), summary = COALESCE($6::jsonb, summary),
@@ -143,10 +147,27 @@ export class AppendSession {
     };
   }
 
-  private async flush(): Promise<void> {
-    const batch = await this.dropStoredDuplicates(this.pending);
+  /**
+   * Waits until no write is in flight, then not an instant longer: the one pipelining rule, so that
+   * the database writes one chunk while the next is parsed, and statements stay in order on the
+   * transaction's connection. A failed write surfaces here or in `finish`.
+   */
+  private async startFlush(): Promise<void> {
+    await this.inflight;
+    const batch = this.pending;
     this.pending = [];
     this.pendingSteps = 0;
+    this.inflight = this.flush(batch);
+    this.inflight.catch(() => undefined); // observed later, by the next await
+  }
+
+  /** Lets an in-flight write finish (ignoring its outcome), so a rollback comes after it. */
+  async settle(): Promise<void> {
+    await this.inflight.catch(() => undefined);
+  }
+
+  private async flush(pending: Pending[]): Promise<void> {
+    const batch = await this.dropStoredDuplicates(pending);
     if (batch.length === 0) return;
     const slices = batch.flatMap((p) => slicesOf(p.event).map((s) => ({ ...p, slice: s })));
     await this.rollouts.ensure(

@@ -51,6 +51,7 @@ export class EventAppender {
   ): Promise<AppendResult & { steps: number }> {
     if (!UUID.test(runId)) throw runNotFound(runId);
     const client = await this.db.pool.connect();
+    let session: AppendSession | undefined;
     try {
       await client.query('BEGIN');
       const locked = await client.query<LockedRun>(
@@ -59,12 +60,14 @@ export class EventAppender {
       );
       const run = locked.rows[0];
       if (!run) throw runNotFound(runId);
-      const session = new AppendSession(client, runId, run, describe);
+      session = new AppendSession(client, runId, run, describe);
       for await (const event of events) await session.add(event);
       const result = await session.finish();
       await client.query('COMMIT');
       return result;
     } catch (e) {
+      // A chunk may still be writing: let it finish so that nothing lands after the rollback.
+      await session?.settle();
       await client.query('ROLLBACK').catch(() => undefined);
       throw e;
     } finally {

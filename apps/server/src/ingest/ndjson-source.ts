@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
-import split2 from 'split2';
+import { createInterface } from 'node:readline';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { IncomingEvent } from './append-session';
 
@@ -10,8 +10,9 @@ export interface NdjsonLimits {
 }
 
 /**
- * The request body as a stream of parsed NDJSON lines (split2 does the line
- * splitting, so a large request is never one string). Blank lines are skipped.
+ * The request body as a stream of parsed NDJSON lines (Node's readline does
+ * the splitting, linear in the line length, so a request is never one string
+ * and a 10 MB line is not rescanned per chunk). Blank lines are skipped.
  * Throws DomainError: 400 for a line that is not JSON, 413 past the line or
  * request size limit, and an error if the body ends before the client finished
  * sending it (a cut connection must not look like a short request).
@@ -20,26 +21,13 @@ export async function* ndjsonEvents(
   req: IncomingMessage,
   limits: NdjsonLimits,
 ): AsyncGenerator<IncomingEvent> {
-  let tooLarge: DomainError | undefined;
-  const counter = new ByteLimit(limits.maxRequestBytes, () => {
-    tooLarge = new DomainError(
-      ErrorCode.PayloadTooLarge,
-      `request body exceeds ${limits.maxRequestBytes} bytes (CREDITLAB_MAX_REQUEST_BYTES); send it in several requests`,
-      { limit: limits.maxRequestBytes },
-    );
-    return tooLarge;
-  });
-  const lines = split2({ maxLength: limits.maxLineBytes });
-  req.pipe(counter).pipe(lines);
-  req.on('error', (e) => lines.destroy(e));
-  counter.on('error', (e) => lines.destroy(e));
+  const guard = new SizeGuard(limits);
+  const lines = createInterface({ input: req.pipe(guard), crlfDelay: Infinity });
+  req.on('error', (e) => guard.destroy(e));
   let position = 0;
   try {
-    for await (const line of lines as AsyncIterable<string>) {
+    for await (const line of lines) {
       position++;
-      // split2's maxLength only bounds a line still waiting for its newline; a long line that arrives whole needs this check.
-      if (line.length > limits.maxLineBytes / 3 && Buffer.byteLength(line) > limits.maxLineBytes)
-        throw lineTooLong(position, limits);
       if (line.trim() === '') continue;
       let value: unknown;
       try {
@@ -57,34 +45,56 @@ export async function* ndjsonEvents(
       }
       yield { position, value };
     }
-  } catch (e) {
-    if (tooLarge) throw tooLarge;
-    if (e instanceof DomainError) throw e;
-    if (/maximum buffer/i.test((e as Error).message)) {
-      throw new DomainError(
-        ErrorCode.PayloadTooLarge,
-        `line ${position + 1} exceeds ${limits.maxLineBytes} bytes (CREDITLAB_MAX_LINE_BYTES); split the event into smaller ones`,
-        { line: position + 1, limit: limits.maxLineBytes },
-      );
-    }
-    throw e;
+  } finally {
+    lines.close();
   }
+  if (guard.failure) throw guard.failure;
   if (!req.complete) throw new Error('request body ended before the client finished sending it');
 }
 
-/** Passes bytes through until `limit`, then fails the stream with `onExceeded()`. */
-class ByteLimit extends Transform {
-  private seen = 0;
-  constructor(
-    private readonly limit: number,
-    private readonly onExceeded: () => Error,
-  ) {
+/**
+ * Passes the body through while enforcing both limits as bytes arrive: the
+ * request size, and the bytes since the last newline (so one endless line
+ * cannot grow a buffer without bound).
+ */
+class SizeGuard extends Transform {
+  failure: DomainError | undefined;
+  private total = 0;
+  private lineBytes = 0;
+  private lines = 1;
+
+  constructor(private readonly limits: NdjsonLimits) {
     super();
   }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.seen += chunk.length;
-    if (this.seen > this.limit) done(this.onExceeded());
-    else done(null, chunk);
+    this.total += chunk.length;
+    if (this.total > this.limits.maxRequestBytes) {
+      return this.fail(
+        new DomainError(
+          ErrorCode.PayloadTooLarge,
+          `request body exceeds ${this.limits.maxRequestBytes} bytes (CREDITLAB_MAX_REQUEST_BYTES); send it in several requests`,
+          { limit: this.limits.maxRequestBytes },
+        ),
+        done,
+      );
+    }
+    let from = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, from)) {
+      if (this.lineBytes + nl - from > this.limits.maxLineBytes) break;
+      this.lineBytes = 0;
+      this.lines++;
+      from = nl + 1;
+    }
+    this.lineBytes += chunk.length - from;
+    if (this.lineBytes > this.limits.maxLineBytes)
+      return this.fail(lineTooLong(this.lines, this.limits), done);
+    done(null, chunk);
+  }
+
+  private fail(error: DomainError, done: TransformCallback): void {
+    this.failure = error;
+    done(error);
   }
 }
 

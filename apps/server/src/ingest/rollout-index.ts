@@ -31,9 +31,14 @@ export class RolloutIndex {
   private readonly trajectories = new Map<string, TrajectoryState>();
   private readonly groupsPerIteration = new Map<number, number>();
 
+  /**
+   * `lastIterationStored`: the run's last iteration when its row was locked. Iterations above it hold
+   * nothing yet, so appending a new iteration (the common case) needs no lookups at all.
+   */
   constructor(
     private readonly client: pg.PoolClient,
     private readonly runId: string,
+    private readonly lastIterationStored: number | null,
   ) {}
 
   find(iteration: number, trajectoryKey: string): TrajectoryState | undefined {
