@@ -11,7 +11,14 @@ import { complexityLimitPlugin, depthLimitRule } from './graphql/query-limits';
 import { createReadLoaders } from './graphql/read-loaders';
 import { RolloutGroupResolver, TrajectoryResolver } from './graphql/rollouts.resolver';
 import { RunsResolver } from './graphql/runs.resolver';
+import { AdvantagesModule } from './advantages/advantages.module';
 import { IngestModule } from './ingest/ingest.module';
+import {
+  AdvantagesResolver,
+  CompareResolver,
+  RunAdvantagesResolver,
+  StepAdvantagesResolver,
+} from './graphql/advantages.resolver';
 import { Metrics } from './metrics/metrics';
 import { MetricsController } from './metrics/metrics.controller';
 
@@ -40,6 +47,7 @@ export class AppModule {
       imports: [
         CoreModule.forRoot(config, db),
         IngestModule,
+        AdvantagesModule,
         GraphQLModule.forRoot<ApolloDriverConfig>({
           driver: ApolloDriver,
           path: '/graphql',
@@ -55,6 +63,10 @@ export class AppModule {
         RunsResolver,
         RolloutGroupResolver,
         TrajectoryResolver,
+        AdvantagesResolver,
+        RunAdvantagesResolver,
+        StepAdvantagesResolver,
+        CompareResolver,
         { provide: APP_FILTER, useClass: DomainErrorFilter },
       ],
     };

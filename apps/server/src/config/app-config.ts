@@ -30,6 +30,12 @@ const schema = z.object({
   CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),
   CREDITLAB_SCHEMA_FILE: z.string().optional(),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+  CREDITLAB_ESTIMATOR_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  CREDITLAB_WORKER: z.enum(['true', 'false']).default('true'),
+  CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  CREDITLAB_RECOMPUTE_SLICE: z.coerce.number().int().min(1).default(8),
+  CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
+  CREDITLAB_JOB_MAINTENANCE_SECONDS: z.coerce.number().int().min(1).default(60),
 });
 
 export type EnvConfig = z.infer<typeof schema>;
@@ -48,6 +54,19 @@ export interface AppConfig {
   /** Where the code-first GraphQL schema is written (committed as schema.gql). */
   schemaFile?: string;
   logLevel: EnvConfig['LOG_LEVEL'];
+  recompute: {
+    /** Worker threads for estimators in this process. */
+    estimatorThreads: number;
+    /** Whether this process takes recompute jobs from the queue. */
+    worker: boolean;
+    /** Jobs this process works on at once. */
+    concurrency: number;
+    /** Iterations a job computes before it yields its turn (round-robin across runs). */
+    slice: number;
+    /** A job whose worker went silent this long is retried by another worker. */
+    expireSeconds: number;
+    maintenanceSeconds: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -76,5 +95,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     schemaFile: e.CREDITLAB_SCHEMA_FILE,
     logLevel: e.LOG_LEVEL,
+    recompute: {
+      estimatorThreads: e.CREDITLAB_ESTIMATOR_THREADS,
+      worker: e.CREDITLAB_WORKER === 'true',
+      concurrency: e.CREDITLAB_JOB_CONCURRENCY,
+      slice: e.CREDITLAB_RECOMPUTE_SLICE,
+      expireSeconds: e.CREDITLAB_JOB_EXPIRE_SECONDS,
+      maintenanceSeconds: e.CREDITLAB_JOB_MAINTENANCE_SECONDS,
+    },
   };
 }

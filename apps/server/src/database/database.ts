@@ -12,7 +12,11 @@ export class Database {
   readonly statements = new StatementCounter();
   readonly prisma: PrismaClient;
 
-  constructor(readonly pool: pg.Pool) {
+  constructor(
+    readonly pool: pg.Pool,
+    /** Connection string, for components that keep connections of their own (the job queue). */
+    readonly url: string,
+  ) {
     this.statements.attach(pool);
     this.prisma = createPrismaClient(pool);
   }
@@ -22,7 +26,7 @@ export class Database {
     // An idle client can lose its server (a restart, a failover): pg reports that on the pool, and an
     // unhandled 'error' event would end the process. The next query simply opens a new connection.
     pool.on('error', (e) => new Logger('database').warn(`idle connection lost: ${e.message}`));
-    return new Database(pool);
+    return new Database(pool, url);
   }
 
   async close(): Promise<void> {

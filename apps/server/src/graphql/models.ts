@@ -74,6 +74,10 @@ export class RolloutGroupConnection {
 @ObjectType()
 export class Trajectory {
   internalId!: string;
+  runId!: string;
+  iteration!: number;
+  /** Index of its first step in the iteration's canonical order. */
+  offset!: number;
   @Field({ description: 'The trajectory id as sent.' }) id!: string;
   @Field({
     description: 'success, failure or truncated; when not sent, success iff the return is > 0.',
@@ -90,6 +94,10 @@ export class Trajectory {
     'One step, every field of rollout-batch/v1. Texts and scalars are exactly as ingested; embedding and tokenLogprobs are stored as float32, so they come back at float32 precision.',
 })
 export class Step {
+  runId!: string;
+  iteration!: number;
+  /** Index in the iteration's canonical order (where its advantage sits in an advantage set). */
+  position!: number;
   @Field(() => Int) index!: number;
   @Field() state!: string;
   @Field() action!: string;

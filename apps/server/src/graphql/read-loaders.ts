@@ -63,22 +63,34 @@ export function createReadLoaders(db: Database) {
     ),
 
     trajectories: new DataLoader<string, Trajectory[]>(async (groupIds) => {
+      // Offsets (where each trajectory starts in canonical order) need every trajectory of the iteration.
       const res = await pool.query<{
         id: string;
         group_id: string;
+        run_id: string;
+        iteration: number;
         key: string;
         outcome: string | null;
         return: number;
         step_count: number;
+        offset: string;
       }>(
-        `SELECT id, group_id, key, outcome, return, step_count FROM trajectories
-         WHERE group_id = ANY($1::bigint[]) ORDER BY group_id, ord`,
+        `WITH its AS (SELECT DISTINCT run_id, iteration FROM rollout_groups WHERE id = ANY($1::bigint[])),
+              ordered AS (
+                SELECT t.id, t.group_id, t.run_id, t.iteration, t.key, t.outcome, t.return, t.step_count, g.ord AS g_ord, t.ord,
+                       sum(t.step_count) OVER (PARTITION BY t.run_id, t.iteration ORDER BY g.ord, t.ord) - t.step_count AS offset
+                FROM trajectories t JOIN rollout_groups g ON g.id = t.group_id
+                JOIN its ON its.run_id = t.run_id AND its.iteration = t.iteration)
+         SELECT * FROM ordered WHERE group_id = ANY($1::bigint[]) ORDER BY group_id, ord`,
         [groupIds],
       );
       const byGroup = new Map<string, Trajectory[]>(groupIds.map((g) => [g, []]));
       for (const r of res.rows) {
         byGroup.get(r.group_id)?.push({
           internalId: r.id,
+          runId: r.run_id,
+          iteration: r.iteration,
+          offset: Number(r.offset),
           id: r.key,
           outcome: r.outcome ?? (r.return > 0 ? 'success' : 'failure'),
           outcomeGiven: r.outcome !== null,
@@ -89,21 +101,25 @@ export function createReadLoaders(db: Database) {
       return groupIds.map((g) => byGroup.get(g) ?? []);
     }),
 
-    steps: new DataLoader<string, Step[]>(async (trajectoryIds) => {
-      const res = await pool.query<StepRow>(
-        `SELECT s.trajectory_id, s.idx, s.seq, st.text AS state, ac.text AS action, s.reward, s.nll,
+    steps: new DataLoader<string, Omit<Step, 'runId' | 'iteration' | 'position'>[]>(
+      async (trajectoryIds) => {
+        const res = await pool.query<StepRow>(
+          `SELECT s.trajectory_id, s.idx, s.seq, st.text AS state, ac.text AS action, s.reward, s.nll,
                 s.token_logprobs, s.embedding, s.value, ns.text AS next_state, s.next_value, s.extra
          FROM steps s
          JOIN texts st ON st.id = s.state_id
          JOIN texts ac ON ac.id = s.action_id
          LEFT JOIN texts ns ON ns.id = s.next_state_id
          WHERE s.trajectory_id = ANY($1::bigint[]) ORDER BY s.trajectory_id, s.idx`,
-        [trajectoryIds],
-      );
-      const byTrajectory = new Map<string, Step[]>(trajectoryIds.map((t) => [t, []]));
-      for (const r of res.rows) byTrajectory.get(r.trajectory_id)?.push(toStep(r));
-      return trajectoryIds.map((t) => byTrajectory.get(t) ?? []);
-    }),
+          [trajectoryIds],
+        );
+        const byTrajectory = new Map<string, Omit<Step, 'runId' | 'iteration' | 'position'>[]>(
+          trajectoryIds.map((t) => [t, []]),
+        );
+        for (const r of res.rows) byTrajectory.get(r.trajectory_id)?.push(toStep(r));
+        return trajectoryIds.map((t) => byTrajectory.get(t) ?? []);
+      },
+    ),
 
     iterations: new DataLoader<string, Iteration[]>(async (runIds) => {
       const [counts, logged] = await Promise.all([
@@ -229,7 +245,7 @@ interface StepRow {
   extra: unknown;
 }
 
-function toStep(r: StepRow): Step {
+function toStep(r: StepRow): Omit<Step, 'runId' | 'iteration' | 'position'> {
   return {
     index: r.idx,
     seq: Number(r.seq),

@@ -18,10 +18,16 @@ export class RolloutGroupResolver {
 @Resolver(() => Trajectory)
 export class TrajectoryResolver {
   @ResolveField(() => [Step], { description: 'The trajectory’s steps by index.' })
-  steps(
+  async steps(
     @Parent() trajectory: Trajectory,
     @Context('loaders') loaders: ReadLoaders,
   ): Promise<Step[]> {
-    return loaders.steps.load(trajectory.internalId);
+    const steps = await loaders.steps.load(trajectory.internalId);
+    return steps.map((s) => ({
+      ...s,
+      runId: trajectory.runId,
+      iteration: trajectory.iteration,
+      position: trajectory.offset + s.index,
+    }));
   }
 }

@@ -1,0 +1,230 @@
+import { EstimatorInputError, getMethod, resolveParams } from '@creditlab/estimators';
+import { Inject, Injectable } from '@nestjs/common';
+import { Database } from '../database/database';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import {
+  decodeDiagnostics,
+  encodeDiagnostics,
+  packFloat32Array,
+  unpackFloat32Array,
+  type StoredDiagnostics,
+} from './advantage-codec';
+import { EstimatorPool } from './estimator-pool';
+import { loadIterationBatch } from './iteration-batch-loader';
+
+export interface MethodRequest {
+  name: string;
+  params?: Record<string, unknown>;
+}
+
+/** (run, method, resolved params, estimator version): the identity of an advantage set. */
+export interface AdvantageSet {
+  id: string;
+  runId: string;
+  method: string;
+  params: Record<string, unknown>;
+  version: string;
+}
+
+export interface IterationAdvantages {
+  iteration: number;
+  stepCount: number;
+  advantages: Float32Array;
+  diagnostics: ReturnType<typeof decodeDiagnostics>;
+  summary: Record<string, unknown>;
+  computeMs: number;
+  /** false when this call computed it, true when it was already stored. */
+  reused: boolean;
+}
+
+/**
+ * Advantage sets: any method with any parameters on a run's stored rollouts,
+ * computed once per (set, iteration) and kept. They are projections: the same
+ * request always yields the same numbers, and stored ones are reused.
+ */
+@Injectable()
+export class AdvantageSetsService {
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(EstimatorPool) private readonly estimators: EstimatorPool,
+  ) {}
+
+  /** Validates the method and resolves its parameters (defaults applied): explicit defaults give the same set. */
+  resolve(request: MethodRequest): {
+    method: string;
+    params: Record<string, unknown>;
+    version: string;
+  } {
+    try {
+      const method = getMethod(request.name);
+      return {
+        method: method.name,
+        params: { ...resolveParams(method.name, method.params, request.params ?? {}) },
+        version: method.version,
+      };
+    } catch (e) {
+      if (e instanceof EstimatorInputError)
+        throw new DomainError(ErrorCode.InvalidInput, e.message, { estimatorError: e.code });
+      throw e;
+    }
+  }
+
+  async ensureSet(runId: string, request: MethodRequest): Promise<AdvantageSet> {
+    const r = this.resolve(request);
+    await this.requireRun(runId);
+    const key = JSON.stringify(r.params);
+    const res = await this.db.pool.query<{ id: string }>(
+      `WITH ins AS (
+         INSERT INTO advantage_sets (run_id, method, params, params_key, estimator_version) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (run_id, method, params_key, estimator_version) DO NOTHING RETURNING id)
+       SELECT id FROM ins UNION ALL
+       SELECT id FROM advantage_sets WHERE run_id = $1 AND method = $2 AND params_key = $4 AND estimator_version = $5`,
+      [runId, r.method, JSON.stringify(r.params), key, r.version],
+    );
+    return {
+      id: (res.rows[0] as { id: string }).id,
+      runId,
+      method: r.method,
+      params: r.params,
+      version: r.version,
+    };
+  }
+
+  /** The iteration's advantages under `set`: from the store, or computed now and stored. */
+  async iteration(
+    set: AdvantageSet,
+    iteration: number,
+    withDiagnostics = true,
+  ): Promise<IterationAdvantages> {
+    return (
+      (await this.stored(set.id, iteration, withDiagnostics)) ??
+      (await this.compute(set, iteration))
+    );
+  }
+
+  async stored(
+    setId: string,
+    iteration: number,
+    withDiagnostics = true,
+  ): Promise<IterationAdvantages | null> {
+    const res = await this.db.pool.query<{
+      step_count: number;
+      advantages: Buffer;
+      diagnostics: StoredDiagnostics;
+      summary: Record<string, unknown>;
+      compute_ms: number;
+    }>(
+      `SELECT step_count, advantages, ${withDiagnostics ? 'diagnostics' : `'{}'::jsonb AS diagnostics`}, summary, compute_ms
+       FROM advantage_set_iterations WHERE set_id = $1 AND iteration = $2`,
+      [setId, iteration],
+    );
+    const row = res.rows[0];
+    if (!row) return null;
+    return {
+      iteration,
+      stepCount: row.step_count,
+      advantages: unpackFloat32Array(row.advantages),
+      diagnostics: decodeDiagnostics(row.diagnostics),
+      summary: row.summary,
+      computeMs: row.compute_ms,
+      reused: true,
+    };
+  }
+
+  /** Reads the iteration's steps as a columnar batch, estimates in a worker thread, stores the result in one statement. */
+  async compute(set: AdvantageSet, iteration: number): Promise<IterationAdvantages> {
+    const batch = await loadIterationBatch(this.db.pool, set.runId, iteration);
+    if (!batch) {
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `run ${set.runId} has no rollouts in iteration ${iteration}`,
+        { iteration },
+      );
+    }
+    let out;
+    try {
+      out = await this.estimators.run(batch, set.method, set.params);
+    } catch (e) {
+      if (e instanceof EstimatorInputError) {
+        throw new DomainError(
+          ErrorCode.InvalidInput,
+          `${set.method} on run ${set.runId} iteration ${iteration}: ${e.message}`,
+          { iteration, estimatorError: e.code },
+        );
+      }
+      throw e;
+    }
+    const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
+    const diagnostics = encodeDiagnostics(out.result.diagnostics, kinds);
+    await this.db.pool.query(
+      `INSERT INTO advantage_set_iterations (set_id, iteration, step_count, advantages, diagnostics, summary, compute_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (set_id, iteration) DO NOTHING`,
+      [
+        set.id,
+        iteration,
+        batch.stepCount,
+        packFloat32Array(out.result.advantages),
+        diagnostics,
+        out.result.summary,
+        out.ms,
+      ],
+    );
+    // Another process may have stored it first: what is stored is what everyone reads.
+    const stored = (await this.stored(set.id, iteration)) as IterationAdvantages;
+    return { ...stored, reused: false };
+  }
+
+  /** Iterations that hold rollouts, and which of them are complete (a later iteration exists, or the run ended). */
+  async iterationsOf(runId: string): Promise<{ all: number[]; complete: number[] }> {
+    const res = await this.db.pool.query<{ iteration: number; complete: boolean }>(
+      `SELECT DISTINCT t.iteration, (r.status <> 'running' OR t.iteration < r.last_iteration) AS complete
+       FROM trajectories t JOIN runs r ON r.id = t.run_id WHERE t.run_id = $1 ORDER BY t.iteration`,
+      [runId],
+    );
+    return {
+      all: res.rows.map((r) => r.iteration),
+      complete: res.rows.filter((r) => r.complete).map((r) => r.iteration),
+    };
+  }
+
+  async setsOf(
+    runId: string,
+  ): Promise<(AdvantageSet & { iterations: number[]; stepCount: number; createdAt: Date })[]> {
+    const res = await this.db.pool.query<{
+      id: string;
+      method: string;
+      params_key: string;
+      estimator_version: string;
+      created_at: Date;
+      iterations: number[] | null;
+      steps: string | null;
+    }>(
+      `SELECT s.id, s.method, s.params_key, s.estimator_version, s.created_at,
+              array_agg(i.iteration ORDER BY i.iteration) FILTER (WHERE i.iteration IS NOT NULL) AS iterations,
+              sum(i.step_count) AS steps
+       FROM advantage_sets s LEFT JOIN advantage_set_iterations i ON i.set_id = s.id
+       WHERE s.run_id = $1 GROUP BY s.id ORDER BY s.id`,
+      [runId],
+    );
+    return res.rows.map((r) => ({
+      id: r.id,
+      runId,
+      method: r.method,
+      params: JSON.parse(r.params_key) as Record<string, unknown>,
+      version: r.estimator_version,
+      iterations: r.iterations ?? [],
+      stepCount: Number(r.steps ?? 0),
+      createdAt: r.created_at,
+    }));
+  }
+
+  private async requireRun(runId: string): Promise<void> {
+    const ok =
+      /^[0-9a-f-]{36}$/i.test(runId) &&
+      (await this.db.pool.query('SELECT 1 FROM runs WHERE id = $1', [runId])).rowCount;
+    if (!ok)
+      throw new DomainError(ErrorCode.RunNotFound, `run ${JSON.stringify(runId)} not found`, {
+        runId,
+      });
+  }
+}

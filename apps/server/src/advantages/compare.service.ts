@@ -1,0 +1,213 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Database } from '../database/database';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import {
+  AdvantageSetsService,
+  type AdvantageSet,
+  type MethodRequest,
+} from './advantage-sets.service';
+import { mean, pearson, quantile, ranks, signAgreement, std } from './compare-stats';
+import { iterationStructure, type TrajectoryShape } from './iteration-structure';
+
+/** Where a step sits: enough to name it and to fetch its texts. */
+export interface StepRef {
+  iteration: number;
+  groupId: string;
+  trajectoryId: string;
+  stepIndex: number;
+  trajectoryDbId: string;
+}
+
+export interface StepText {
+  state: string;
+  action: string;
+  reward: number;
+}
+
+export interface MethodComparison {
+  set: AdvantageSet;
+  summary: {
+    mean: number;
+    std: number;
+    min: number;
+    max: number;
+    p05: number;
+    p25: number;
+    p50: number;
+    p75: number;
+    p95: number;
+    fractionPositive: number;
+    fractionZero: number;
+  };
+  /** The method's own batch facts, pooled over iterations (singleton, gate-on and λ rates, cluster counts). */
+  rates: Record<string, unknown>;
+}
+
+export interface Comparison {
+  runId: string;
+  iterations: number[];
+  stepCount: number;
+  methods: MethodComparison[];
+  /** advantages[m][k]: method m, global step k (iterations concatenated in canonical order). */
+  advantages: Float32Array[];
+  steps: StepRef[];
+  episodeBaseline: Float32Array;
+}
+
+const EPISODE_BASELINE: MethodRequest = { name: 'grpo' };
+
+/**
+ * Side-by-side statistics of several estimators on the same stored rollouts.
+ * Missing advantage sets are computed on the way (and kept); everything else
+ * is arithmetic over the stored float32 arrays.
+ */
+@Injectable()
+export class CompareService {
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
+  ) {}
+
+  async compare(
+    runId: string,
+    methods: MethodRequest[],
+    iterations?: number[],
+  ): Promise<Comparison> {
+    if (methods.length < 1 || methods.length > 12) {
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `compare takes 1 to 12 methods, got ${methods.length}`,
+      );
+    }
+    const resolvedSets = await Promise.all(methods.map((m) => this.sets.ensureSet(runId, m)));
+    const baselineSet = await this.sets.ensureSet(runId, EPISODE_BASELINE);
+    const known = (await this.sets.iterationsOf(runId)).all;
+    const its = iterations ?? known;
+    const missing = its.filter((i) => !known.includes(i));
+    if (missing.length)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `run ${runId} has no rollouts in iteration ${missing.join(', ')}`,
+      );
+
+    const shapes = await Promise.all(its.map((i) => iterationStructure(this.db.pool, runId, i)));
+    const stepCount = shapes.reduce((n, s) => n + s.reduce((m, t) => m + t.length, 0), 0);
+    const load = async (set: AdvantageSet) => {
+      const out = new Float32Array(stepCount);
+      const summaries: { stepCount: number; summary: Record<string, unknown> }[] = [];
+      let at = 0;
+      for (const i of its) {
+        const it = await this.sets.iteration(set, i, false);
+        out.set(it.advantages, at);
+        at += it.stepCount;
+        summaries.push({ stepCount: it.stepCount, summary: it.summary });
+      }
+      return { values: out, summaries };
+    };
+    const loaded: Awaited<ReturnType<typeof load>>[] = [];
+    for (const set of resolvedSets) loaded.push(await load(set));
+    const baseline = await load(baselineSet);
+    return {
+      runId,
+      iterations: its,
+      stepCount,
+      methods: resolvedSets.map((set, m) => ({
+        set,
+        summary: summarize(loaded[m]!.values),
+        rates: poolRates(loaded[m]!.summaries),
+      })),
+      advantages: loaded.map((l) => l.values),
+      steps: stepRefs(its, shapes),
+      episodeBaseline: baseline.values,
+    };
+  }
+
+  /** Texts and rewards of the given steps, one statement. */
+  async stepTexts(refs: StepRef[]): Promise<StepText[]> {
+    if (refs.length === 0) return [];
+    const res = await this.db.pool.query<{
+      n: string;
+      state: string;
+      action: string;
+      reward: number;
+    }>(
+      `SELECT k.n, st.text AS state, ac.text AS action, s.reward
+       FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS k(trajectory_id, idx, n)
+       JOIN steps s ON s.trajectory_id = k.trajectory_id AND s.idx = k.idx
+       JOIN texts st ON st.id = s.state_id JOIN texts ac ON ac.id = s.action_id`,
+      [refs.map((r) => r.trajectoryDbId), refs.map((r) => r.stepIndex)],
+    );
+    const out = new Array<StepText>(refs.length);
+    for (const r of res.rows)
+      out[Number(r.n) - 1] = { state: r.state, action: r.action, reward: r.reward };
+    return out;
+  }
+}
+
+function summarize(x: Float32Array) {
+  const sorted = Float32Array.from(x).sort();
+  let positive = 0;
+  let zero = 0;
+  for (const v of x) {
+    if (v > 0) positive++;
+    else if (v === 0) zero++;
+  }
+  const n = x.length || 1;
+  return {
+    mean: mean(x),
+    std: std(x),
+    min: sorted[0] ?? NaN,
+    max: sorted[sorted.length - 1] ?? NaN,
+    p05: quantile(sorted, 0.05),
+    p25: quantile(sorted, 0.25),
+    p50: quantile(sorted, 0.5),
+    p75: quantile(sorted, 0.75),
+    p95: quantile(sorted, 0.95),
+    fractionPositive: positive / n,
+    fractionZero: zero / n,
+  };
+}
+
+/** Pools per-iteration summaries: counts add up, histograms add element-wise, rates and means are step-weighted. */
+function poolRates(
+  items: { stepCount: number; summary: Record<string, unknown> }[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const total = items.reduce((n, i) => n + i.stepCount, 0) || 1;
+  for (const { stepCount, summary } of items) {
+    for (const [key, value] of Object.entries(summary)) {
+      if (Array.isArray(value)) {
+        const acc = (out[key] as number[] | undefined) ?? value.map(() => 0);
+        out[key] = acc.map((a, j) => a + ((value[j] as number) ?? 0));
+      } else if (typeof value === 'number') {
+        const prev = (out[key] as number | undefined) ?? 0;
+        out[key] = key.endsWith('Max')
+          ? Math.max(prev, value)
+          : prev + (key.endsWith('Count') ? value : (value * stepCount) / total);
+      } else if (typeof value === 'boolean') {
+        out[key] = ((out[key] as boolean | undefined) ?? true) && value;
+      }
+    }
+  }
+  return out;
+}
+
+function stepRefs(iterations: number[], shapes: TrajectoryShape[][]): StepRef[] {
+  const refs: StepRef[] = [];
+  iterations.forEach((iteration, n) => {
+    for (const t of shapes[n] as TrajectoryShape[]) {
+      for (let j = 0; j < t.length; j++) {
+        refs.push({
+          iteration,
+          groupId: t.groupId,
+          trajectoryId: t.trajectoryId,
+          stepIndex: j,
+          trajectoryDbId: t.dbId,
+        });
+      }
+    }
+  });
+  return refs;
+}
+
+export { pearson, ranks, signAgreement };

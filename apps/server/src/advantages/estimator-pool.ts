@@ -1,0 +1,38 @@
+import type { ColumnarBatch, EstimateResult } from '@creditlab/estimators';
+import { EstimatorInputError, type EstimatorErrorCode } from '@creditlab/estimators';
+import type { OnModuleDestroy } from '@nestjs/common';
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import type { EstimateReply, EstimateTask } from './estimate-worker';
+
+/**
+ * Estimators run off the event loop, in a pool of worker threads (piscina), so
+ * a long recompute never stalls ingest or GraphQL. Bad input comes back as the
+ * library's EstimatorInputError.
+ */
+export class EstimatorPool implements OnModuleDestroy {
+  private readonly pool: Piscina<EstimateTask, EstimateReply>;
+
+  constructor(threads: number) {
+    this.pool = new Piscina({
+      filename: path.join(__dirname, 'estimate-worker.shim.js'),
+      minThreads: 1,
+      maxThreads: threads,
+      idleTimeout: 60_000,
+    });
+  }
+
+  async run(
+    batch: ColumnarBatch,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<{ result: EstimateResult; ms: number }> {
+    const reply = await this.pool.run({ batch, method, params });
+    if (!reply.ok) throw new EstimatorInputError(reply.code as EstimatorErrorCode, reply.message);
+    return { result: reply.result, ms: reply.ms };
+  }
+
+  onModuleDestroy(): Promise<void> {
+    return this.pool.destroy();
+  }
+}

@@ -1,0 +1,170 @@
+import { Field, Float, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
+import GraphQLJSON from 'graphql-type-json';
+
+@InputType({
+  description: 'An estimator and its parameters (defaults fill the rest; see `estimators`).',
+})
+export class MethodInput {
+  @Field({ description: 'Registry name, e.g. "gigpo".' }) name!: string;
+  @Field(() => GraphQLJSON, { nullable: true, description: 'Parameter name → value.' })
+  params?: Record<string, unknown>;
+}
+
+@ObjectType()
+export class EstimatorParam {
+  @Field() name!: string;
+  @Field({ description: 'number, boolean or enum.' }) type!: string;
+  @Field(() => GraphQLJSON, { nullable: true, description: 'null: absent by default.' })
+  default!: unknown;
+  @Field({ description: 'Allowed values, e.g. "a number in [0, 1]".' }) allowed!: string;
+  @Field() description!: string;
+}
+
+@ObjectType()
+export class EstimatorDiagnostic {
+  @Field() name!: string;
+  @Field() kind!: string;
+  @Field() description!: string;
+}
+
+@ObjectType({ description: 'One registered estimator.' })
+export class Estimator {
+  @Field() name!: string;
+  @Field() version!: string;
+  @Field() description!: string;
+  @Field() paper!: string;
+  @Field(() => [String], { description: 'Optional step fields the method cannot do without.' })
+  requires!: string[];
+  @Field(() => [EstimatorParam]) params!: EstimatorParam[];
+  @Field(() => [EstimatorDiagnostic]) diagnostics!: EstimatorDiagnostic[];
+}
+
+@ObjectType({
+  description: 'A method with resolved parameters on one run: a cache of computed iterations.',
+})
+export class AdvantageSetModel {
+  @Field(() => ID) id!: string;
+  @Field() method!: string;
+  @Field(() => GraphQLJSON) params!: unknown;
+  @Field() version!: string;
+  @Field(() => [Int], { description: 'Iterations computed and stored.' }) iterations!: number[];
+  @Field(() => Int) stepCount!: number;
+  @Field() createdAt!: Date;
+}
+
+@ObjectType({ description: 'A recompute job; poll `job(id)` for progress.' })
+export class RecomputeJobModel {
+  @Field(() => ID) id!: string;
+  @Field(() => ID) advantageSetId!: string;
+  @Field(() => ID) runId!: string;
+  @Field(() => [Int]) iterations!: number[];
+  @Field({ description: 'queued, running, completed, failed or cancelled.' }) status!: string;
+  @Field(() => Int, { description: 'Iterations stored so far.' }) done!: number;
+  @Field(() => Int) total!: number;
+  @Field(() => Float, { description: 'done / total.' }) progress!: number;
+  @Field(() => String, { nullable: true, description: 'Why it failed.' }) error!: string | null;
+  @Field() createdAt!: Date;
+  @Field(() => Date, { nullable: true }) finishedAt!: Date | null;
+}
+
+@ObjectType()
+export class AdvantageSummary {
+  @Field(() => Float) mean!: number;
+  @Field(() => Float) std!: number;
+  @Field(() => Float) min!: number;
+  @Field(() => Float) max!: number;
+  @Field(() => Float) p05!: number;
+  @Field(() => Float) p25!: number;
+  @Field(() => Float) p50!: number;
+  @Field(() => Float) p75!: number;
+  @Field(() => Float) p95!: number;
+  @Field(() => Float) fractionPositive!: number;
+  @Field(() => Float) fractionZero!: number;
+}
+
+@ObjectType()
+export class MethodComparisonModel {
+  @Field() method!: string;
+  @Field(() => GraphQLJSON) params!: unknown;
+  @Field(() => ID) advantageSetId!: string;
+  @Field(() => AdvantageSummary) summary!: AdvantageSummary;
+  @Field(() => GraphQLJSON, {
+    description:
+      'Method-specific rates pooled over iterations: singletonRate, gateOnRate, lambdaMean and lambdaHistogram, clusterCount, ...',
+  })
+  rates!: unknown;
+}
+
+@ObjectType()
+export class StepAdvantages {
+  @Field(() => Int) iteration!: number;
+  @Field() groupId!: string;
+  @Field() trajectoryId!: string;
+  @Field(() => Int) stepIndex!: number;
+  @Field() state!: string;
+  @Field() action!: string;
+  @Field(() => Float) reward!: number;
+  @Field(() => [Float], { description: 'One per compared method, in the order asked.' })
+  advantages!: number[];
+}
+
+@ObjectType()
+export class MethodPair {
+  @Field() a!: string;
+  @Field() b!: string;
+  @Field(() => Float, { nullable: true }) pearson!: number | null;
+  @Field(() => Float, { nullable: true }) spearman!: number | null;
+  @Field(() => Float, { description: 'Fraction of steps whose advantages have the same sign.' })
+  signAgreement!: number;
+  @Field(() => [StepAdvantages], {
+    description:
+      'Steps where the two disagree most (largest gap between their standardised advantages).',
+  })
+  disagreements!: StepAdvantages[];
+}
+
+@ObjectType()
+export class GroupCredit {
+  @Field(() => Int) iteration!: number;
+  @Field() groupId!: string;
+  @Field(() => Int) steps!: number;
+  @Field(() => Int, { description: 'Steps whose sign differs from the episode-level (GRPO) sign.' })
+  against!: number;
+}
+
+@ObjectType({
+  description: 'Where a step-level method moves credit against the episode-level sign.',
+})
+export class CreditAgainstEpisode {
+  @Field() method!: string;
+  @Field(() => Int) against!: number;
+  @Field(() => Int, {
+    description: 'Positive advantage in a trajectory the episode term scores negative.',
+  })
+  goodInFailed!: number;
+  @Field(() => Int, {
+    description: 'Negative advantage in a trajectory the episode term scores positive.',
+  })
+  badInSucceeded!: number;
+  @Field(() => [GroupCredit], { description: 'Groups with at least one such step, most first.' })
+  byGroup!: GroupCredit[];
+  @Field(() => [StepAdvantages], { description: 'The largest such steps.' })
+  examples!: StepAdvantages[];
+}
+
+@ObjectType()
+export class StepAdvantagesConnection {
+  @Field(() => [StepAdvantages]) nodes!: StepAdvantages[];
+  @Field(() => String, { nullable: true }) endCursor!: string | null;
+  @Field() hasNextPage!: boolean;
+}
+
+@ObjectType({ description: 'Several estimators on the same stored rollouts.' })
+export class Comparison {
+  @Field(() => ID) runId!: string;
+  @Field(() => [Int]) iterations!: number[];
+  @Field(() => Int) stepCount!: number;
+  @Field(() => [MethodComparisonModel]) methods!: MethodComparisonModel[];
+  @Field(() => [MethodPair]) pairs!: MethodPair[];
+  @Field(() => [CreditAgainstEpisode]) againstEpisode!: CreditAgainstEpisode[];
+}

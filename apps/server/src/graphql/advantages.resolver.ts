@@ -1,0 +1,385 @@
+import { describeParamType, listMethods } from '@creditlab/estimators';
+import { Inject } from '@nestjs/common';
+import {
+  Args,
+  Context,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import DataLoader from 'dataloader';
+import GraphQLJSON from 'graphql-type-json';
+import { diagnosticValue } from '../advantages/advantage-codec';
+import {
+  AdvantageSetsService,
+  type IterationAdvantages,
+  type MethodRequest,
+} from '../advantages/advantage-sets.service';
+import {
+  CompareService,
+  type Comparison as ComparisonData,
+  type StepRef,
+} from '../advantages/compare.service';
+import { pearson, ranks, signAgreement } from '../advantages/compare-stats';
+import { RecomputeService, type RecomputeJob } from '../advantages/recompute.service';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import {
+  AdvantageSetModel,
+  Comparison,
+  CreditAgainstEpisode,
+  Estimator,
+  MethodInput,
+  MethodPair,
+  RecomputeJobModel,
+  StepAdvantages,
+  StepAdvantagesConnection,
+} from './advantages.models';
+import { Run, Step } from './models';
+
+type AdvantageLoader = DataLoader<
+  { runId: string; iteration: number; method: MethodRequest },
+  IterationAdvantages,
+  string
+>;
+
+/** Advantages under any method: the registry, per-step values, sets, recompute jobs and comparisons. */
+@Resolver()
+export class AdvantagesResolver {
+  constructor(
+    @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
+    @Inject(RecomputeService) private readonly recomputes: RecomputeService,
+  ) {}
+
+  @Query(() => [Estimator], {
+    description: 'Every registered estimator with its parameter schema.',
+  })
+  estimators(): Estimator[] {
+    return listMethods().map((m) => ({
+      name: m.name,
+      version: m.version,
+      description: m.description,
+      paper: m.paper,
+      requires: [...m.requires],
+      params: Object.entries(m.params).map(([name, spec]) => ({
+        name,
+        type: spec.type,
+        default: spec.default ?? null,
+        allowed: describeParamType(spec),
+        description: spec.description,
+      })),
+      diagnostics: m.diagnostics.map((d) => ({ ...d })),
+    }));
+  }
+
+  @Mutation(() => RecomputeJobModel, {
+    description:
+      'Queues the computation of a method on stored rollouts (default: every complete iteration). Stored iterations are reused.',
+  })
+  async recompute(
+    @Args('runId', { type: () => ID }) runId: string,
+    @Args('method', { type: () => MethodInput }) method: MethodInput,
+    @Args('iterations', { type: () => [Int], nullable: true }) iterations: number[] | undefined,
+  ): Promise<RecomputeJobModel> {
+    return toJobModel(
+      await this.recomputes.request(runId, toRequest(method), iterations ?? undefined),
+    );
+  }
+
+  @Mutation(() => RecomputeJobModel, {
+    nullable: true,
+    description: 'Cancels a queued or running job (between iterations).',
+  })
+  async cancelJob(@Args('id', { type: () => ID }) id: string): Promise<RecomputeJobModel | null> {
+    const job = await this.recomputes.cancel(id);
+    return job ? toJobModel(job) : null;
+  }
+
+  @Query(() => RecomputeJobModel, {
+    nullable: true,
+    description: 'A recompute job: status and progress (poll it).',
+  })
+  async job(@Args('id', { type: () => ID }) id: string): Promise<RecomputeJobModel | null> {
+    const job = await this.recomputes.get(id);
+    return job ? toJobModel(job) : null;
+  }
+}
+
+@Resolver(() => Run)
+export class RunAdvantagesResolver {
+  constructor(@Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService) {}
+
+  @ResolveField(() => [AdvantageSetModel], { description: 'Advantage sets computed on this run.' })
+  async advantageSets(@Parent() run: Run): Promise<AdvantageSetModel[]> {
+    return (await this.sets.setsOf(run.id)).map((s) => ({ ...s, params: s.params }));
+  }
+}
+
+@Resolver(() => Step)
+export class StepAdvantagesResolver {
+  constructor(@Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService) {}
+
+  @ResolveField(() => Number, {
+    description:
+      "The step's advantage under a method (float32); computes and stores its iteration's set if needed.",
+  })
+  async advantage(
+    @Parent() step: Step,
+    @Args('method', { type: () => MethodInput }) method: MethodInput,
+    @Context() ctx: Record<string, unknown>,
+  ): Promise<number> {
+    const it = await this.loader(ctx).load({
+      runId: step.runId,
+      iteration: step.iteration,
+      method: toRequest(method),
+    });
+    return it.advantages[step.position] as number;
+  }
+
+  @ResolveField(() => GraphQLJSON, {
+    description: "The method's per-step diagnostics for this step (float32; null where undefined).",
+  })
+  async diagnostics(
+    @Parent() step: Step,
+    @Args('method', { type: () => MethodInput }) method: MethodInput,
+    @Context() ctx: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    const it = await this.loader(ctx).load({
+      runId: step.runId,
+      iteration: step.iteration,
+      method: toRequest(method),
+    });
+    return Object.fromEntries(
+      Object.entries(it.diagnostics).map(([name, d]) => [name, diagnosticValue(d, step.position)]),
+    );
+  }
+
+  /** One (run, iteration, method) read per request, shared by every step that asks. */
+  private loader(ctx: Record<string, unknown>): AdvantageLoader {
+    return (ctx.advantageLoader ??= new DataLoader<
+      { runId: string; iteration: number; method: MethodRequest },
+      IterationAdvantages,
+      string
+    >(
+      async (keys) =>
+        Promise.all(
+          keys.map(async (k) =>
+            this.sets.iteration(await this.sets.ensureSet(k.runId, k.method), k.iteration),
+          ),
+        ),
+      {
+        cacheKeyFn: (k) =>
+          JSON.stringify([k.runId, k.iteration, k.method.name, this.sets.resolve(k.method).params]),
+      },
+    )) as AdvantageLoader;
+  }
+}
+
+/** The data behind a Comparison object, kept for its paginated `rows`. */
+type ComparisonObject = Comparison & { data: ComparisonData };
+
+@Resolver(() => Comparison)
+export class CompareResolver {
+  constructor(@Inject(CompareService) private readonly compareService: CompareService) {}
+
+  @Query(() => Comparison, {
+    description:
+      'Several methods side by side on the same stored rollouts (sets computed as needed).',
+  })
+  async compare(
+    @Args('runId', { type: () => ID }) runId: string,
+    @Args('methods', { type: () => [MethodInput] }) methods: MethodInput[],
+    @Args('iterations', { type: () => [Int], nullable: true }) iterations: number[] | undefined,
+    @Args('disagreements', {
+      type: () => Int,
+      defaultValue: 10,
+      description: 'Steps listed per pair.',
+    })
+    disagreements: number,
+    @Args('examples', {
+      type: () => Int,
+      defaultValue: 10,
+      description: 'Examples listed per method against the episode sign.',
+    })
+    examples: number,
+  ): Promise<ComparisonObject> {
+    if (disagreements > 100 || examples > 100)
+      throw new DomainError(ErrorCode.InvalidInput, 'disagreements and examples: at most 100');
+    const data = await this.compareService.compare(
+      runId,
+      methods.map(toRequest),
+      iterations ?? undefined,
+    );
+    const names = data.methods.map((m, i) => label(m.set.method, i, data));
+    const rank = data.advantages.map((a) => ranks(a));
+    const z = data.advantages.map(standardise);
+    const pairs: MethodPair[] = [];
+    for (let a = 0; a < data.advantages.length; a++) {
+      for (let b = a + 1; b < data.advantages.length; b++) {
+        const gap = (k: number) => Math.abs((z[a]![k] as number) - (z[b]![k] as number));
+        pairs.push({
+          a: names[a]!,
+          b: names[b]!,
+          pearson: pearson(data.advantages[a]!, data.advantages[b]!),
+          spearman: pearson(rank[a]!, rank[b]!),
+          signAgreement: signAgreement(data.advantages[a]!, data.advantages[b]!),
+          disagreements: await this.stepRows(data, topK(data.stepCount, disagreements, gap)),
+        });
+      }
+    }
+    const againstEpisode: CreditAgainstEpisode[] = [];
+    for (let m = 0; m < data.advantages.length; m++)
+      againstEpisode.push(await this.against(data, m, names[m]!, examples));
+    return {
+      runId: data.runId,
+      iterations: data.iterations,
+      stepCount: data.stepCount,
+      methods: data.methods.map((m, i) => ({
+        method: names[i]!,
+        params: m.set.params,
+        advantageSetId: m.set.id,
+        summary: m.summary,
+        rates: m.rates,
+      })),
+      pairs,
+      againstEpisode,
+      data,
+    };
+  }
+
+  @ResolveField(() => StepAdvantagesConnection, {
+    description: 'Per-step rows with every method’s advantage, in canonical order (first ≤ 1000).',
+  })
+  async rows(
+    @Parent() comparison: ComparisonObject,
+    @Args('first', { type: () => Int, defaultValue: 100 }) first: number,
+    @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+  ): Promise<StepAdvantagesConnection> {
+    if (first < 1 || first > 1000)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `rows: first must be an integer from 1 to 1000, got ${first}`,
+      );
+    const from = after ? Number(after) + 1 : 0;
+    const to = Math.min(comparison.data.stepCount, from + first);
+    const nodes = await this.stepRows(
+      comparison.data,
+      Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i),
+    );
+    return {
+      nodes,
+      endCursor: to > from ? String(to - 1) : null,
+      hasNextPage: to < comparison.data.stepCount,
+    };
+  }
+
+  private async against(
+    data: ComparisonData,
+    m: number,
+    name: string,
+    examples: number,
+  ): Promise<CreditAgainstEpisode> {
+    const adv = data.advantages[m] as Float32Array;
+    const ep = data.episodeBaseline;
+    let goodInFailed = 0;
+    let badInSucceeded = 0;
+    const groups = new Map<
+      string,
+      { iteration: number; groupId: string; steps: number; against: number }
+    >();
+    const hits: number[] = [];
+    data.steps.forEach((ref: StepRef, k) => {
+      const key = `${ref.iteration}\u0000${ref.groupId}`;
+      const g = groups.get(key) ?? {
+        iteration: ref.iteration,
+        groupId: ref.groupId,
+        steps: 0,
+        against: 0,
+      };
+      g.steps++;
+      const a = adv[k] as number;
+      const e = ep[k] as number;
+      if (a > 0 && e < 0) goodInFailed++;
+      if (a < 0 && e > 0) badInSucceeded++;
+      if (a * e < 0) {
+        g.against++;
+        hits.push(k);
+      }
+      groups.set(key, g);
+    });
+    const top = hits
+      .sort((i, j) => Math.abs(adv[j] as number) - Math.abs(adv[i] as number))
+      .slice(0, examples);
+    return {
+      method: name,
+      against: goodInFailed + badInSucceeded,
+      goodInFailed,
+      badInSucceeded,
+      byGroup: [...groups.values()]
+        .filter((g) => g.against > 0)
+        .sort((x, y) => y.against - x.against),
+      examples: await this.stepRows(data, top),
+    };
+  }
+
+  private async stepRows(data: ComparisonData, positions: number[]): Promise<StepAdvantages[]> {
+    const refs = positions.map((k) => data.steps[k] as StepRef);
+    const texts = await this.compareService.stepTexts(refs);
+    return positions.map((k, i) => ({
+      iteration: refs[i]!.iteration,
+      groupId: refs[i]!.groupId,
+      trajectoryId: refs[i]!.trajectoryId,
+      stepIndex: refs[i]!.stepIndex,
+      state: texts[i]!.state,
+      action: texts[i]!.action,
+      reward: texts[i]!.reward,
+      advantages: data.advantages.map((a) => a[k] as number),
+    }));
+  }
+}
+
+function toRequest(m: MethodInput): MethodRequest {
+  return { name: m.name, params: m.params ?? {} };
+}
+
+function toJobModel(job: RecomputeJob): RecomputeJobModel {
+  const total = job.iterations.length;
+  return {
+    id: job.id,
+    advantageSetId: job.setId,
+    runId: job.runId,
+    iterations: job.iterations,
+    status: job.status,
+    done: job.done,
+    total,
+    progress: total ? job.done / total : 1,
+    error: job.error,
+    createdAt: job.createdAt,
+    finishedAt: job.finishedAt,
+  };
+}
+
+/** A method's name, with its index when the same method is compared under several parameter sets. */
+function label(method: string, i: number, data: ComparisonData): string {
+  return data.methods.filter((m) => m.set.method === method).length > 1 ? `${method}#${i}` : method;
+}
+
+function standardise(x: Float32Array): Float64Array {
+  let s = 0;
+  for (const v of x) s += v;
+  const m = s / (x.length || 1);
+  let ss = 0;
+  for (const v of x) ss += (v - m) ** 2;
+  const sd = Math.sqrt(ss / (x.length || 1)) || 1;
+  return Float64Array.from(x, (v) => (v - m) / sd);
+}
+
+/** Indices of the k largest scores (ties: earlier first). */
+function topK(n: number, k: number, score: (i: number) => number): number[] {
+  return Array.from({ length: n }, (_, i) => i)
+    .sort((i, j) => score(j) - score(i) || i - j)
+    .slice(0, k);
+}
