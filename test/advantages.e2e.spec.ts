@@ -1,0 +1,209 @@
+import { CreditlabClient, rolloutEvents } from '@creditlab/client';
+import {
+  columnarBatchFromJson,
+  estimate,
+  type AdvantagesDocument,
+  type RolloutBatch,
+} from '@creditlab/estimators';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { sharedDir } from './support/shared-dir';
+import { gql, startTestServer, type ServerProcess } from './support/test-server';
+
+/**
+ * The online path and Step.advantage: any method, any parameters, on stored
+ * rollouts, equal value for value (at float32) to the library on the same batch.
+ */
+let server: ServerProcess & { databaseUrl: string };
+let client: CreditlabClient;
+let runId: string;
+const fixture = JSON.parse(
+  readFileSync(path.join(sharedDir(), 'fixtures/spec/spec-s1-c1.json'), 'utf8'),
+) as { batch: RolloutBatch; expected: AdvantagesDocument[] };
+
+beforeAll(async () => {
+  server = await startTestServer();
+  client = new CreditlabClient({ url: server.url });
+  runId = (await client.createRun({ name: 'advantages', env: 'fixtures', method: 'gigpo' })).id;
+  await client.appendEvents(runId, rolloutEvents(5, fixture.batch, 37));
+});
+afterAll(() => server.stop());
+
+async function online(
+  method: string,
+  params: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  accept = 'application/json',
+) {
+  return fetch(`${server.url}/v1/runs/${runId}/iterations/5/advantages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept },
+    body: JSON.stringify({ method, params, ...extra }),
+  });
+}
+
+const cases = fixture.expected.map(
+  (e, n) => [`#${n} ${e.method} ${JSON.stringify(e.params)}`, e.method, e.params] as const,
+);
+
+test.each(cases)(
+  '%s: the stored set equals the library, value for value',
+  async (_label, method, params) => {
+    const res = await online(method, params);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as AdvantagesDocument & { advantageSetId: string };
+    const direct = estimate(columnarBatchFromJson(fixture.batch), method, params);
+    const got = doc.groups.flatMap((g) => g.trajectories.flatMap((t) => t.advantages));
+    expect(got).toEqual(Array.from(direct.advantages, Math.fround));
+    expect(doc.params).toEqual(direct.params);
+
+    const bin = await online(method, params, {}, 'application/octet-stream');
+    expect(bin.headers.get('content-type')).toContain('application/octet-stream');
+    expect(bin.headers.get('x-creditlab-reused')).toBe('true');
+    expect(Array.from(new Float32Array(await bin.arrayBuffer()))).toEqual(got);
+  },
+);
+
+test('a parameter given at its default is the same set; advantages.used events name the set, once per event id', async () => {
+  const a = await online('gigpo', {});
+  const b = await online(
+    'gigpo',
+    { gamma: 0.95, stepWeight: 1 },
+    { eventId: '00000000-0000-4000-8000-00000000aaaa' },
+  );
+  const c = await online(
+    'gigpo',
+    { gamma: 0.95 },
+    { eventId: '00000000-0000-4000-8000-00000000aaaa' },
+  );
+  expect(b.headers.get('x-creditlab-advantage-set')).toBe(
+    a.headers.get('x-creditlab-advantage-set'),
+  );
+  expect(c.headers.get('x-creditlab-reused')).toBe('true');
+  const events = await gql<{
+    run: {
+      events: {
+        nodes: {
+          id: string;
+          data: { advantageSetId: string; method: string; iteration: number };
+        }[];
+      };
+    };
+  }>(
+    server,
+    'query($id: ID!) { run(id: $id) { events(types: ["advantages.used"], first: 1000) { nodes { id data } } } }',
+    { id: runId },
+  );
+  const used = events.data!.run.events.nodes;
+  expect(used.filter((e) => e.id === '00000000-0000-4000-8000-00000000aaaa')).toHaveLength(1);
+  expect(used.at(-1)!.data).toMatchObject({
+    method: 'gigpo',
+    iteration: 5,
+    advantageSetId: a.headers.get('x-creditlab-advantage-set'),
+  });
+});
+
+test('Step.advantage and Step.diagnostics read the same set', async () => {
+  const direct = estimate(columnarBatchFromJson(fixture.batch), 'gaca', { debiased: true });
+  const res = await gql<{
+    run: {
+      groups: {
+        nodes: {
+          trajectories: { steps: { advantage: number; diagnostics: { lambda: number } }[] }[];
+        }[];
+      };
+    };
+  }>(
+    server,
+    `query($id: ID!) { run(id: $id) { groups(iteration: 5, first: 100) { nodes { trajectories { steps {
+       advantage(method: { name: "gaca", params: { debiased: true } })
+       diagnostics(method: { name: "gaca", params: { debiased: true } }) } } } } } }`,
+    { id: runId },
+  );
+  expect(res.errors).toBeUndefined();
+  const steps = res.data!.run.groups.nodes.flatMap((g) => g.trajectories.flatMap((t) => t.steps));
+  expect(steps.map((s) => s.advantage)).toEqual(Array.from(direct.advantages, Math.fround));
+  expect(steps.map((s) => s.diagnostics.lambda)).toEqual(
+    Array.from(direct.diagnostics.lambda!, Math.fround),
+  );
+});
+
+test('the registry is served with parameter schemas', async () => {
+  const res = await gql<{
+    estimators: {
+      name: string;
+      requires: string[];
+      params: { name: string; default: unknown; allowed: string }[];
+    }[];
+  }>(server, '{ estimators { name version requires params { name default allowed } } }');
+  const bipace = res.data!.estimators.find((e) => e.name === 'bipace')!;
+  expect(bipace.requires).toEqual(['embedding']);
+  expect(bipace.params.find((p) => p.name === 'clusterEpsilon')).toEqual({
+    name: 'clusterEpsilon',
+    default: 0.1,
+    allowed: 'a number in [0, 2]',
+  });
+  expect(res.data!.estimators.map((e) => e.name)).toHaveLength(9);
+});
+
+describe('errors are clear, with codes', () => {
+  test('unknown method, bad parameters: 400 over HTTP, BAD_USER_INPUT in GraphQL', async () => {
+    const unknown = await online('gipgo', {});
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toMatchObject({
+      error: 'INVALID_INPUT',
+      message: expect.stringContaining('unknown method "gipgo"; known methods: reinforce, grpo'),
+    });
+    const bad = await online('gigpo', { gamma: 2 });
+    expect(((await bad.json()) as { message: string }).message).toBe(
+      'parameter "gamma" of method "gigpo" must be a number in [0, 1], got 2',
+    );
+    const g = await gql(
+      server,
+      'query($id: ID!) { compare(runId: $id, methods: [{ name: "gigpo", params: { stepwieght: 1 } }]) { stepCount } }',
+      { id: runId },
+    );
+    expect(g.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+    expect(g.errors?.[0]?.message).toMatch(
+      /unknown parameter "stepwieght" for method "gigpo"; valid parameters: gamma, stepWeight/,
+    );
+  });
+
+  test('a method missing a step field names the run, the iteration and the step', async () => {
+    const { id } = await client.createRun({ name: 'no embeddings', env: 'e', method: 'grpo' });
+    const batch = structuredClone(fixture.batch);
+    delete batch.groups[1]!.trajectories[2]!.steps[3]!.embedding;
+    await client.appendEvents(id, rolloutEvents(0, batch));
+    const res = await fetch(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"method":"bipace"}',
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { message: string };
+    expect(body.message).toBe(
+      `bipace on run ${id} iteration 0: group "g1", trajectory "g1/t2", step 3 (groups[1].trajectories[2].steps[3]): method "bipace" needs "embedding" on every step; this step has none`,
+    );
+  });
+
+  test('an iteration without rollouts, an unknown run', async () => {
+    const empty = await fetch(`${server.url}/v1/runs/${runId}/iterations/9/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"method":"grpo"}',
+    });
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as { message: string }).message).toBe(
+      `run ${runId} has no rollouts in iteration 9`,
+    );
+    const res = await fetch(
+      `${server.url}/v1/runs/11111111-1111-4111-8111-111111111111/iterations/0/advantages`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"method":"grpo"}',
+      },
+    );
+    expect(res.status).toBe(404);
+  });
+});

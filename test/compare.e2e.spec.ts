@@ -1,0 +1,167 @@
+import { gql, startTestServer, type ServerProcess } from './support/test-server';
+import { syntheticRun } from './support/synthetic-run';
+
+/** `compare` against an independent computation of every statistic from the per-step rows it serves. */
+let server: ServerProcess & { databaseUrl: string };
+let runId: string;
+const METHODS = [
+  { name: 'grpo' },
+  { name: 'gigpo', params: { gamma: 0.9 } },
+  { name: 'gaca' },
+  { name: 'gated-bepo' },
+  { name: 'bipace' },
+];
+
+beforeAll(async () => {
+  server = await startTestServer();
+  runId = (
+    await syntheticRun(server.url, 3, { groups: 6, groupSize: 8, maxSteps: 25, statesPerGroup: 10 })
+  ).id;
+}, 60_000);
+afterAll(() => server.stop());
+
+interface Row {
+  iteration: number;
+  groupId: string;
+  trajectoryId: string;
+  stepIndex: number;
+  action: string;
+  advantages: number[];
+}
+interface Result {
+  compare: {
+    stepCount: number;
+    iterations: number[];
+    methods: { method: string; summary: Record<string, number>; rates: Record<string, unknown> }[];
+    pairs: {
+      a: string;
+      b: string;
+      pearson: number;
+      spearman: number;
+      signAgreement: number;
+      disagreements: Row[];
+    }[];
+    againstEpisode: {
+      method: string;
+      against: number;
+      goodInFailed: number;
+      badInSucceeded: number;
+      byGroup: { iteration: number; groupId: string; against: number }[];
+    }[];
+    rows: { nodes: Row[]; endCursor: string | null; hasNextPage: boolean };
+  };
+}
+
+async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
+  const q = `query($run: ID!, $m: [MethodInput!]!, $after: String) { compare(runId: $run, methods: $m, disagreements: 3) {
+    stepCount iterations methods { method summary { mean std min max p05 p25 p50 p75 p95 fractionPositive fractionZero } rates }
+    pairs { a b pearson spearman signAgreement disagreements { iteration groupId trajectoryId stepIndex action advantages } }
+    againstEpisode { method against goodInFailed badInSucceeded byGroup { iteration groupId against } }
+    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex action advantages } endCursor hasNextPage } } }`;
+  const rows: Row[] = [];
+  let after: string | null = null;
+  let first: Result['compare'] | undefined;
+  for (;;) {
+    const res: { data?: Result; errors?: unknown } = await gql<Result>(server, q, {
+      run: runId,
+      m: METHODS,
+      after,
+    });
+    if (res.errors) throw new Error(JSON.stringify(res.errors));
+    first ??= res.data!.compare;
+    rows.push(...res.data!.compare.rows.nodes);
+    if (!res.data!.compare.rows.hasNextPage) break;
+    after = res.data!.compare.rows.endCursor;
+  }
+  return { result: first, rows };
+}
+
+// Independent implementations (plain, sort-based) of what compare reports.
+const avg = (x: number[]) => x.reduce((a, b) => a + b, 0) / x.length;
+const sd = (x: number[]) => Math.sqrt(avg(x.map((v) => (v - avg(x)) ** 2)));
+const q = (x: number[], p: number) => {
+  const s = [...x].sort((a, b) => a - b);
+  const pos = (s.length - 1) * p;
+  return s[Math.floor(pos)]! + (s[Math.ceil(pos)]! - s[Math.floor(pos)]!) * (pos - Math.floor(pos));
+};
+const corr = (a: number[], b: number[]) => {
+  const ma = avg(a);
+  const mb = avg(b);
+  const cov = a.reduce((s, v, i) => s + (v - ma) * (b[i]! - mb), 0);
+  return (
+    cov /
+    Math.sqrt(a.reduce((s, v) => s + (v - ma) ** 2, 0) * b.reduce((s, v) => s + (v - mb) ** 2, 0))
+  );
+};
+const rank = (x: number[]) =>
+  x.map((v) => x.filter((w) => w < v).length + (x.filter((w) => w === v).length + 1) / 2);
+
+test('summaries, correlations, sign agreement and the episode-sign analysis match an independent computation', async () => {
+  const { result, rows } = await fetchAll();
+  expect(rows).toHaveLength(result.stepCount);
+  expect(result.iterations).toEqual([0, 1, 2]);
+  const col = (m: number) => rows.map((r) => r.advantages[m]!);
+  result.methods.forEach((m, i) => {
+    const x = col(i);
+    const want = {
+      mean: avg(x),
+      std: sd(x),
+      min: Math.min(...x),
+      max: Math.max(...x),
+      p05: q(x, 0.05),
+      p25: q(x, 0.25),
+      p50: q(x, 0.5),
+      p75: q(x, 0.75),
+      p95: q(x, 0.95),
+      fractionPositive: x.filter((v) => v > 0).length / x.length,
+      fractionZero: x.filter((v) => v === 0).length / x.length,
+    };
+    for (const [k, v] of Object.entries(want)) expect(m.summary[k]).toBeCloseTo(v, 9);
+  });
+  expect(result.methods.map((m) => m.method)).toEqual(METHODS.map((m) => m.name));
+  expect(result.methods[1]!.rates).toHaveProperty('singletonRate');
+  expect(result.methods[3]!.rates).toHaveProperty('gateOnRate');
+  expect(result.methods[2]!.rates).toHaveProperty('lambdaHistogram');
+  expect(result.methods[4]!.rates).toHaveProperty('clusterCount');
+  expect(result.pairs).toHaveLength(10);
+  for (const p of result.pairs) {
+    const a = col(METHODS.findIndex((m) => m.name === p.a));
+    const b = col(METHODS.findIndex((m) => m.name === p.b));
+    expect(p.pearson).toBeCloseTo(corr(a, b), 9);
+    expect(p.spearman).toBeCloseTo(corr(rank(a), rank(b)), 9);
+    expect(p.signAgreement).toBeCloseTo(
+      a.filter((v, i) => Math.sign(v) === Math.sign(b[i]!)).length / a.length,
+      12,
+    );
+    // The listed disagreements are the largest standardised gaps.
+    const z = (x: number[]) => x.map((v) => (v - avg(x)) / sd(x));
+    const za = z(a);
+    const zb = z(b);
+    const gaps = rows.map((_, i) => Math.abs(za[i]! - zb[i]!)).sort((x, y) => y - x);
+    const listed = p.disagreements.map((d) =>
+      rows.findIndex(
+        (r) =>
+          r.iteration === d.iteration &&
+          r.trajectoryId === d.trajectoryId &&
+          r.stepIndex === d.stepIndex,
+      ),
+    );
+    expect(listed.map((i) => Math.abs(za[i]! - zb[i]!))).toEqual(
+      gaps.slice(0, 3).map((g) => expect.closeTo(g, 9)),
+    );
+  }
+  const episode = col(0); // grpo at its defaults is also the episode-level baseline
+  result.againstEpisode.forEach((e, m) => {
+    const x = col(m);
+    const good = x.filter((v, i) => v > 0 && episode[i]! < 0).length;
+    const bad = x.filter((v, i) => v < 0 && episode[i]! > 0).length;
+    expect({
+      against: e.against,
+      goodInFailed: e.goodInFailed,
+      badInSucceeded: e.badInSucceeded,
+    }).toEqual({ against: good + bad, goodInFailed: good, badInSucceeded: bad });
+    expect(e.byGroup.reduce((n, g) => n + g.against, 0)).toBe(good + bad);
+  });
+  expect(result.againstEpisode[0]!.against).toBe(0);
+  expect(result.againstEpisode[1]!.against).toBeGreaterThan(0); // GiGPO does move credit against the episode sign
+}, 60_000);

@@ -1,0 +1,178 @@
+import { columnarBatchFromJson, estimate } from '@creditlab/estimators';
+import { gql, spawnServer, startTestServer, type ServerProcess } from './support/test-server';
+import { syntheticRun } from './support/synthetic-run';
+
+/** Recompute jobs with a real queue (pg-boss), real workers and a real database. */
+let server: ServerProcess & { databaseUrl: string };
+beforeAll(async () => {
+  server = await startTestServer({
+    CREDITLAB_RECOMPUTE_SLICE: '2',
+    CREDITLAB_JOB_MAINTENANCE_SECONDS: '1',
+    CREDITLAB_JOB_EXPIRE_SECONDS: '3',
+  });
+});
+afterAll(() => server.stop());
+
+interface Job {
+  id: string;
+  status: string;
+  done: number;
+  total: number;
+  error: string | null;
+  advantageSetId: string;
+}
+const JOB = 'id status done total error advantageSetId';
+
+async function recompute(
+  url: string,
+  runId: string,
+  method: Record<string, unknown>,
+  iterations?: number[],
+): Promise<Job> {
+  const res = await gql<{ recompute: Job }>(
+    { url },
+    `mutation($r: ID!, $m: MethodInput!, $i: [Int!]) { recompute(runId: $r, method: $m, iterations: $i) { ${JOB} } }`,
+    { r: runId, m: method, i: iterations ?? null },
+  );
+  if (res.errors) throw new Error(JSON.stringify(res.errors));
+  return res.data!.recompute;
+}
+
+async function waitFor(
+  url: string,
+  id: string,
+  done: (j: Job) => boolean,
+  timeoutMs = 60_000,
+): Promise<Job> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const job = (
+      await gql<{ job: Job }>({ url }, `query($id: ID!) { job(id: $id) { ${JOB} } }`, { id })
+    ).data?.job;
+    if (job && done(job)) return job;
+    if (Date.now() > until) throw new Error(`job ${id} still ${JSON.stringify(job)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+const finished = (j: Job) => ['completed', 'failed', 'cancelled'].includes(j.status);
+
+async function storedAdvantages(
+  url: string,
+  runId: string,
+  iteration: number,
+  method: Record<string, unknown>,
+): Promise<number[]> {
+  const res = await fetch(`${url}/v1/runs/${runId}/iterations/${iteration}/advantages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
+    body: JSON.stringify(method),
+  });
+  expect(res.headers.get('x-creditlab-reused')).toBe('true'); // it was already stored by the job
+  return Array.from(new Float32Array(await res.arrayBuffer()));
+}
+
+test('a job computes every complete iteration; the set equals the library; asking again reuses it', async () => {
+  const { id, batches } = await syntheticRun(server.url, 5);
+  const job = await recompute(server.url, id, { name: 'gated-bepo', params: { gamma: 0.9 } });
+  expect(job).toMatchObject({ status: 'queued', total: 4 }); // iteration 4 is still open: the last one of a running run
+  const done = await waitFor(server.url, job.id, finished);
+  expect(done).toMatchObject({ status: 'completed', done: 4, total: 4, error: null });
+  for (let i = 0; i < 4; i++) {
+    const direct = estimate(columnarBatchFromJson(batches[i]), 'gated-bepo', { gamma: 0.9 });
+    expect(
+      await storedAdvantages(server.url, id, i, { method: 'gated-bepo', params: { gamma: 0.9 } }),
+    ).toEqual(Array.from(direct.advantages, Math.fround));
+  }
+  const again = await recompute(server.url, id, {
+    name: 'gated-bepo',
+    params: { gamma: 0.9, lambda: 0.95 },
+  });
+  expect(again.advantageSetId).toBe(job.advantageSetId);
+  expect(await waitFor(server.url, again.id, finished)).toMatchObject({
+    status: 'completed',
+    done: 4,
+  });
+  const sets = await gql<{ run: { advantageSets: { id: string; iterations: number[] }[] } }>(
+    server,
+    'query($id: ID!) { run(id: $id) { advantageSets { id iterations } } }',
+    { id },
+  );
+  expect(sets.data!.run.advantageSets).toEqual([
+    { id: job.advantageSetId, iterations: [0, 1, 2, 3] },
+  ]);
+}, 60_000);
+
+test('a job that cannot succeed fails with the estimator’s message', async () => {
+  const { id } = await syntheticRun(server.url, 2, {
+    groups: 2,
+    groupSize: 4,
+    maxSteps: 5,
+    withoutEmbeddings: true,
+  });
+  const job = await recompute(server.url, id, { name: 'bipace' }, [0, 1]);
+  const failed = await waitFor(server.url, job.id, finished);
+  expect(failed.status).toBe('failed');
+  expect(failed.error).toMatch(
+    new RegExp(
+      `^bipace on run ${id} iteration 0: group "g0", trajectory "g0/t0", step 0 .*method "bipace" needs "embedding" on every step`,
+    ),
+  );
+}, 60_000);
+
+test('a cancelled job stops between iterations', async () => {
+  const { id } = await syntheticRun(server.url, 12, {
+    groups: 20,
+    groupSize: 8,
+    maxSteps: 40,
+    statesPerGroup: 30,
+    embeddingDim: 64,
+  });
+  const job = await recompute(server.url, id, { name: 'bipace' }, [...Array(12).keys()]);
+  const cancelled = await gql<{ cancelJob: Job }>(
+    server,
+    `mutation($id: ID!) { cancelJob(id: $id) { ${JOB} } }`,
+    { id: job.id },
+  );
+  expect(cancelled.data!.cancelJob.status).toBe('cancelled');
+  await new Promise((r) => setTimeout(r, 1500));
+  const after = await waitFor(server.url, job.id, finished);
+  expect(after.status).toBe('cancelled');
+  expect(after.done).toBeLessThan(12);
+}, 60_000);
+
+test('a job whose server dies mid-way is resumed by another server process, without duplicates', async () => {
+  const { id, batches } = await syntheticRun(server.url, 16, {
+    groups: 40,
+    groupSize: 8,
+    maxSteps: 50,
+    statesPerGroup: 30,
+    embeddingDim: 128,
+  });
+  // A second server on the same database: it takes jobs too. Kill it while it holds our job.
+  const env = {
+    DATABASE_URL: server.databaseUrl,
+    CREDITLAB_RECOMPUTE_SLICE: '100',
+    CREDITLAB_JOB_MAINTENANCE_SECONDS: '1',
+    CREDITLAB_JOB_EXPIRE_SECONDS: '3',
+  };
+  await server.stop();
+  const doomed = await spawnServer(env);
+  const job = await recompute(doomed.url, id, { name: 'bipace' }, [...Array(16).keys()]);
+  await waitFor(doomed.url, job.id, (j) => j.done >= 2);
+  doomed.process.kill('SIGKILL');
+  await doomed.stop();
+  const survivor = await spawnServer(env);
+  try {
+    const done = await waitFor(survivor.url, job.id, finished, 90_000);
+    expect(done).toMatchObject({ status: 'completed', done: 16 });
+    for (const i of [0, 7, 15]) {
+      const direct = estimate(columnarBatchFromJson(batches[i]), 'bipace', {});
+      expect(await storedAdvantages(survivor.url, id, i, { method: 'bipace' })).toEqual(
+        Array.from(direct.advantages, Math.fround),
+      );
+    }
+  } finally {
+    await survivor.stop();
+    server = { ...(await spawnServer(env)), databaseUrl: server.databaseUrl };
+  }
+}, 150_000);
