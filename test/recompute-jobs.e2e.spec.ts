@@ -6,7 +6,7 @@ import { syntheticRun } from './support/synthetic-run';
 let server: ServerProcess & { databaseUrl: string };
 beforeAll(async () => {
   server = await startTestServer({
-    CREDITLAB_RECOMPUTE_SLICE: '2',
+    CREDITLAB_RECOMPUTE_TURN_MS: '5',
     CREDITLAB_JOB_MAINTENANCE_SECONDS: '1',
     CREDITLAB_JOB_EXPIRE_SECONDS: '3',
   });
@@ -151,7 +151,7 @@ test('a job whose server dies mid-way is resumed by another server process, with
   // A second server on the same database: it takes jobs too. Kill it while it holds our job.
   const env = {
     DATABASE_URL: server.databaseUrl,
-    CREDITLAB_RECOMPUTE_SLICE: '100',
+    CREDITLAB_RECOMPUTE_TURN_MS: '60000',
     CREDITLAB_JOB_MAINTENANCE_SECONDS: '1',
     CREDITLAB_JOB_EXPIRE_SECONDS: '3',
   };

@@ -156,22 +156,33 @@ export class AdvantageSetsService {
     }
     const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
     const diagnostics = encodeDiagnostics(out.result.diagnostics, kinds);
-    await this.db.pool.query(
+    const packed = packFloat32Array(out.result.advantages);
+    const inserted = await this.db.pool.query(
       `INSERT INTO advantage_set_iterations (set_id, iteration, step_count, advantages, diagnostics, summary, compute_ms)
        VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (set_id, iteration) DO NOTHING`,
-      [
-        set.id,
-        iteration,
-        batch.stepCount,
-        packFloat32Array(out.result.advantages),
-        diagnostics,
-        out.result.summary,
-        out.ms,
-      ],
+      [set.id, iteration, batch.stepCount, packed, diagnostics, out.result.summary, out.ms],
     );
-    // Another process may have stored it first: what is stored is what everyone reads.
-    const stored = (await this.stored(set.id, iteration)) as IterationAdvantages;
-    return { ...stored, reused: false };
+    if (inserted.rowCount === 0) {
+      // Another process stored it first: what is stored is what everyone reads.
+      return { ...((await this.stored(set.id, iteration)) as IterationAdvantages), reused: false };
+    }
+    return {
+      iteration,
+      stepCount: batch.stepCount,
+      advantages: unpackFloat32Array(packed),
+      diagnostics: decodeDiagnostics(diagnostics),
+      summary: out.result.summary,
+      computeMs: out.ms,
+      reused: false,
+    };
+  }
+
+  async storedIterations(setId: string): Promise<number[]> {
+    const res = await this.db.pool.query<{ iteration: number }>(
+      'SELECT iteration FROM advantage_set_iterations WHERE set_id = $1',
+      [setId],
+    );
+    return res.rows.map((r) => r.iteration);
   }
 
   /** Iterations that hold rollouts, and which of them are complete (a later iteration exists, or the run ended). */

@@ -46,8 +46,8 @@ interface JobRow {
 
 /**
  * Durable recompute jobs on pg-boss (a queue in Postgres). A job computes the
- * missing iterations of one advantage set, each stored atomically, `slice`
- * iterations per turn before it re-queues itself, so many jobs over many runs
+ * missing iterations of one advantage set, each stored atomically, `turnMs` of
+ * work per turn before it re-queues itself, so many jobs over many runs
  * take turns. Any server process with CREDITLAB_WORKER=true takes jobs; a job
  * whose worker died is retried after it expires and resumes where it stopped,
  * since stored iterations are skipped. Cancellation is checked between iterations.
@@ -56,6 +56,7 @@ interface JobRow {
 export class RecomputeService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('recompute');
   private boss: PgBoss | undefined;
+  private readonly workerIds: string[] = [];
 
   constructor(
     @Inject(Database) private readonly db: Database,
@@ -117,8 +118,14 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       'INSERT INTO recompute_jobs (id, set_id, run_id, iterations) VALUES ($1, $2, $3, $4)',
       [id, set.id, runId, [...new Set(wanted)].sort((a, b) => a - b)],
     );
-    await this.boss?.send(QUEUE, { jobId: id });
+    await this.enqueue(id);
     return (await this.get(id)) as RecomputeJob;
+  }
+
+  /** Queues a turn of a job and wakes this process's workers (they otherwise poll every half second). */
+  private async enqueue(jobId: string): Promise<void> {
+    await this.boss?.send(QUEUE, { jobId });
+    for (const id of this.workerIds) this.boss?.notifyWorker(id);
   }
 
   async get(id: string): Promise<RecomputeJob | null> {
@@ -137,7 +144,10 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     return this.get(id);
   }
 
-  /** One turn of a job: up to `slice` missing iterations, then re-queue if any remain. */
+  /**
+   * One turn of a job: missing iterations for up to `turnMs`, then a re-queue if any remain, so that
+   * jobs take turns. Cancellation and progress are checked and written a few times a second.
+   */
   private async runTurn(jobId: string, lastAttempt: boolean): Promise<void> {
     const job = await this.get(jobId);
     if (!job || job.status === 'completed' || job.status === 'failed' || job.status === 'cancelled')
@@ -148,17 +158,22 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       [jobId],
     );
     try {
-      let computed = 0;
-      for (const iteration of job.iterations) {
-        if (await this.sets.stored(set.id, iteration)) continue;
-        if (computed === this.config.recompute.slice) {
-          await this.boss?.send(QUEUE, { jobId });
+      const stored = new Set(await this.sets.storedIterations(set.id));
+      const missing = job.iterations.filter((i) => !stored.has(i));
+      const started = Date.now();
+      let lastCheck = started;
+      for (const iteration of missing) {
+        if (Date.now() - started >= this.config.recompute.turnMs) {
+          await this.updateProgress(job, set);
+          await this.enqueue(jobId);
           return;
         }
-        if ((await this.get(jobId))?.status === 'cancelled') return;
+        if (Date.now() - lastCheck >= 250) {
+          lastCheck = Date.now();
+          if ((await this.get(jobId))?.status === 'cancelled') return;
+          await this.updateProgress(job, set);
+        }
         await this.sets.compute(set, iteration);
-        computed++;
-        await this.updateProgress(job, set);
       }
       await this.updateProgress(job, set);
       await this.db.pool.query(

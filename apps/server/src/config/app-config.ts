@@ -33,7 +33,7 @@ const schema = z.object({
   CREDITLAB_ESTIMATOR_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   CREDITLAB_WORKER: z.enum(['true', 'false']).default('true'),
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
-  CREDITLAB_RECOMPUTE_SLICE: z.coerce.number().int().min(1).default(8),
+  CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
   CREDITLAB_JOB_MAINTENANCE_SECONDS: z.coerce.number().int().min(1).default(60),
 });
@@ -61,8 +61,8 @@ export interface AppConfig {
     worker: boolean;
     /** Jobs this process works on at once. */
     concurrency: number;
-    /** Iterations a job computes before it yields its turn (round-robin across runs). */
-    slice: number;
+    /** Work (ms) a job does before it yields its turn to the next job in the queue (round-robin across runs). */
+    turnMs: number;
     /** A job whose worker went silent this long is retried by another worker. */
     expireSeconds: number;
     maintenanceSeconds: number;
@@ -99,7 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       estimatorThreads: e.CREDITLAB_ESTIMATOR_THREADS,
       worker: e.CREDITLAB_WORKER === 'true',
       concurrency: e.CREDITLAB_JOB_CONCURRENCY,
-      slice: e.CREDITLAB_RECOMPUTE_SLICE,
+      turnMs: e.CREDITLAB_RECOMPUTE_TURN_MS,
       expireSeconds: e.CREDITLAB_JOB_EXPIRE_SECONDS,
       maintenanceSeconds: e.CREDITLAB_JOB_MAINTENANCE_SECONDS,
     },
