@@ -7,7 +7,7 @@
  * over a 100k-step iteration with five cached methods. Writes docs/benchmarks.md.
  */
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
-import { columnarBatchFromJson, estimate } from '@creditlab/estimators';
+import { estimate } from '@creditlab/estimators';
 import { ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
