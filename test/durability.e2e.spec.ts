@@ -37,6 +37,15 @@ test('stop and restart the server with its embedded database: all acknowledged d
   });
   const ack = await client.appendEvents(id, rolloutEvents(0, batch, 25));
   const before = await readIteration(first, id, 0);
+  const advantages = (url: string) =>
+    fetch(`${url}/v1/runs/${id}/iterations/0/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
+      body: '{"method": "gaca", "params": {"debiased": true}}',
+    });
+  const computed = await advantages(first.url);
+  const computedBytes = Buffer.from(await computed.arrayBuffer());
+  expect(computed.headers.get('x-creditlab-reused')).toBe('false');
   expect(await first.stop()).toBe(0);
   expect(await portOpen(pgPort)).toBe(false); // the embedded PostgreSQL stopped with the server
 
@@ -48,7 +57,7 @@ test('stop and restart the server with its embedded database: all acknowledged d
       id,
     });
     expect(res.data?.run).toEqual({
-      lastSeq: ack.lastSeq,
+      lastSeq: ack.lastSeq + 1, // + the advantages.used event the online path recorded
       tags: ['durable'],
       iterations: [
         {
@@ -59,6 +68,13 @@ test('stop and restart the server with its embedded database: all acknowledged d
       ],
     });
     expect(await readIteration(second, id, 0)).toEqual(before);
+    // The advantage set survived too: served from the store, same set, same bytes.
+    const again = await advantages(second.url);
+    expect(again.headers.get('x-creditlab-reused')).toBe('true');
+    expect(again.headers.get('x-creditlab-advantage-set')).toBe(
+      computed.headers.get('x-creditlab-advantage-set'),
+    );
+    expect(Buffer.from(await again.arrayBuffer())).toEqual(computedBytes);
   } finally {
     await second.stop();
   }

@@ -1,4 +1,9 @@
-import { EstimatorInputError, getMethod, resolveParams } from '@creditlab/estimators';
+import {
+  EstimatorInputError,
+  getMethod,
+  resolveParams,
+  type ColumnarBatch,
+} from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
@@ -10,7 +15,7 @@ import {
   type StoredDiagnostics,
 } from './advantage-codec';
 import { EstimatorPool } from './estimator-pool';
-import { loadIterationBatch } from './iteration-batch-loader';
+import { loadIterationBatch, loadIterationBatches } from './iteration-batch-loader';
 
 export interface MethodRequest {
   name: string;
@@ -35,6 +40,23 @@ export interface IterationAdvantages {
   computeMs: number;
   /** false when this call computed it, true when it was already stored. */
   reused: boolean;
+}
+
+interface StoredRow {
+  iteration: number;
+  stepCount: number;
+  advantages: Buffer;
+  diagnostics: StoredDiagnostics;
+  summary: Record<string, unknown>;
+  computeMs: number;
+}
+
+function noRollouts(runId: string, iteration: number): DomainError {
+  return new DomainError(
+    ErrorCode.InvalidInput,
+    `run ${runId} has no rollouts in iteration ${iteration}`,
+    { iteration },
+  );
 }
 
 /**
@@ -134,13 +156,49 @@ export class AdvantageSetsService {
   /** Reads the iteration's steps as a columnar batch, estimates in a worker thread, stores the result in one statement. */
   async compute(set: AdvantageSet, iteration: number): Promise<IterationAdvantages> {
     const batch = await loadIterationBatch(this.db.pool, set.runId, iteration);
-    if (!batch) {
-      throw new DomainError(
-        ErrorCode.InvalidInput,
-        `run ${set.runId} has no rollouts in iteration ${iteration}`,
-        { iteration },
-      );
+    if (!batch) throw noRollouts(set.runId, iteration);
+    const row = await this.estimateRow(set, iteration, batch);
+    const inserted = await this.insertRows(set.id, [row]);
+    if (inserted === 0) {
+      // Another process stored it first: what is stored is what everyone reads.
+      return { ...((await this.stored(set.id, iteration)) as IterationAdvantages), reused: false };
     }
+    return {
+      iteration,
+      stepCount: row.stepCount,
+      advantages: unpackFloat32Array(row.advantages),
+      diagnostics: decodeDiagnostics(row.diagnostics),
+      summary: row.summary,
+      computeMs: row.computeMs,
+      reused: false,
+    };
+  }
+
+  /**
+   * The bulk path for recompute jobs: several iterations read with one statement (texts cached across calls),
+   * estimated on the worker threads in parallel, stored with one statement.
+   */
+  async computeMany(
+    set: AdvantageSet,
+    iterations: number[],
+    texts?: Map<string, string>,
+  ): Promise<void> {
+    const batches = await loadIterationBatches(this.db.pool, set.runId, iterations, texts);
+    const rows = await Promise.all(
+      iterations.map((i) => {
+        const batch = batches.get(i);
+        if (!batch) throw noRollouts(set.runId, i);
+        return this.estimateRow(set, i, batch);
+      }),
+    );
+    await this.insertRows(set.id, rows);
+  }
+
+  private async estimateRow(
+    set: AdvantageSet,
+    iteration: number,
+    batch: ColumnarBatch,
+  ): Promise<StoredRow> {
     let out;
     try {
       out = await this.estimators.run(batch, set.method, set.params);
@@ -155,26 +213,33 @@ export class AdvantageSetsService {
       throw e;
     }
     const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
-    const diagnostics = encodeDiagnostics(out.result.diagnostics, kinds);
-    const packed = packFloat32Array(out.result.advantages);
-    const inserted = await this.db.pool.query(
-      `INSERT INTO advantage_set_iterations (set_id, iteration, step_count, advantages, diagnostics, summary, compute_ms)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (set_id, iteration) DO NOTHING`,
-      [set.id, iteration, batch.stepCount, packed, diagnostics, out.result.summary, out.ms],
-    );
-    if (inserted.rowCount === 0) {
-      // Another process stored it first: what is stored is what everyone reads.
-      return { ...((await this.stored(set.id, iteration)) as IterationAdvantages), reused: false };
-    }
     return {
       iteration,
       stepCount: batch.stepCount,
-      advantages: unpackFloat32Array(packed),
-      diagnostics: decodeDiagnostics(diagnostics),
+      advantages: packFloat32Array(out.result.advantages),
+      diagnostics: encodeDiagnostics(out.result.diagnostics, kinds),
       summary: out.result.summary,
       computeMs: out.ms,
-      reused: false,
     };
+  }
+
+  /** One statement for any number of iterations; returns how many were new. */
+  private async insertRows(setId: string, rows: StoredRow[]): Promise<number> {
+    const res = await this.db.pool.query(
+      `INSERT INTO advantage_set_iterations (set_id, iteration, step_count, advantages, diagnostics, summary, compute_ms)
+       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::bytea[], $5::jsonb[], $6::jsonb[], $7::real[])
+       ON CONFLICT (set_id, iteration) DO NOTHING`,
+      [
+        setId,
+        rows.map((r) => r.iteration),
+        rows.map((r) => r.stepCount),
+        rows.map((r) => r.advantages),
+        rows.map((r) => JSON.stringify(r.diagnostics)),
+        rows.map((r) => JSON.stringify(r.summary)),
+        rows.map((r) => r.computeMs),
+      ],
+    );
+    return res.rowCount ?? 0;
   }
 
   async storedIterations(setId: string): Promise<number[]> {

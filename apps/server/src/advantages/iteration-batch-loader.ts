@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { unpackFloat32 } from '../ingest/copy-text';
 
 type StepRowArray = [
+  number, // iteration
   string, // group key
   string, // trajectory key
   string | null, // outcome
@@ -18,65 +19,87 @@ type StepRowArray = [
 ];
 
 /**
- * Reads one iteration of a run straight into the estimators' columnar batch,
- * in canonical order (group, trajectory, step), with two statements (steps,
- * then the distinct texts) and no per-step ORM objects: array-mode rows feed the
- * builder directly.
+ * Reads iterations of a run straight into the estimators' columnar batches, in
+ * canonical order (group, trajectory, step): one statement for the steps of all
+ * the iterations asked (array-mode rows feed the builder directly, no per-step
+ * objects), one for the texts not in `texts` yet (a cache the caller may keep
+ * across calls: a run's texts never change).
  */
+export async function loadIterationBatches(
+  client: pg.Pool | pg.PoolClient,
+  runId: string,
+  iterations: number[],
+  texts = new Map<string, string>(),
+): Promise<Map<number, ColumnarBatch>> {
+  const rows = await client.query<StepRowArray>({
+    text: `SELECT t.iteration, g.key, t.key, t.outcome, s.state_id, s.action_id, s.reward, s.nll, s.token_logprobs, s.embedding,
+                  s.value, s.next_state_id, s.next_value
+           FROM steps s JOIN trajectories t ON t.id = s.trajectory_id JOIN rollout_groups g ON g.id = t.group_id
+           WHERE t.run_id = $1 AND t.iteration = ANY($2::int[])
+           ORDER BY t.iteration, g.ord, t.ord, s.idx`,
+    values: [runId, iterations],
+    rowMode: 'array',
+  });
+  const missing = new Set<string>();
+  for (const r of rows.rows) {
+    if (!texts.has(r[4])) missing.add(r[4]);
+    if (!texts.has(r[5])) missing.add(r[5]);
+    if (r[11] !== null && !texts.has(r[11])) missing.add(r[11]);
+  }
+  if (missing.size > 0) {
+    const res = await client.query<[string, string]>({
+      text: 'SELECT id, text FROM texts WHERE id = ANY($1::bigint[])',
+      values: [[...missing]],
+      rowMode: 'array',
+    });
+    for (const [id, text] of res.rows) texts.set(id, text);
+  }
+  const batches = new Map<number, ColumnarBatch>();
+  let builder: ColumnarBatchBuilder | undefined;
+  let iteration: number | undefined;
+  let group: string | undefined;
+  let trajectory: string | undefined;
+  for (const r of rows.rows) {
+    if (r[0] !== iteration) {
+      if (builder) batches.set(iteration as number, builder.build());
+      iteration = r[0];
+      builder = new ColumnarBatchBuilder(2048);
+      group = undefined;
+    }
+    const b = builder as ColumnarBatchBuilder;
+    if (r[1] !== group) {
+      group = r[1];
+      b.beginGroup(group);
+      trajectory = undefined;
+    }
+    if (r[2] !== trajectory) {
+      trajectory = r[2];
+      b.beginTrajectory(
+        trajectory,
+        (r[3] ?? undefined) as 'success' | 'failure' | 'truncated' | undefined,
+      );
+    }
+    b.addStep({
+      state: texts.get(r[4]) as string,
+      action: texts.get(r[5]) as string,
+      reward: r[6],
+      nll: r[7] ?? undefined,
+      tokenLogprobs: r[8] ? unpackFloat32(r[8]) : undefined,
+      embedding: r[9] ? new Float32Array(new Uint8Array(r[9]).buffer) : undefined, // copied: aligned
+      value: r[10] ?? undefined,
+      nextState: r[11] === null ? undefined : texts.get(r[11]),
+      nextValue: r[12] ?? undefined,
+    });
+  }
+  if (builder) batches.set(iteration as number, builder.build());
+  return batches;
+}
+
+/** One iteration (see loadIterationBatches); null when it holds no steps. */
 export async function loadIterationBatch(
   client: pg.Pool | pg.PoolClient,
   runId: string,
   iteration: number,
 ): Promise<ColumnarBatch | null> {
-  const rows = await client.query<StepRowArray>({
-    text: `SELECT g.key, t.key, t.outcome, s.state_id, s.action_id, s.reward, s.nll, s.token_logprobs, s.embedding,
-                  s.value, s.next_state_id, s.next_value
-           FROM steps s JOIN trajectories t ON t.id = s.trajectory_id JOIN rollout_groups g ON g.id = t.group_id
-           WHERE t.run_id = $1 AND t.iteration = $2
-           ORDER BY g.ord, t.ord, s.idx`,
-    values: [runId, iteration],
-    rowMode: 'array',
-  });
-  if (rows.rows.length === 0) return null;
-  const ids = new Set<string>();
-  for (const r of rows.rows) {
-    ids.add(r[3]);
-    ids.add(r[4]);
-    if (r[10] !== null) ids.add(r[10]);
-  }
-  const texts = await client.query<[string, string]>({
-    text: 'SELECT id, text FROM texts WHERE id = ANY($1::bigint[])',
-    values: [[...ids]],
-    rowMode: 'array',
-  });
-  const text = new Map(texts.rows);
-  const builder = new ColumnarBatchBuilder(rows.rows.length);
-  let group: string | undefined;
-  let trajectory: string | undefined;
-  for (const r of rows.rows) {
-    if (r[0] !== group) {
-      group = r[0];
-      builder.beginGroup(group);
-      trajectory = undefined;
-    }
-    if (r[1] !== trajectory) {
-      trajectory = r[1];
-      builder.beginTrajectory(
-        trajectory,
-        (r[2] ?? undefined) as 'success' | 'failure' | 'truncated' | undefined,
-      );
-    }
-    builder.addStep({
-      state: text.get(r[3]) as string,
-      action: text.get(r[4]) as string,
-      reward: r[5],
-      nll: r[6] ?? undefined,
-      tokenLogprobs: r[7] ? unpackFloat32(r[7]) : undefined,
-      embedding: r[8] ? new Float32Array(new Uint8Array(r[8]).buffer) : undefined, // copied: aligned
-      value: r[9] ?? undefined,
-      nextState: r[10] === null ? undefined : text.get(r[10]),
-      nextValue: r[11] ?? undefined,
-    });
-  }
-  return builder.build();
+  return (await loadIterationBatches(client, runId, [iteration])).get(iteration) ?? null;
 }

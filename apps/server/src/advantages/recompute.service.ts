@@ -17,6 +17,8 @@ import {
 } from './advantage-sets.service';
 
 const QUEUE = 'recompute';
+/** Iterations read, estimated and stored together (one statement each way). */
+const CHUNK = 16;
 
 export interface RecomputeJob {
   id: string;
@@ -146,7 +148,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
 
   /**
    * One turn of a job: missing iterations for up to `turnMs`, then a re-queue if any remain, so that
-   * jobs take turns. Cancellation and progress are checked and written a few times a second.
+   * jobs take turns. Cancellation and progress are checked between chunks of iterations.
    */
   private async runTurn(jobId: string, lastAttempt: boolean): Promise<void> {
     const job = await this.get(jobId);
@@ -161,19 +163,16 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       const stored = new Set(await this.sets.storedIterations(set.id));
       const missing = job.iterations.filter((i) => !stored.has(i));
       const started = Date.now();
-      let lastCheck = started;
-      for (const iteration of missing) {
-        if (Date.now() - started >= this.config.recompute.turnMs) {
+      const texts = new Map<string, string>(); // a run's texts never change: read each once per turn
+      for (let at = 0; at < missing.length; at += CHUNK) {
+        if (at > 0 && Date.now() - started >= this.config.recompute.turnMs) {
           await this.updateProgress(job, set);
           await this.enqueue(jobId);
           return;
         }
-        if (Date.now() - lastCheck >= 250) {
-          lastCheck = Date.now();
-          if ((await this.get(jobId))?.status === 'cancelled') return;
-          await this.updateProgress(job, set);
-        }
-        await this.sets.compute(set, iteration);
+        if ((await this.get(jobId))?.status === 'cancelled') return;
+        await this.sets.computeMany(set, missing.slice(at, at + CHUNK), texts);
+        await this.updateProgress(job, set);
       }
       await this.updateProgress(job, set);
       await this.db.pool.query(

@@ -24,7 +24,7 @@ import {
   type Comparison as ComparisonData,
   type StepRef,
 } from '../advantages/compare.service';
-import { pearson, ranks, signAgreement } from '../advantages/compare-stats';
+import { pearson, ranks, signAgreement, topK } from '../advantages/compare-stats';
 import { RecomputeService, type RecomputeJob } from '../advantages/recompute.service';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -375,11 +375,4 @@ function standardise(x: Float32Array): Float64Array {
   for (const v of x) ss += (v - m) ** 2;
   const sd = Math.sqrt(ss / (x.length || 1)) || 1;
   return Float64Array.from(x, (v) => (v - m) / sd);
-}
-
-/** Indices of the k largest scores (ties: earlier first). */
-function topK(n: number, k: number, score: (i: number) => number): number[] {
-  return Array.from({ length: n }, (_, i) => i)
-    .sort((i, j) => score(j) - score(i) || i - j)
-    .slice(0, k);
 }
