@@ -119,25 +119,16 @@ test('a job that cannot succeed fails with the estimator’s message', async () 
   );
 }, 60_000);
 
-test('a cancelled job stops between iterations', async () => {
-  const { id } = await syntheticRun(server.url, 12, {
-    groups: 20,
-    groupSize: 8,
-    maxSteps: 40,
-    statesPerGroup: 30,
-    embeddingDim: 64,
-  });
-  const job = await recompute(server.url, id, { name: 'bipace' }, [...Array(12).keys()]);
-  const cancelled = await gql<{ cancelJob: Job }>(
-    server,
-    `mutation($id: ID!) { cancelJob(id: $id) { ${JOB} } }`,
-    { id: job.id },
-  );
+test('a cancelled job stops between chunks of iterations', async () => {
+  // 48 iterations: three chunks of 16, so a cancel right after queueing lands before the last chunk.
+  const { id } = await syntheticRun(server.url, 48, { groups: 3, groupSize: 4, maxSteps: 8, statesPerGroup: 4, embeddingDim: 8 });
+  const job = await recompute(server.url, id, { name: 'bipace' }, [...Array(48).keys()]);
+  const cancelled = await gql<{ cancelJob: Job }>(server, `mutation($id: ID!) { cancelJob(id: $id) { ${JOB} } }`, { id: job.id });
   expect(cancelled.data!.cancelJob.status).toBe('cancelled');
   await new Promise((r) => setTimeout(r, 1500));
   const after = await waitFor(server.url, job.id, finished);
   expect(after.status).toBe('cancelled');
-  expect(after.done).toBeLessThan(12);
+  expect(after.done).toBeLessThan(48);
 }, 60_000);
 
 test('a job whose server dies mid-way is resumed by another server process, without duplicates', async () => {

@@ -20,7 +20,11 @@ CREATE TABLE advantage_set_iterations (
   iteration   integer     NOT NULL,
   step_count  integer     NOT NULL,
   advantages  bytea       NOT NULL, -- little-endian float32, canonical step order
-  diagnostics jsonb       NOT NULL, -- name → {kind, values: base64 of little-endian float32, NaN = null}
+  -- per-step diagnostics: diagnostic_names[i] (of kind diagnostic_kinds[i]) is the i-th block of
+  -- step_count little-endian float32 values in `diagnostics` (NaN = null)
+  diagnostic_names text[] NOT NULL,
+  diagnostic_kinds text[] NOT NULL,
+  diagnostics bytea       NOT NULL,
   summary     jsonb       NOT NULL,
   compute_ms  real        NOT NULL,
   computed_at timestamptz NOT NULL DEFAULT now(),

@@ -1,7 +1,13 @@
 import type { DiagnosticKind } from '@creditlab/estimators';
 
-/** Per-step diagnostics as stored: float32 (NaN for null), base64 in JSON. */
-export type StoredDiagnostics = Record<string, { kind: DiagnosticKind; values: string }>;
+/** Per-step diagnostics as stored: names, kinds, and one packed float32 block per name (NaN for null). */
+export interface StoredDiagnostics {
+  names: string[];
+  kinds: DiagnosticKind[];
+  values: Buffer;
+}
+
+export type Diagnostics = Record<string, { kind: DiagnosticKind; values: Float32Array }>;
 
 export function packFloat32Array(xs: ArrayLike<number>): Buffer {
   const f = Float32Array.from(xs as ArrayLike<number>);
@@ -16,11 +22,27 @@ export function unpackFloat32Array(buf: Buffer): Float32Array {
 export function encodeDiagnostics(
   diagnostics: Record<string, ArrayLike<number>>,
   kinds: Map<string, DiagnosticKind>,
+  stepCount: number,
 ): StoredDiagnostics {
+  const names = Object.keys(diagnostics);
+  const packed = new Float32Array(names.length * stepCount);
+  names.forEach((name, i) => packed.set(diagnostics[name] as ArrayLike<number>, i * stepCount));
+  return {
+    names,
+    kinds: names.map((n) => kinds.get(n) ?? 'number'),
+    values: Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength),
+  };
+}
+
+export function decodeDiagnostics(stored: StoredDiagnostics, stepCount: number): Diagnostics {
+  const all = unpackFloat32Array(stored.values);
   return Object.fromEntries(
-    Object.entries(diagnostics).map(([name, values]) => [
+    stored.names.map((name, i) => [
       name,
-      { kind: kinds.get(name) ?? 'number', values: packFloat32Array(values).toString('base64') },
+      {
+        kind: stored.kinds[i] as DiagnosticKind,
+        values: all.subarray(i * stepCount, (i + 1) * stepCount),
+      },
     ]),
   );
 }
@@ -33,15 +55,4 @@ export function diagnosticValue(
   const x = d.values[k] as number;
   if (Number.isNaN(x)) return null;
   return d.kind === 'boolean' ? x !== 0 : x;
-}
-
-export function decodeDiagnostics(
-  stored: StoredDiagnostics,
-): Record<string, { kind: DiagnosticKind; values: Float32Array }> {
-  return Object.fromEntries(
-    Object.entries(stored).map(([name, d]) => [
-      name,
-      { kind: d.kind, values: unpackFloat32Array(Buffer.from(d.values, 'base64')) },
-    ]),
-  );
 }

@@ -3,6 +3,7 @@ import {
   getMethod,
   resolveParams,
   type ColumnarBatch,
+  type DiagnosticKind,
 } from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
@@ -12,6 +13,7 @@ import {
   encodeDiagnostics,
   packFloat32Array,
   unpackFloat32Array,
+  type Diagnostics,
   type StoredDiagnostics,
 } from './advantage-codec';
 import { EstimatorPool } from './estimator-pool';
@@ -35,7 +37,7 @@ export interface IterationAdvantages {
   iteration: number;
   stepCount: number;
   advantages: Float32Array;
-  diagnostics: ReturnType<typeof decodeDiagnostics>;
+  diagnostics: Diagnostics;
   summary: Record<string, unknown>;
   computeMs: number;
   /** false when this call computed it, true when it was already stored. */
@@ -132,11 +134,14 @@ export class AdvantageSetsService {
     const res = await this.db.pool.query<{
       step_count: number;
       advantages: Buffer;
-      diagnostics: StoredDiagnostics;
+      names: string[];
+      kinds: DiagnosticKind[];
+      diagnostics: Buffer;
       summary: Record<string, unknown>;
       compute_ms: number;
     }>(
-      `SELECT step_count, advantages, ${withDiagnostics ? 'diagnostics' : `'{}'::jsonb AS diagnostics`}, summary, compute_ms
+      `SELECT step_count, advantages, diagnostic_names AS names, diagnostic_kinds AS kinds,
+              ${withDiagnostics ? 'diagnostics' : `''::bytea AS diagnostics`}, summary, compute_ms
        FROM advantage_set_iterations WHERE set_id = $1 AND iteration = $2`,
       [setId, iteration],
     );
@@ -146,7 +151,12 @@ export class AdvantageSetsService {
       iteration,
       stepCount: row.step_count,
       advantages: unpackFloat32Array(row.advantages),
-      diagnostics: decodeDiagnostics(row.diagnostics),
+      diagnostics: withDiagnostics
+        ? decodeDiagnostics(
+            { names: row.names, kinds: row.kinds, values: row.diagnostics },
+            row.step_count,
+          )
+        : {},
       summary: row.summary,
       computeMs: row.compute_ms,
       reused: true,
@@ -167,7 +177,7 @@ export class AdvantageSetsService {
       iteration,
       stepCount: row.stepCount,
       advantages: unpackFloat32Array(row.advantages),
-      diagnostics: decodeDiagnostics(row.diagnostics),
+      diagnostics: decodeDiagnostics(row.diagnostics, row.stepCount),
       summary: row.summary,
       computeMs: row.computeMs,
       reused: false,
@@ -217,7 +227,7 @@ export class AdvantageSetsService {
       iteration,
       stepCount: batch.stepCount,
       advantages: packFloat32Array(out.result.advantages),
-      diagnostics: encodeDiagnostics(out.result.diagnostics, kinds),
+      diagnostics: encodeDiagnostics(out.result.diagnostics, kinds, batch.stepCount),
       summary: out.result.summary,
       computeMs: out.ms,
     };
@@ -226,15 +236,21 @@ export class AdvantageSetsService {
   /** One statement for any number of iterations; returns how many were new. */
   private async insertRows(setId: string, rows: StoredRow[]): Promise<number> {
     const res = await this.db.pool.query(
-      `INSERT INTO advantage_set_iterations (set_id, iteration, step_count, advantages, diagnostics, summary, compute_ms)
-       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::bytea[], $5::jsonb[], $6::jsonb[], $7::real[])
+      `INSERT INTO advantage_set_iterations
+         (set_id, iteration, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics, summary, compute_ms)
+       SELECT $1, u.iteration, u.step_count, u.advantages, string_to_array(u.names, ','), string_to_array(u.kinds, ','),
+              u.diagnostics, u.summary, u.compute_ms
+       FROM unnest($2::int[], $3::int[], $4::bytea[], $5::text[], $6::text[], $7::bytea[], $8::jsonb[], $9::real[])
+         AS u(iteration, step_count, advantages, names, kinds, diagnostics, summary, compute_ms)
        ON CONFLICT (set_id, iteration) DO NOTHING`,
       [
         setId,
         rows.map((r) => r.iteration),
         rows.map((r) => r.stepCount),
         rows.map((r) => r.advantages),
-        rows.map((r) => JSON.stringify(r.diagnostics)),
+        rows.map((r) => r.diagnostics.names.join(',')),
+        rows.map((r) => r.diagnostics.kinds.join(',')),
+        rows.map((r) => r.diagnostics.values),
         rows.map((r) => JSON.stringify(r.summary)),
         rows.map((r) => r.computeMs),
       ],

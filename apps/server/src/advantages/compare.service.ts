@@ -6,7 +6,7 @@ import {
   type AdvantageSet,
   type MethodRequest,
 } from './advantage-sets.service';
-import { mean, pearson, quantile, ranks, signAgreement, std } from './compare-stats';
+import { mean, quantile, std } from './compare-stats';
 import { iterationStructure, type TrajectoryShape } from './iteration-structure';
 
 /** Where a step sits: enough to name it and to fetch its texts. */
@@ -51,6 +51,9 @@ export interface Comparison {
   /** advantages[m][k]: method m, global step k (iterations concatenated in canonical order). */
   advantages: Float32Array[];
   steps: StepRef[];
+  /** Task group of each step: index into `groups`. */
+  groupOf: Int32Array;
+  groups: { iteration: number; groupId: string; steps: number }[];
   episodeBaseline: Float32Array;
 }
 
@@ -117,7 +120,7 @@ export class CompareService {
         rates: poolRates(loaded[m]!.summaries),
       })),
       advantages: loaded.map((l) => l.values),
-      steps: stepRefs(its, shapes),
+      ...stepRefs(its, shapes),
       episodeBaseline: baseline.values,
     };
   }
@@ -192,22 +195,28 @@ function poolRates(
   return out;
 }
 
-function stepRefs(iterations: number[], shapes: TrajectoryShape[][]): StepRef[] {
-  const refs: StepRef[] = [];
+function stepRefs(iterations: number[], shapes: TrajectoryShape[][]) {
+  const steps: StepRef[] = [];
+  const groups: { iteration: number; groupId: string; steps: number }[] = [];
+  const groupOfList: number[] = [];
   iterations.forEach((iteration, n) => {
     for (const t of shapes[n] as TrajectoryShape[]) {
+      const last = groups[groups.length - 1];
+      if (!last || last.iteration !== iteration || last.groupId !== t.groupId)
+        groups.push({ iteration, groupId: t.groupId, steps: 0 });
+      const g = groups.length - 1;
+      (groups[g] as { steps: number }).steps += t.length;
       for (let j = 0; j < t.length; j++) {
-        refs.push({
+        steps.push({
           iteration,
           groupId: t.groupId,
           trajectoryId: t.trajectoryId,
           stepIndex: j,
           trajectoryDbId: t.dbId,
         });
+        groupOfList.push(g);
       }
     }
   });
-  return refs;
+  return { steps, groups, groupOf: Int32Array.from(groupOfList) };
 }
-
-export { pearson, ranks, signAgreement };

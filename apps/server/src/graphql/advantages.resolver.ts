@@ -286,39 +286,33 @@ export class CompareResolver {
     const ep = data.episodeBaseline;
     let goodInFailed = 0;
     let badInSucceeded = 0;
-    const groups = new Map<
-      string,
-      { iteration: number; groupId: string; steps: number; against: number }
-    >();
+    const perGroup = new Int32Array(data.groups.length);
     const hits: number[] = [];
-    data.steps.forEach((ref: StepRef, k) => {
-      const key = `${ref.iteration}\u0000${ref.groupId}`;
-      const g = groups.get(key) ?? {
-        iteration: ref.iteration,
-        groupId: ref.groupId,
-        steps: 0,
-        against: 0,
-      };
-      g.steps++;
+    for (let k = 0; k < adv.length; k++) {
       const a = adv[k] as number;
       const e = ep[k] as number;
       if (a > 0 && e < 0) goodInFailed++;
-      if (a < 0 && e > 0) badInSucceeded++;
-      if (a * e < 0) {
-        g.against++;
-        hits.push(k);
-      }
-      groups.set(key, g);
-    });
-    const top = hits
-      .sort((i, j) => Math.abs(adv[j] as number) - Math.abs(adv[i] as number))
-      .slice(0, examples);
+      else if (a < 0 && e > 0) badInSucceeded++;
+      else continue;
+      const g = data.groupOf[k] as number;
+      perGroup[g] = (perGroup[g] as number) + 1;
+      hits.push(k);
+    }
+    const top = topK(hits.length, examples, (h) => Math.abs(adv[hits[h] as number] as number)).map(
+      (h) => hits[h] as number,
+    );
     return {
       method: name,
       against: goodInFailed + badInSucceeded,
       goodInFailed,
       badInSucceeded,
-      byGroup: [...groups.values()]
+      byGroup: data.groups
+        .map((g, i) => ({
+          iteration: g.iteration,
+          groupId: g.groupId,
+          steps: g.steps,
+          against: perGroup[i] as number,
+        }))
         .filter((g) => g.against > 0)
         .sort((x, y) => y.against - x.against),
       examples: await this.stepRows(data, top),
