@@ -121,9 +121,19 @@ test('a job that cannot succeed fails with the estimator’s message', async () 
 
 test('a cancelled job stops between chunks of iterations', async () => {
   // 48 iterations: three chunks of 16, so a cancel right after queueing lands before the last chunk.
-  const { id } = await syntheticRun(server.url, 48, { groups: 3, groupSize: 4, maxSteps: 8, statesPerGroup: 4, embeddingDim: 8 });
+  const { id } = await syntheticRun(server.url, 48, {
+    groups: 3,
+    groupSize: 4,
+    maxSteps: 8,
+    statesPerGroup: 4,
+    embeddingDim: 8,
+  });
   const job = await recompute(server.url, id, { name: 'bipace' }, [...Array(48).keys()]);
-  const cancelled = await gql<{ cancelJob: Job }>(server, `mutation($id: ID!) { cancelJob(id: $id) { ${JOB} } }`, { id: job.id });
+  const cancelled = await gql<{ cancelJob: Job }>(
+    server,
+    `mutation($id: ID!) { cancelJob(id: $id) { ${JOB} } }`,
+    { id: job.id },
+  );
   expect(cancelled.data!.cancelJob.status).toBe('cancelled');
   await new Promise((r) => setTimeout(r, 1500));
   const after = await waitFor(server.url, job.id, finished);

@@ -216,23 +216,43 @@ export class CompareResolver {
     const names = data.methods.map((m, i) => label(m.set.method, i, data));
     const rank = data.advantages.map((a) => ranks(a));
     const z = data.advantages.map(standardise);
-    const pairs: MethodPair[] = [];
+    // Choose every listed step first, then fetch all their texts with one statement.
+    const pairPicks: { a: number; b: number; positions: number[] }[] = [];
     for (let a = 0; a < data.advantages.length; a++) {
       for (let b = a + 1; b < data.advantages.length; b++) {
-        const gap = (k: number) => Math.abs((z[a]![k] as number) - (z[b]![k] as number));
-        pairs.push({
-          a: names[a]!,
-          b: names[b]!,
-          pearson: pearson(data.advantages[a]!, data.advantages[b]!),
-          spearman: pearson(rank[a]!, rank[b]!),
-          signAgreement: signAgreement(data.advantages[a]!, data.advantages[b]!),
-          disagreements: await this.stepRows(data, topK(data.stepCount, disagreements, gap)),
+        const za = z[a] as Float64Array;
+        const zb = z[b] as Float64Array;
+        pairPicks.push({
+          a,
+          b,
+          positions: topK(data.stepCount, disagreements, (k) =>
+            Math.abs((za[k] as number) - (zb[k] as number)),
+          ),
         });
       }
     }
-    const againstEpisode: CreditAgainstEpisode[] = [];
-    for (let m = 0; m < data.advantages.length; m++)
-      againstEpisode.push(await this.against(data, m, names[m]!, examples));
+    const against = data.advantages.map((_, m) =>
+      this.against(data, m, names[m] as string, examples),
+    );
+    const rowsOf = await this.rowMaker(data, [
+      ...pairPicks.flatMap((p) => p.positions),
+      ...against.flatMap((a) => a.positions),
+    ]);
+    const pairs: MethodPair[] = pairPicks.map(({ a, b, positions }) => ({
+      a: names[a] as string,
+      b: names[b] as string,
+      pearson: pearson(data.advantages[a] as Float32Array, data.advantages[b] as Float32Array),
+      spearman: pearson(rank[a] as Float64Array, rank[b] as Float64Array),
+      signAgreement: signAgreement(
+        data.advantages[a] as Float32Array,
+        data.advantages[b] as Float32Array,
+      ),
+      disagreements: positions.map(rowsOf),
+    }));
+    const againstEpisode: CreditAgainstEpisode[] = against.map(({ positions, ...rest }) => ({
+      ...rest,
+      examples: positions.map(rowsOf),
+    }));
     return {
       runId: data.runId,
       iterations: data.iterations,
@@ -265,10 +285,8 @@ export class CompareResolver {
       );
     const from = after ? Number(after) + 1 : 0;
     const to = Math.min(comparison.data.stepCount, from + first);
-    const nodes = await this.stepRows(
-      comparison.data,
-      Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i),
-    );
+    const positions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+    const nodes = positions.map(await this.rowMaker(comparison.data, positions));
     return {
       nodes,
       endCursor: to > from ? String(to - 1) : null,
@@ -276,12 +294,7 @@ export class CompareResolver {
     };
   }
 
-  private async against(
-    data: ComparisonData,
-    m: number,
-    name: string,
-    examples: number,
-  ): Promise<CreditAgainstEpisode> {
+  private against(data: ComparisonData, m: number, name: string, examples: number) {
     const adv = data.advantages[m] as Float32Array;
     const ep = data.episodeBaseline;
     let goodInFailed = 0;
@@ -298,9 +311,6 @@ export class CompareResolver {
       perGroup[g] = (perGroup[g] as number) + 1;
       hits.push(k);
     }
-    const top = topK(hits.length, examples, (h) => Math.abs(adv[hits[h] as number] as number)).map(
-      (h) => hits[h] as number,
-    );
     return {
       method: name,
       against: goodInFailed + badInSucceeded,
@@ -315,23 +325,36 @@ export class CompareResolver {
         }))
         .filter((g) => g.against > 0)
         .sort((x, y) => y.against - x.against),
-      examples: await this.stepRows(data, top),
+      positions: topK(hits.length, examples, (h) => Math.abs(adv[hits[h] as number] as number)).map(
+        (h) => hits[h] as number,
+      ),
     };
   }
 
-  private async stepRows(data: ComparisonData, positions: number[]): Promise<StepAdvantages[]> {
-    const refs = positions.map((k) => data.steps[k] as StepRef);
-    const texts = await this.compareService.stepTexts(refs);
-    return positions.map((k, i) => ({
-      iteration: refs[i]!.iteration,
-      groupId: refs[i]!.groupId,
-      trajectoryId: refs[i]!.trajectoryId,
-      stepIndex: refs[i]!.stepIndex,
-      state: texts[i]!.state,
-      action: texts[i]!.action,
-      reward: texts[i]!.reward,
-      advantages: data.advantages.map((a) => a[k] as number),
-    }));
+  /** Fetches the texts of the given steps (one statement) and returns a function that builds their rows. */
+  private async rowMaker(
+    data: ComparisonData,
+    positions: number[],
+  ): Promise<(k: number) => StepAdvantages> {
+    const unique = [...new Set(positions)];
+    const texts = await this.compareService.stepTexts(unique.map((k) => data.steps[k] as StepRef));
+    const textOf = new Map(
+      unique.map((k, i) => [k, texts[i] as { state: string; action: string; reward: number }]),
+    );
+    return (k) => {
+      const ref = data.steps[k] as StepRef;
+      const text = textOf.get(k) as { state: string; action: string; reward: number };
+      return {
+        iteration: ref.iteration,
+        groupId: ref.groupId,
+        trajectoryId: ref.trajectoryId,
+        stepIndex: ref.stepIndex,
+        state: text.state,
+        action: text.action,
+        reward: text.reward,
+        advantages: data.advantages.map((a) => a[k] as number),
+      };
+    };
   }
 }
 
