@@ -185,15 +185,24 @@ export class AdvantageSetsService {
   }
 
   /**
-   * The bulk path for recompute jobs: several iterations read with one statement (texts cached across calls),
-   * estimated on the worker threads in parallel, stored with one statement.
+   * The bulk path for recompute jobs, in two halves so a job can read the next chunk while it
+   * estimates and stores this one: `loadMany` reads several iterations with one statement (texts
+   * cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
+   * stores them with one statement.
    */
-  async computeMany(
+  loadMany(
     set: AdvantageSet,
     iterations: number[],
     texts?: Map<string, string>,
+  ): Promise<Map<number, ColumnarBatch>> {
+    return loadIterationBatches(this.db.pool, set.runId, iterations, texts);
+  }
+
+  async computeLoaded(
+    set: AdvantageSet,
+    iterations: number[],
+    batches: Map<number, ColumnarBatch>,
   ): Promise<void> {
-    const batches = await loadIterationBatches(this.db.pool, set.runId, iterations, texts);
     const rows = await Promise.all(
       iterations.map((i) => {
         const batch = batches.get(i);

@@ -6,6 +6,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { ColumnarBatch } from '@creditlab/estimators';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
@@ -164,14 +165,25 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       const missing = job.iterations.filter((i) => !stored.has(i));
       const started = Date.now();
       const texts = new Map<string, string>(); // a run's texts never change: read each once per turn
-      for (let at = 0; at < missing.length; at += CHUNK) {
-        if (at > 0 && Date.now() - started >= this.config.recompute.turnMs) {
+      const chunks: number[][] = [];
+      for (let at = 0; at < missing.length; at += CHUNK) chunks.push(missing.slice(at, at + CHUNK));
+      // Read chunk i+1 while chunk i is estimated and stored.
+      let next = chunks[0] ? this.sets.loadMany(set, chunks[0], texts) : undefined;
+      for (let c = 0; c < chunks.length; c++) {
+        const batches = await (next as Promise<Map<number, ColumnarBatch>>);
+        next = undefined;
+        if (c > 0 && Date.now() - started >= this.config.recompute.turnMs) {
           await this.updateProgress(job, set);
           await this.enqueue(jobId);
           return;
         }
         if ((await this.get(jobId))?.status === 'cancelled') return;
-        await this.sets.computeMany(set, missing.slice(at, at + CHUNK), texts);
+        const following = chunks[c + 1];
+        if (following) {
+          next = this.sets.loadMany(set, following, texts);
+          next.catch(() => undefined); // awaited on the next round, or dropped when this turn ends early
+        }
+        await this.sets.computeLoaded(set, chunks[c] as number[], batches);
         await this.updateProgress(job, set);
       }
       await this.updateProgress(job, set);
