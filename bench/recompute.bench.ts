@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     const online = await ingestRun(
       client,
       'online bench',
-      { ...ITERATION, groups: 32, maxSteps: 50, maxTotalSteps: 6400 },
+      { ...ITERATION, groups: 10_000, maxTotalSteps: 6400 }, // as many tasks as it takes to reach 6,400 steps
       6400,
     );
     const post = (method: string) =>

@@ -21,6 +21,7 @@ import {
 } from './graphql/advantages.resolver';
 import { Metrics } from './metrics/metrics';
 import { MetricsController } from './metrics/metrics.controller';
+import { HealthController } from './health/health.controller';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -58,7 +59,7 @@ export class AppModule {
           plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
         }),
       ],
-      controllers: [MetricsController],
+      controllers: [MetricsController, HealthController],
       providers: [
         RunsResolver,
         RolloutGroupResolver,

@@ -14,6 +14,9 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
+import { Metrics } from './metrics/metrics';
+import type { NextFunction, Request, Response } from 'express';
+import type { Server } from 'node:http';
 
 export interface RunningServer {
   app: NestExpressApplication;
@@ -54,6 +57,15 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       logger: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
     });
     app.useBodyParser('json', { limit: '2mb' });
+    const metrics = app.get(Metrics);
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      const end = metrics.httpSeconds.startTimer();
+      res.on('finish', () => {
+        const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
+        end({ method: req.method, route, status: String(res.statusCode) });
+      });
+      next();
+    });
     await app.listen(config.port, config.host);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     let closed: Promise<void> | undefined;
@@ -64,6 +76,13 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       schemaSdl: () => printSchema(lexicographicSortSchema(app.get(GraphQLSchemaHost).schema)),
       close: () =>
         (closed ??= (async () => {
+          // Stop accepting, let in-flight requests finish (an ingest request commits or rolls back whole),
+          // then let Nest stop the job workers (they finish their current chunk) and the worker threads.
+          const http = app.getHttpServer() as Server;
+          await new Promise<void>((resolve) => {
+            http.close(() => resolve());
+            http.closeIdleConnections();
+          });
           await app.close();
           await db.close();
           await embedded?.stop();

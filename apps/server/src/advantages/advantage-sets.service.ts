@@ -7,6 +7,7 @@ import {
 } from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
+import { Metrics } from '../metrics/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
   decodeDiagnostics,
@@ -71,6 +72,7 @@ export class AdvantageSetsService {
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(EstimatorPool) private readonly estimators: EstimatorPool,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
   /** Validates the method and resolves its parameters (defaults applied): explicit defaults give the same set. */
@@ -231,6 +233,7 @@ export class AdvantageSetsService {
       }
       throw e;
     }
+    this.metrics.estimatorSeconds.observe({ method: set.method }, out.ms / 1000);
     const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
     return {
       iteration,

@@ -10,6 +10,7 @@ import type { ColumnarBatch } from '@creditlab/estimators';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
+import { Metrics } from '../metrics/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
   AdvantageSetsService,
@@ -65,6 +66,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     @Inject(Database) private readonly db: Database,
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
     @Inject(AppConfigToken) private readonly config: AppConfig,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -81,6 +83,12 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     this.boss.on('error', (e: Error) => this.logger.warn(`queue: ${e.message}`));
     await this.boss.start();
     await this.boss.createQueue(QUEUE);
+    const boss = this.boss;
+    this.metrics.gauge(
+      'creditlab_recompute_queue_depth',
+      'Recompute job turns waiting in the queue',
+      () => boss.getQueueSize(QUEUE),
+    );
     if (c.worker) {
       for (let i = 0; i < c.concurrency; i++) {
         await this.boss.work<{ jobId: string }>(

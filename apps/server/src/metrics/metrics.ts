@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../database/database';
 
 /** The server's Prometheus metrics, on a registry of its own (so tests and several apps in one process do not clash). */
@@ -32,6 +32,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly httpSeconds = new Histogram({
+    name: 'creditlab_http_request_seconds',
+    help: 'HTTP request latency by method, route and status (GraphQL is one route)',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.002, 0.01, 0.05, 0.2, 1, 5, 30],
+    registers: [this.registry],
+  });
+  readonly estimatorSeconds = new Histogram({
+    name: 'creditlab_estimator_seconds',
+    help: 'Estimator time per iteration (in a worker thread), by method',
+    labelNames: ['method'],
+    buckets: [0.0005, 0.002, 0.01, 0.05, 0.2, 1, 5],
+    registers: [this.registry],
+  });
+
   constructor(db: Database) {
     collectDefaultMetrics({ register: this.registry });
     const statements = db.statements;
@@ -42,6 +57,18 @@ export class Metrics {
       collect() {
         this.reset();
         this.inc(statements.count);
+      },
+    });
+  }
+
+  /** A gauge whose value is read when scraped (e.g. the job queue's depth). */
+  gauge(name: string, help: string, read: () => Promise<number>): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      async collect() {
+        this.set(await read());
       },
     });
   }

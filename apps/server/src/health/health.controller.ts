@@ -1,0 +1,45 @@
+import { Controller, Get, HttpCode, Inject, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { readdir } from 'node:fs/promises';
+import { MIGRATIONS_DIR } from '@creditlab/db';
+import { Database } from '../database/database';
+
+/**
+ * Liveness and readiness for load balancers and orchestrators: /healthz says
+ * the process serves HTTP; /readyz says it can do its work (the database
+ * answers and every migration in the image is applied), else 503 with why.
+ */
+@Controller()
+export class HealthController {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  @Get('healthz')
+  @HttpCode(200)
+  health(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('readyz')
+  async ready(
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<{ status: string; checks: Record<string, string> }> {
+    const checks: Record<string, string> = {};
+    try {
+      await this.db.pool.query('SELECT 1');
+      checks.database = 'ok';
+      const expected = (await readdir(MIGRATIONS_DIR)).sort();
+      const applied = new Set(
+        (await this.db.pool.query<{ name: string }>('SELECT name FROM _migrations')).rows.map(
+          (r) => r.name,
+        ),
+      );
+      const pending = expected.filter((m) => !applied.has(m));
+      checks.migrations = pending.length ? `pending: ${pending.join(', ')}` : 'ok';
+    } catch (e) {
+      checks.database ??= `unreachable: ${(e as Error).message}`;
+    }
+    const ok = Object.values(checks).every((c) => c === 'ok') && checks.migrations !== undefined;
+    res.status(ok ? 200 : 503);
+    return { status: ok ? 'ready' : 'not ready', checks };
+  }
+}

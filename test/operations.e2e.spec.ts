@@ -1,0 +1,80 @@
+import { CreditlabClient, rolloutEvents } from '@creditlab/client';
+import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
+import { rowCounts } from './support/row-counts';
+import { metric, startTestServer } from './support/test-server';
+
+/** Health, readiness, metrics, and a shutdown that lets in-flight work finish. */
+test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
+  const server = await startTestServer();
+  try {
+    expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', migrations: 'ok' },
+    });
+    const client = new CreditlabClient({ url: server.url });
+    const { id } = await client.createRun({ name: 'metrics', env: 'e', method: 'gigpo' });
+    await client.appendEvents(
+      id,
+      rolloutEvents(0, syntheticBatchJson({ groups: 2, groupSize: 4, maxSteps: 5 }, 1)),
+    );
+    await fetch(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"method":"gigpo"}',
+    });
+    expect(await metric(server, 'creditlab_ingested_events_total')).toBeGreaterThan(0);
+    expect(await metric(server, 'creditlab_ingested_steps_total')).toBeGreaterThan(0);
+    expect(await metric(server, 'creditlab_estimator_seconds_count{method="gigpo"}')).toBe(1);
+    expect(
+      await metric(
+        server,
+        'creditlab_http_request_seconds_count{method="POST",route="/v1/runs/:id/events",status="200"}',
+      ),
+    ).toBe(1);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toMatch(/^creditlab_recompute_queue_depth \d+$/m);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('SIGTERM during an ingest request: the request completes, then the server exits cleanly', async () => {
+  const server = await startTestServer();
+  const client = new CreditlabClient({ url: server.url });
+  const { id } = await client.createRun({ name: 'shutdown', env: 'e', method: 'gigpo' });
+  const batch = syntheticBatchJson(
+    { groups: 1000, groupSize: 8, maxSteps: 50, statesPerGroup: 20, maxTotalSteps: 40_000 },
+    3,
+  );
+  const body =
+    rolloutEvents(0, batch, 500)
+      .map((e) => JSON.stringify(e))
+      .join('\n') + '\n';
+  const pending = fetch(`${server.url}/v1/runs/${id}/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson' },
+    body,
+  });
+  // Wait until the server is writing the request's chunks, then ask it to stop.
+  for (
+    let i = 0;
+    i < 200 && (await metric(server, 'creditlab_db_statements_total').catch(() => 0)) < 30;
+    i++
+  ) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const exited = server.stop();
+  const res = await pending;
+  expect(res.status).toBe(200);
+  const ack = (await res.json()) as { accepted: number };
+  expect(await exited).toBe(0);
+  const steps = batch.groups.reduce(
+    (n, g) => n + g.trajectories.reduce((m, t) => m + t.steps.length, 0),
+    0,
+  );
+  expect(ack.accepted).toBeGreaterThan(0);
+  expect((await rowCounts(server.databaseUrl)).steps).toBe(steps);
+}, 60_000);
