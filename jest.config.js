@@ -15,7 +15,7 @@ const shared = {
     '^@creditlab/(estimators|db|events|client)$': '<rootDir>/libs/$1/src',
     '^@creditlab/(estimators|db|events|client)/(.*)$': '<rootDir>/libs/$1/src/$2',
   },
-  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/', '/dist-test/'],
 };
 
 const tier = (name, suffix) => ({

