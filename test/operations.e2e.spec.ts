@@ -41,6 +41,49 @@ test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
   }
 });
 
+test('structured JSON logs carry the request id the response echoes; keys never reach the log', async () => {
+  const server = await startTestServer();
+  try {
+    const res = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'trainer-42',
+        authorization: 'Bearer top-secret',
+      },
+      body: JSON.stringify({ name: 'logs', env: 'e', method: 'grpo' }),
+    });
+    expect(res.headers.get('x-request-id')).toBe('trainer-42');
+    const generated = (
+      await fetch(`${server.url}/v1/runs/nope/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: '{}',
+      })
+    ).headers.get('x-request-id');
+    expect(generated).toMatch(/^[0-9a-f-]{36}$/);
+    await new Promise((r) => setTimeout(r, 200));
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            req?: { id: string; headers: Record<string, string> };
+            res?: { statusCode: number };
+          },
+      );
+    const mine = lines.find((l) => l.req?.id === 'trainer-42');
+    expect(mine?.res?.statusCode).toBe(201);
+    expect(mine?.req?.headers.authorization).toBe('[Redacted]');
+    expect(lines.find((l) => l.req?.id === generated)?.res?.statusCode).toBe(404);
+    expect(server.output()).not.toContain('top-secret');
+  } finally {
+    await server.stop();
+  }
+});
+
 test('SIGTERM during an ingest request: the request completes, then the server exits cleanly', async () => {
   const server = await startTestServer();
   const client = new CreditlabClient({ url: server.url });

@@ -22,6 +22,7 @@ import {
 import { Metrics } from './metrics/metrics';
 import { MetricsController } from './metrics/metrics.controller';
 import { HealthController } from './health/health.controller';
+import { loggingModule } from './logging/logging.module';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -47,6 +48,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(config, db),
+        loggingModule(config),
         IngestModule,
         AdvantagesModule,
         GraphQLModule.forRoot<ApolloDriverConfig>({

@@ -8,6 +8,7 @@ import {
 } from '@creditlab/db';
 import { Logger, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoLogger } from 'nestjs-pino';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
 import { lexicographicSortSchema, printSchema } from 'graphql';
@@ -54,8 +55,10 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     if (migrations.applied.length)
       logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
+      bufferLogs: true,
       logger: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
     });
+    app.useLogger(app.get(PinoLogger));
     app.useBodyParser('json', { limit: '2mb' });
     const metrics = app.get(Metrics);
     app.use((req: Request, res: Response, next: NextFunction) => {
