@@ -7,11 +7,9 @@
  * 256-dimensional embeddings.
  */
 import { rolloutEvents } from '@creditlab/client';
-import { ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
@@ -20,9 +18,8 @@ import {
   generateRollouts,
   JsonBatchSink,
 } from '../libs/estimators/test/support/synthetic-rollouts';
-import { freePort } from '../test/support/free-port';
-import { spawnServer } from '../test/support/test-server';
 import { fmt, machineLine, writeSection } from './support/bench-report';
+import { startBenchServer } from './support/bench-server';
 
 const STEPS = Number(process.env.BENCH_INGEST_STEPS ?? 1_000_000);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
@@ -171,19 +168,8 @@ async function runScenario(
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-bench-'));
-  await chmod(dir, 0o755);
-  const pgServer = await startEmbeddedPostgres({
-    dataDir: path.join(dir, 'pg'),
-    port: await freePort(),
-  });
-  const databaseUrl = await ensureDatabase(pgServer.url, 'bench');
-  const server = await spawnServer({
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'warn',
-    DEBUG_APPEND: process.env.DEBUG_APPEND,
-  });
-  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const bench = await startBenchServer({});
+  const { server, pool: db, dir } = bench;
   const results: Result[] = [];
   try {
     for (const s of [
@@ -197,11 +183,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await db.end();
-    if (process.env.DEBUG_APPEND) process.stderr.write(server.output());
-    await server.stop();
-    await pgServer.stop();
-    await rm(dir, { recursive: true, force: true });
+    await bench.close();
   }
   const rows = results.map((r) => {
     const http = r.steps / r.httpSeconds;

@@ -8,19 +8,14 @@
  */
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { estimate } from '@creditlab/estimators';
-import { ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { loadIterationBatches } from '../apps/server/src/advantages/iteration-batch-loader';
 import {
   syntheticBatchJson,
   type SyntheticShape,
 } from '../libs/estimators/test/support/synthetic-rollouts';
-import { freePort } from '../test/support/free-port';
-import { gql, spawnServer } from '../test/support/test-server';
+import { gql } from '../test/support/test-server';
 import { fmt, machineLine, median, writeSection } from './support/bench-report';
+import { startBenchServer } from './support/bench-server';
 
 const RUN_STEPS = Number(process.env.BENCH_RECOMPUTE_STEPS ?? 1_000_000);
 const COMPARE_STEPS = Number(process.env.BENCH_COMPARE_STEPS ?? 100_000);
@@ -86,20 +81,11 @@ async function timeRecompute(url: string, runId: string, method: string): Promis
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-bench-'));
-  await chmod(dir, 0o755);
-  const pgServer = await startEmbeddedPostgres({
-    dataDir: path.join(dir, 'pg'),
-    port: await freePort(),
-  });
-  const databaseUrl = await ensureDatabase(pgServer.url, 'bench');
-  const server = await spawnServer({
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'warn',
+  const bench = await startBenchServer({
     CREDITLAB_ESTIMATOR_THREADS: '2',
     CREDITLAB_JOB_CONCURRENCY: '2',
   });
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const { server, pool } = bench;
   const client = new CreditlabClient({ url: server.url, batchSize: 50 });
   try {
     console.log(`ingesting a run of ${RUN_STEPS} steps...`);
@@ -221,11 +207,7 @@ The first call, which also computed the five sets, took ${fmt(coldCompare, 0)} m
 `,
     );
   } finally {
-    await pool.end();
-    if (process.env.DEBUG_BENCH) process.stderr.write(server.output());
-    await server.stop();
-    await pgServer.stop();
-    await rm(dir, { recursive: true, force: true });
+    await bench.close();
   }
 }
 

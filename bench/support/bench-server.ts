@@ -1,0 +1,45 @@
+import { ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { freePort } from '../../test/support/free-port';
+import { spawnServer, type ServerProcess } from '../../test/support/test-server';
+
+export interface BenchServer {
+  server: ServerProcess;
+  databaseUrl: string;
+  /** A pool of the benchmark's own, for measuring the database directly. */
+  pool: pg.Pool;
+  /** A scratch folder removed at the end. */
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** A fresh embedded PostgreSQL and a server process on it, for one benchmark run. */
+export async function startBenchServer(
+  env: Record<string, string | undefined>,
+): Promise<BenchServer> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-bench-'));
+  await chmod(dir, 0o755); // PostgreSQL runs as its own user and must reach pg/ inside
+  const pgServer = await startEmbeddedPostgres({
+    dataDir: path.join(dir, 'pg'),
+    port: await freePort(),
+  });
+  const databaseUrl = await ensureDatabase(pgServer.url, 'bench');
+  const server = await spawnServer({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  return {
+    server,
+    databaseUrl,
+    pool,
+    dir,
+    close: async () => {
+      await pool.end();
+      if (process.env.DEBUG_BENCH) process.stderr.write(server.output());
+      await server.stop();
+      await pgServer.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
