@@ -1,0 +1,86 @@
+import * as tf from '@tensorflow/tfjs';
+import type { Decision, TextPolicy } from './text-policy';
+
+export interface PpoSample extends Decision {
+  /** Index of the action taken. */
+  chosen: number;
+  /** log π_old(a|s) recorded at rollout. */
+  oldLogProb: number;
+  advantage: number;
+}
+
+export interface PpoConfig {
+  /** Clip range ε of the probability ratio. */
+  clip: number;
+  /** Passes over the batch. */
+  epochs: number;
+  learningRate: number;
+  /** Weight of the entropy bonus. */
+  entropyCoef: number;
+}
+
+export interface PpoMetrics {
+  loss: number;
+  /** Mean of log π_old − log π_new over the batch after the update (an estimate of KL(old‖new)). */
+  approxKl: number;
+  clipFraction: number;
+  entropy: number;
+}
+
+/**
+ * PPO-clip on a batch of steps, each step one action-level decision (the
+ * advantage is the step's, shared by all its tokens in an LLM; here one action):
+ *   L = −mean_t min(ρ_t·A_t, clip(ρ_t, 1−ε, 1+ε)·A_t) − c_H·mean_t H(π(·|s_t)),
+ *   ρ_t = exp(log π_θ(a_t|s_t) − log π_old(a_t|s_t)).
+ */
+export function ppoUpdate(
+  policy: TextPolicy,
+  batch: PpoSample[],
+  cfg: PpoConfig,
+  optimizer = tf.train.adam(cfg.learningRate),
+): PpoMetrics {
+  const B = batch.length;
+  const chosen = tf.tensor1d(
+    batch.map((s) => s.chosen),
+    'int32',
+  );
+  const oldLp = tf.tensor1d(batch.map((s) => s.oldLogProb));
+  const adv = tf.tensor1d(batch.map((s) => s.advantage));
+  let last = 0;
+  for (let e = 0; e < cfg.epochs; e++) {
+    const cost = optimizer.minimize(
+      () => {
+        const { logProbs } = policy.forward(batch);
+        const lp = tf.sum(tf.mul(logProbs, tf.oneHot(chosen, logProbs.shape[1])), 1);
+        const ratio = tf.exp(tf.sub(lp, oldLp));
+        const surrogate = tf.minimum(
+          tf.mul(ratio, adv),
+          tf.mul(tf.clipByValue(ratio, 1 - cfg.clip, 1 + cfg.clip), adv),
+        );
+        const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), 1));
+        return tf.sub(
+          tf.neg(tf.mean(surrogate)),
+          tf.mul(cfg.entropyCoef, tf.mean(entropy)),
+        ) as tf.Scalar;
+      },
+      true,
+      policy.variables,
+    );
+    last = (cost as tf.Scalar).dataSync()[0] as number;
+    cost?.dispose();
+  }
+  const metrics = tf.tidy(() => {
+    const { logProbs } = policy.forward(batch);
+    const lp = tf.sum(tf.mul(logProbs, tf.oneHot(chosen, logProbs.shape[1])), 1);
+    const ratio = tf.exp(tf.sub(lp, oldLp));
+    const clipped = tf.logicalOr(tf.greater(ratio, 1 + cfg.clip), tf.less(ratio, 1 - cfg.clip));
+    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), 1));
+    return {
+      approxKl: tf.mean(tf.sub(oldLp, lp)).dataSync()[0] as number,
+      clipFraction: (tf.sum(tf.cast(clipped, 'float32')).dataSync()[0] as number) / B,
+      entropy: tf.mean(entropy).dataSync()[0] as number,
+    };
+  });
+  tf.dispose([chosen, oldLp, adv]);
+  return { loss: last, ...metrics };
+}

@@ -1,0 +1,126 @@
+import * as tf from '@tensorflow/tfjs';
+import { bagMatrix } from './tokens';
+
+export interface PolicyConfig {
+  /** Hash buckets for tokens. */
+  vocab: number;
+  /** Width of the state and action representations (and of the `embedding` sent with each step). */
+  hidden: number;
+  seed: number;
+}
+
+/** One decision: the observation, the admissible actions, and (after sampling) the choice. */
+export interface Decision {
+  observation: string;
+  actions: string[];
+}
+
+export interface Scored {
+  /** log π(a|s) for every admissible action, in order. */
+  logProbs: number[];
+  /** The state's hidden vector h(s) (BiPACE clusters on it). */
+  hidden: number[];
+  value: number;
+}
+
+/**
+ * A small policy over admissible actions, chosen for this machine (no GPU,
+ * ~18 GFLOP/s with wasm): a bag-of-tokens encoder rather than a transformer,
+ * because text-game states are short and mostly identified by their words, and
+ * it trains in seconds. Shapes: observation bags [B, V] · E [V, d] → tanh(· W + b)
+ * = h [B, d]; action bags [C, V] · E [V, d] · U [d, d] = a [C, d]; logit = h·a;
+ * value = h · w_v.
+ */
+export class TextPolicy {
+  readonly E: tf.Variable;
+  readonly W: tf.Variable;
+  readonly b: tf.Variable;
+  readonly U: tf.Variable;
+  readonly wv: tf.Variable;
+
+  constructor(readonly config: PolicyConfig) {
+    const { vocab, hidden, seed } = config;
+    this.E = tf.variable(tf.randomNormal([vocab, hidden], 0, 0.3, 'float32', seed));
+    this.W = tf.variable(
+      tf.randomNormal([hidden, hidden], 0, 1 / Math.sqrt(hidden), 'float32', seed + 1),
+    );
+    this.b = tf.variable(tf.zeros([hidden]));
+    this.U = tf.variable(
+      tf.randomNormal([hidden, hidden], 0, 1 / Math.sqrt(hidden), 'float32', seed + 2),
+    );
+    this.wv = tf.variable(tf.zeros([hidden, 1]));
+  }
+
+  get variables(): tf.Variable[] {
+    return [this.E, this.W, this.b, this.U, this.wv];
+  }
+
+  /**
+   * Log-probabilities of each decision's actions, padded: [B, maxA] with -1e9 where a decision has fewer
+   * actions; plus h [B, d] and values [B]. Call inside tf.tidy or dispose the results.
+   */
+  forward(decisions: Decision[]): {
+    logProbs: tf.Tensor2D;
+    hidden: tf.Tensor2D;
+    values: tf.Tensor1D;
+  } {
+    const { vocab } = this.config;
+    const B = decisions.length;
+    const maxA = Math.max(...decisions.map((d) => d.actions.length));
+    const obs = tf.tensor2d(
+      bagMatrix(
+        decisions.map((d) => d.observation),
+        vocab,
+      ),
+      [B, vocab],
+    );
+    const h = tf.tanh(tf.add(tf.matMul(tf.matMul(obs, this.E), this.W), this.b)) as tf.Tensor2D;
+    const flat = decisions.flatMap((d) => d.actions);
+    const acts = tf.matMul(
+      tf.matMul(tf.tensor2d(bagMatrix(flat, vocab), [flat.length, vocab]), this.E),
+      this.U,
+    );
+    // Gather each decision's actions into a padded [B, maxA, d] block, with a mask for the padding.
+    const index: number[] = [];
+    const mask: number[] = [];
+    let at = 0;
+    for (const d of decisions) {
+      for (let j = 0; j < maxA; j++) {
+        index.push(j < d.actions.length ? at + j : 0);
+        mask.push(j < d.actions.length ? 0 : -1e9);
+      }
+      at += d.actions.length;
+    }
+    const padded = tf.reshape(tf.gather(acts, tf.tensor1d(index, 'int32')), [
+      B,
+      maxA,
+      this.config.hidden,
+    ]);
+    const logits = tf.add(
+      tf.squeeze(tf.matMul(padded, tf.expandDims(h, 2)), [2]),
+      tf.tensor2d(mask, [B, maxA]),
+    );
+    const logProbs = tf.logSoftmax(logits) as tf.Tensor2D;
+    const values = tf.squeeze(tf.matMul(h, this.wv), [1]) as tf.Tensor1D;
+    return { logProbs, hidden: h, values };
+  }
+
+  /** Scores decisions without gradients: what the rollout records. */
+  score(decisions: Decision[]): Scored[] {
+    return tf.tidy(() => {
+      const { logProbs, hidden, values } = this.forward(decisions);
+      const lp = logProbs.arraySync();
+      const h = hidden.arraySync();
+      const v = values.arraySync();
+      return decisions.map((d, i) => ({
+        logProbs: (lp[i] as number[]).slice(0, d.actions.length),
+        hidden: h[i] as number[],
+        value: v[i] as number,
+      }));
+    });
+  }
+
+  dispose(): void {
+    for (const v of this.variables) v.dispose();
+  }
+}
