@@ -108,6 +108,52 @@ export class CreditlabClient {
     return total;
   }
 
+  /**
+   * The online path: advantages of `iteration` under `method`, as float32 in canonical step order
+   * (group, trajectory, step). Records an `advantages.used` event; `eventId` makes a retry record it once.
+   */
+  async advantages(
+    runId: string,
+    iteration: number,
+    method: string,
+    params: Record<string, unknown> = {},
+    eventId: string = newEventId(),
+  ): Promise<{ advantages: Float32Array; advantageSetId: string }> {
+    const url = new URL(
+      `/v1/runs/${encodeURIComponent(runId)}/iterations/${iteration}/advantages`,
+      this.options.url,
+    );
+    const body = JSON.stringify({ method, params, eventId });
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await this.fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
+          body,
+        });
+      } catch (e) {
+        if (attempt >= this.retries) throw e;
+        await this.backoff(attempt);
+        continue;
+      }
+      if (res.ok) {
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        return {
+          advantages: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
+          advantageSetId: res.headers.get('x-creditlab-advantage-set') ?? '',
+        };
+      }
+      const text = await res.text();
+      if (res.status < 500 || attempt >= this.retries)
+        throw new CreditlabApiError(
+          res.status,
+          text ? (JSON.parse(text) as Record<string, unknown>) : {},
+        );
+      await this.backoff(attempt);
+    }
+  }
+
   /** POSTs a GraphQL operation; GraphQL errors are thrown with their messages. */
   async graphql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
     const res = (await this.request(

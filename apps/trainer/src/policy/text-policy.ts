@@ -75,27 +75,21 @@ export class TextPolicy {
       [B, vocab],
     );
     const h = tf.tanh(tf.add(tf.matMul(tf.matMul(obs, this.E), this.W), this.b)) as tf.Tensor2D;
-    const flat = decisions.flatMap((d) => d.actions);
-    const acts = tf.matMul(
-      tf.matMul(tf.tensor2d(bagMatrix(flat, vocab), [flat.length, vocab]), this.E),
-      this.U,
-    );
-    // Gather each decision's actions into a padded [B, maxA, d] block, with a mask for the padding.
-    const index: number[] = [];
+    // Action slots padded to maxA per decision (empty text for padding, masked below). Building the padded
+    // bag directly avoids a gather, whose gradient the wasm backend lacks.
+    const slots: string[] = [];
     const mask: number[] = [];
-    let at = 0;
     for (const d of decisions) {
       for (let j = 0; j < maxA; j++) {
-        index.push(j < d.actions.length ? at + j : 0);
+        slots.push(d.actions[j] ?? '');
         mask.push(j < d.actions.length ? 0 : -1e9);
       }
-      at += d.actions.length;
     }
-    const padded = tf.reshape(tf.gather(acts, tf.tensor1d(index, 'int32')), [
-      B,
-      maxA,
-      this.config.hidden,
-    ]);
+    const acts = tf.matMul(
+      tf.matMul(tf.tensor2d(bagMatrix(slots, vocab), [slots.length, vocab]), this.E),
+      this.U,
+    );
+    const padded = tf.reshape(acts, [B, maxA, this.config.hidden]);
     const logits = tf.add(
       tf.squeeze(tf.matMul(padded, tf.expandDims(h, 2)), [2]),
       tf.tensor2d(mask, [B, maxA]),

@@ -1,0 +1,61 @@
+import type { HouseholdSizeName } from '@creditlab/envs';
+
+/** Everything a training run depends on; the whole object is stored as the run's `config`. */
+export interface TrainerConfig {
+  /** Creditlab server base URL. */
+  serverUrl: string;
+  /** Environment and size, e.g. "household-tiny". */
+  env: `household-${HouseholdSizeName}`;
+  /** Estimator whose advantages drive the updates (any registry name). */
+  method: string;
+  /** Its parameters (defaults fill the rest). */
+  methodParams: Record<string, unknown>;
+  /** Training iterations (each: sample, stream, get advantages, update). */
+  iterations: number;
+  /** Tasks per iteration (B). */
+  tasksPerIteration: number;
+  /** Rollouts per task (G). */
+  groupSize: number;
+  /** Seed of the policy's initial weights and of task and action sampling. */
+  seed: number;
+  policy: {
+    /** Hash buckets for tokens. */
+    vocab: number;
+    /** Width of the hidden state (also the step `embedding`). */
+    hidden: number;
+  };
+  ppo: {
+    /** Clip range ε. */
+    clip: number;
+    /** Passes over each iteration's batch. */
+    epochs: number;
+    learningRate: number;
+    /** Weight of the entropy bonus. */
+    entropyCoef: number;
+  };
+  /** Evaluate on held-out tasks every this many iterations (and after the last). */
+  evalEvery: number;
+  /** Held-out tasks per evaluation (greedy policy). */
+  evalTasks: number;
+  /** Save the weights every this many iterations (and after the last); 0 = never. */
+  checkpointEvery: number;
+  /** Folder for checkpoints. */
+  checkpointDir: string;
+}
+
+export const DEFAULT_CONFIG: TrainerConfig = {
+  serverUrl: 'http://127.0.0.1:4000',
+  env: 'household-tiny',
+  method: 'gigpo',
+  methodParams: {},
+  iterations: 30,
+  tasksPerIteration: 8,
+  groupSize: 8,
+  seed: 1,
+  policy: { vocab: 1024, hidden: 32 },
+  ppo: { clip: 0.2, epochs: 4, learningRate: 0.01, entropyCoef: 0.01 },
+  evalEvery: 5,
+  evalTasks: 16,
+  checkpointEvery: 10,
+  checkpointDir: 'checkpoints',
+};

@@ -1,0 +1,115 @@
+import {
+  admissibleActions,
+  householdTask,
+  initialState,
+  observe,
+  step,
+  type HouseholdState,
+  type HouseholdTask,
+} from '@creditlab/envs';
+import type { TextPolicy } from './policy/text-policy';
+
+export interface SampledStep {
+  state: string;
+  action: string;
+  reward: number;
+  nll: number;
+  tokenLogprobs: number[];
+  embedding: number[];
+  value: number;
+  /** For PPO: the admissible actions, the index taken and its log-probability under the rollout policy. */
+  actions: string[];
+  chosen: number;
+  logProb: number;
+}
+
+export interface SampledTrajectory {
+  id: string;
+  outcome: 'success' | 'failure' | 'truncated';
+  steps: SampledStep[];
+}
+
+/**
+ * G rollouts of one task with the current policy, advanced in lock step so each
+ * time step is one batched forward pass over the rollouts still running.
+ * `greedy` takes the most likely action (evaluation) instead of sampling.
+ */
+export function sampleGroup(
+  task: HouseholdTask,
+  policy: TextPolicy,
+  groupSize: number,
+  rand: () => number,
+  greedy = false,
+): SampledTrajectory[] {
+  const states: HouseholdState[] = Array.from({ length: groupSize }, () => initialState(task));
+  const trajectories: SampledTrajectory[] = states.map((_, i) => ({
+    id: `task-${task.seed}/${i}`,
+    outcome: 'truncated',
+    steps: [],
+  }));
+  for (;;) {
+    const live = states.map((s, i) => (s.done ? -1 : i)).filter((i) => i >= 0);
+    if (live.length === 0) break;
+    const decisions = live.map((i) => ({
+      observation: observe(task, states[i]!),
+      actions: admissibleActions(task, states[i]!),
+    }));
+    const scored = policy.score(decisions);
+    live.forEach((i, k) => {
+      const { observation, actions } = decisions[k]!;
+      const { logProbs, hidden, value } = scored[k]!;
+      const chosen = greedy ? argmax(logProbs) : sample(logProbs, rand);
+      const lp = logProbs[chosen] as number;
+      const result = step(task, states[i]!, actions[chosen] as string);
+      trajectories[i]!.steps.push({
+        state: observation,
+        action: actions[chosen] as string,
+        reward: result.reward,
+        nll: -lp,
+        tokenLogprobs: [lp],
+        embedding: hidden,
+        value,
+        actions,
+        chosen,
+        logProb: lp,
+      });
+      states[i] = result.state;
+      if (result.state.done)
+        trajectories[i]!.outcome = result.state.done === 'success' ? 'success' : 'truncated';
+    });
+  }
+  return trajectories;
+}
+
+/** The tasks of one iteration: B training seeds drawn from the run's random stream. */
+export function trainingTasks(
+  size: HouseholdTask['size'],
+  count: number,
+  rand: () => number,
+): HouseholdTask[] {
+  const tasks: HouseholdTask[] = [];
+  while (tasks.length < count) {
+    const seed = 1 + Math.floor(rand() * 100_000);
+    if (seed % 5 !== 0) tasks.push(householdTask(seed, size)); // seeds ≡ 0 (mod 5) are held out
+  }
+  return tasks;
+}
+
+export function evaluationTasks(size: HouseholdTask['size'], count: number): HouseholdTask[] {
+  return Array.from({ length: count }, (_, i) => householdTask(5 * (i + 1), size));
+}
+
+function argmax(xs: number[]): number {
+  let best = 0;
+  for (let i = 1; i < xs.length; i++) if ((xs[i] as number) > (xs[best] as number)) best = i;
+  return best;
+}
+
+function sample(logProbs: number[], rand: () => number): number {
+  let u = rand();
+  for (let i = 0; i < logProbs.length; i++) {
+    u -= Math.exp(logProbs[i] as number);
+    if (u <= 0) return i;
+  }
+  return logProbs.length - 1;
+}

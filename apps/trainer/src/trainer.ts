@@ -1,0 +1,199 @@
+import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
+import { seededRandom, type HouseholdSizeName } from '@creditlab/envs';
+import type { ClientEvent } from '@creditlab/events';
+import * as tf from '@tensorflow/tfjs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { TrainerConfig } from './config';
+import { selectBackend } from './policy/backend';
+import { ppoUpdate, type PpoSample } from './policy/ppo';
+import { TextPolicy } from './policy/text-policy';
+import { evaluationTasks, sampleGroup, trainingTasks, type SampledTrajectory } from './rollout';
+
+export interface IterationReport {
+  iteration: number;
+  successRate: number;
+  meanReturn: number;
+  steps: number;
+  stepsPerSecond: number;
+  metrics: Record<string, number>;
+  evaluation?: number;
+}
+
+export interface TrainerHooks {
+  onIteration?(report: IterationReport): void;
+  /** Checked between iterations: true finishes the run as aborted. */
+  shouldStop?(): boolean;
+}
+
+/**
+ * The training loop, top to bottom per iteration: sample B tasks × G rollouts,
+ * stream them to Creditlab, ask for the advantages of the run's method, PPO
+ * update, log metrics (and held-out evaluations, checkpoints) as events.
+ */
+export async function train(
+  config: TrainerConfig,
+  hooks: TrainerHooks = {},
+): Promise<{ runId: string; reports: IterationReport[] }> {
+  const backend = await selectBackend();
+  const size = config.env.replace('household-', '') as HouseholdSizeName;
+  const client = new CreditlabClient({ url: config.serverUrl });
+  const { id: runId } = await client.createRun({
+    name: `${config.method} ${config.env} seed ${config.seed}`,
+    env: config.env,
+    method: config.method,
+    params: config.methodParams,
+    config: { ...config, backend },
+    seed: config.seed,
+    tags: ['trainer', backend],
+  });
+  const policy = new TextPolicy({ ...config.policy, seed: config.seed });
+  const optimizer = tf.train.adam(config.ppo.learningRate);
+  const rand = seededRandom(config.seed);
+  const reports: IterationReport[] = [];
+  let status: 'completed' | 'aborted' | 'failed' = 'completed';
+  try {
+    for (let it = 0; it < config.iterations; it++) {
+      if (hooks.shouldStop?.()) {
+        status = 'aborted';
+        break;
+      }
+      const t0 = performance.now();
+      const groups = trainingTasks(size, config.tasksPerIteration, rand).map((task) => ({
+        id: `task-${task.seed}`,
+        trajectories: sampleGroup(task, policy, config.groupSize, rand),
+      }));
+      await client.appendEvents(runId, rolloutEvents(it, { groups: groups.map(toWire) }));
+      const { advantages } = await client.advantages(runId, it, config.method, config.methodParams);
+      const batch = ppoBatch(groups, advantages);
+      const update = ppoUpdate(policy, batch, config.ppo, optimizer);
+      const trajectories = groups.flatMap((g) => g.trajectories);
+      const successRate =
+        trajectories.filter((t) => t.outcome === 'success').length / trajectories.length;
+      const meanReturn =
+        trajectories.reduce((a, t) => a + t.steps.reduce((b, s) => b + s.reward, 0), 0) /
+        trajectories.length;
+      const metrics = { ...update, successRate, meanReturn };
+      const events: ClientEvent[] = [
+        { id: newEventId(), type: 'metrics.logged', data: { iteration: it, metrics } },
+      ];
+      const last = it === config.iterations - 1;
+      let evaluation: number | undefined;
+      if ((it + 1) % config.evalEvery === 0 || last) {
+        evaluation = evaluate(policy, size, config.evalTasks, rand);
+        events.push({
+          id: newEventId(),
+          type: 'evaluation.logged',
+          data: { iteration: it, successRate: evaluation },
+        });
+      }
+      if (config.checkpointEvery > 0 && ((it + 1) % config.checkpointEvery === 0 || last)) {
+        const uri = await saveCheckpoint(policy, config.checkpointDir, runId, it);
+        events.push({ id: newEventId(), type: 'checkpoint.saved', data: { iteration: it, uri } });
+      }
+      await client.appendEvents(runId, events);
+      const seconds = (performance.now() - t0) / 1000;
+      const report = {
+        iteration: it,
+        successRate,
+        meanReturn,
+        steps: batch.length,
+        stepsPerSecond: batch.length / seconds,
+        metrics,
+        evaluation,
+      };
+      reports.push(report);
+      hooks.onIteration?.(report);
+    }
+  } catch (e) {
+    status = 'failed';
+    throw e;
+  } finally {
+    const best = Math.max(0, ...reports.map((r) => r.evaluation ?? 0));
+    await client
+      .appendEvents(runId, [
+        {
+          id: newEventId(),
+          type: 'run.finished',
+          data: { status, summary: { iterations: reports.length, bestEvaluation: best } },
+        },
+      ])
+      .catch(() => undefined);
+    policy.dispose();
+  }
+  return { runId, reports };
+}
+
+/** Steps in canonical order (group, trajectory, step): the order of the server's advantage array. */
+function ppoBatch(
+  groups: { trajectories: SampledTrajectory[] }[],
+  advantages: Float32Array,
+): PpoSample[] {
+  const batch: PpoSample[] = [];
+  for (const g of groups) {
+    for (const t of g.trajectories) {
+      for (const s of t.steps) {
+        batch.push({
+          observation: s.state,
+          actions: s.actions,
+          chosen: s.chosen,
+          oldLogProb: s.logProb,
+          advantage: advantages[batch.length] as number,
+        });
+      }
+    }
+  }
+  if (batch.length !== advantages.length)
+    throw new Error(`server returned ${advantages.length} advantages for ${batch.length} steps`);
+  return batch;
+}
+
+function toWire(g: { id: string; trajectories: SampledTrajectory[] }) {
+  return {
+    id: g.id,
+    trajectories: g.trajectories.map((t) => ({
+      id: t.id,
+      outcome: t.outcome,
+      steps: t.steps.map(({ state, action, reward, nll, tokenLogprobs, embedding, value }) => ({
+        state,
+        action,
+        reward,
+        nll,
+        tokenLogprobs,
+        embedding,
+        value,
+      })),
+    })),
+  };
+}
+
+function evaluate(
+  policy: TextPolicy,
+  size: HouseholdSizeName,
+  count: number,
+  rand: () => number,
+): number {
+  const tasks = evaluationTasks(size, count);
+  const wins = tasks.filter(
+    (task) => sampleGroup(task, policy, 1, rand, true)[0]!.outcome === 'success',
+  ).length;
+  return wins / tasks.length;
+}
+
+async function saveCheckpoint(
+  policy: TextPolicy,
+  dir: string,
+  runId: string,
+  iteration: number,
+): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const file = path.resolve(dir, `${runId}-iteration-${iteration}.json`);
+  const weights = Object.fromEntries(
+    policy.variables.map((v, i) => [
+      String(i),
+      { shape: v.shape, values: Array.from(v.dataSync()) },
+    ]),
+  );
+  await writeFile(file, JSON.stringify({ config: policy.config, weights }));
+  return `file://${file}`;
+}

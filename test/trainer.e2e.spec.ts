@@ -1,0 +1,83 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DEFAULT_CONFIG } from '../apps/trainer/src/config';
+import { train } from '../apps/trainer/src/trainer';
+import { gql, startTestServer, type ServerProcess } from './support/test-server';
+
+/** Three iterations of the real trainer against a real server: the run leaves the expected events, sets and checkpoints. */
+let server: ServerProcess & { databaseUrl: string };
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.stop());
+
+test('a 3-iteration run streams rollouts, trains on the server’s advantages, logs, evaluates and checkpoints', async () => {
+  const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
+  const seen: number[] = [];
+  const { runId, reports } = await train(
+    {
+      ...DEFAULT_CONFIG,
+      serverUrl: server.url,
+      method: 'gaca',
+      iterations: 3,
+      tasksPerIteration: 3,
+      groupSize: 4,
+      evalEvery: 2,
+      evalTasks: 4,
+      checkpointEvery: 2,
+      checkpointDir,
+    },
+    { onIteration: (r) => seen.push(r.iteration) },
+  );
+  expect(seen).toEqual([0, 1, 2]);
+  const res = await gql<{
+    run: {
+      status: string;
+      config: { backend: string };
+      iterations: { index: number; stepCount: number; metrics: Record<string, number> }[];
+      advantageSets: { method: string; iterations: number[] }[];
+      events: {
+        nodes: { type: string; iteration: number | null; data: Record<string, unknown> }[];
+      };
+    };
+  }>(
+    server,
+    `query($id: ID!) { run(id: $id) { status config iterations { index stepCount metrics } advantageSets { method iterations }
+       events(first: 1000) { nodes { type iteration data } } } }`,
+    { id: runId },
+  );
+  const run = res.data!.run;
+  expect(run.status).toBe('completed');
+  expect(['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).toContain(run.config.backend);
+  expect(run.advantageSets).toEqual([{ method: 'gaca', iterations: [0, 1, 2] }]);
+  expect(run.iterations.map((i) => i.index)).toEqual([0, 1, 2]);
+  run.iterations.forEach((it, i) => {
+    expect(it.stepCount).toBe(reports[i]!.steps);
+    expect(Object.keys(it.metrics).sort()).toEqual([
+      'approxKl',
+      'clipFraction',
+      'entropy',
+      'loss',
+      'meanReturn',
+      'successRate',
+    ]);
+  });
+  const types = run.events.nodes.map((e) => e.type);
+  expect(types[0]).toBe('run.created');
+  expect(types.at(-1)).toBe('run.finished');
+  expect(types.filter((t) => t === 'advantages.used')).toHaveLength(3);
+  expect(types.filter((t) => t === 'metrics.logged')).toHaveLength(3);
+  expect(
+    run.events.nodes.filter((e) => e.type === 'evaluation.logged').map((e) => e.iteration),
+  ).toEqual([1, 2]);
+  const checkpoints = run.events.nodes.filter((e) => e.type === 'checkpoint.saved');
+  expect(checkpoints.map((e) => e.iteration)).toEqual([1, 2]);
+  const saved = JSON.parse(await readFile(new URL(checkpoints[1]!.data.uri as string), 'utf8')) as {
+    weights: Record<string, { shape: number[] }>;
+  };
+  expect(saved.weights['0']!.shape).toEqual([
+    DEFAULT_CONFIG.policy.vocab,
+    DEFAULT_CONFIG.policy.hidden,
+  ]);
+}, 120_000);
