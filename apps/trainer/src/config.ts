@@ -41,6 +41,9 @@ export interface TrainerConfig {
   checkpointEvery: number;
   /** Folder for checkpoints. */
   checkpointDir: string;
+  /** Log each step's exact advantage under the rollout policy (`trueAdvantage`), tiny tasks only; γ of that truth. */
+  trueAdvantages: boolean;
+  trueAdvantageGamma: number;
 }
 
 export const DEFAULT_CONFIG: TrainerConfig = {
@@ -58,4 +61,6 @@ export const DEFAULT_CONFIG: TrainerConfig = {
   evalTasks: 16,
   checkpointEvery: 10,
   checkpointDir: 'checkpoints',
+  trueAdvantages: true,
+  trueAdvantageGamma: 0.95,
 };

@@ -3,9 +3,11 @@ import {
   householdTask,
   initialState,
   observe,
+  PolicyEvaluation,
   step,
   type HouseholdState,
   type HouseholdTask,
+  type Policy,
 } from '@creditlab/envs';
 import type { TextPolicy } from './policy/text-policy';
 
@@ -21,6 +23,8 @@ export interface SampledStep {
   actions: string[];
   chosen: number;
   logProb: number;
+  /** Exact Q(s,a) − V(s) under the rollout policy (tiny tasks), sent as an extra step field. */
+  trueAdvantage?: number;
 }
 
 export interface SampledTrajectory {
@@ -40,6 +44,7 @@ export function sampleGroup(
   groupSize: number,
   rand: () => number,
   greedy = false,
+  truth?: PolicyEvaluation,
 ): SampledTrajectory[] {
   const states: HouseholdState[] = Array.from({ length: groupSize }, () => initialState(task));
   const trajectories: SampledTrajectory[] = states.map((_, i) => ({
@@ -72,6 +77,7 @@ export function sampleGroup(
         actions,
         chosen,
         logProb: lp,
+        ...(truth ? { trueAdvantage: truth.advantage(states[i]!, actions[chosen] as string) } : {}),
       });
       states[i] = result.state;
       if (result.state.done)
@@ -112,4 +118,27 @@ function sample(logProbs: number[], rand: () => number): number {
     if (u <= 0) return i;
   }
   return logProbs.length - 1;
+}
+
+/**
+ * The exact evaluation of the current policy on a task (tiny sizes only: it visits every reachable
+ * state before the cap). The policy's probabilities are computed once per distinct decision.
+ */
+export function exactEvaluation(
+  task: HouseholdTask,
+  policy: TextPolicy,
+  gamma: number,
+): PolicyEvaluation {
+  const cache = new Map<string, number[]>();
+  const pi: Policy = (t, s, actions) => {
+    const observation = observe(t, s);
+    const key = `${observation}\u0000${actions.join('\u0001')}`;
+    let probs = cache.get(key);
+    if (!probs) {
+      probs = policy.score([{ observation, actions }])[0]!.logProbs.map(Math.exp);
+      cache.set(key, probs);
+    }
+    return probs;
+  };
+  return new PolicyEvaluation(task, pi, gamma);
 }

@@ -8,7 +8,13 @@ import type { TrainerConfig } from './config';
 import { selectBackend } from './policy/backend';
 import { ppoUpdate, type PpoSample } from './policy/ppo';
 import { TextPolicy } from './policy/text-policy';
-import { evaluationTasks, sampleGroup, trainingTasks, type SampledTrajectory } from './rollout';
+import {
+  evaluationTasks,
+  exactEvaluation,
+  sampleGroup,
+  trainingTasks,
+  type SampledTrajectory,
+} from './rollout';
 
 export interface IterationReport {
   iteration: number;
@@ -59,9 +65,17 @@ export async function train(
         break;
       }
       const t0 = performance.now();
+      const withTruth = config.trueAdvantages && size === 'tiny';
       const groups = trainingTasks(size, config.tasksPerIteration, rand).map((task) => ({
         id: `task-${task.seed}`,
-        trajectories: sampleGroup(task, policy, config.groupSize, rand),
+        trajectories: sampleGroup(
+          task,
+          policy,
+          config.groupSize,
+          rand,
+          false,
+          withTruth ? exactEvaluation(task, policy, config.trueAdvantageGamma) : undefined,
+        ),
       }));
       await client.appendEvents(runId, rolloutEvents(it, { groups: groups.map(toWire) }));
       const { advantages } = await client.advantages(runId, it, config.method, config.methodParams);
@@ -167,17 +181,20 @@ function toWire(g: { id: string; trajectories: SampledTrajectory[] }) {
   };
 }
 
+/**
+ * Held-out success: the policy as it acts in training (sampling, not greedy — a greedy soft policy can loop
+ * on one action forever), 4 rollouts on each evaluation task.
+ */
 function evaluate(
   policy: TextPolicy,
   size: HouseholdSizeName,
   count: number,
   rand: () => number,
 ): number {
-  const tasks = evaluationTasks(size, count);
-  const wins = tasks.filter(
-    (task) => sampleGroup(task, policy, 1, rand, true)[0]!.outcome === 'success',
-  ).length;
-  return wins / tasks.length;
+  const rollouts = evaluationTasks(size, count).flatMap((task) =>
+    sampleGroup(task, policy, 4, rand),
+  );
+  return rollouts.filter((t) => t.outcome === 'success').length / rollouts.length;
 }
 
 async function saveCheckpoint(

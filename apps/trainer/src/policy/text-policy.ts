@@ -41,13 +41,16 @@ export class TextPolicy {
   constructor(readonly config: PolicyConfig) {
     const { vocab, hidden, seed } = config;
     this.E = tf.variable(tf.randomNormal([vocab, hidden], 0, 0.3, 'float32', seed));
-    this.W = tf.variable(
-      tf.randomNormal([hidden, hidden], 0, 1 / Math.sqrt(hidden), 'float32', seed + 1),
-    );
+    // W and U start near the identity: an action then scores by the words it shares with the observation
+    // (the task's object and receptacle), a useful prior in text games that training refines.
+    const nearIdentity = (s: number) =>
+      tf.add(
+        tf.eye(hidden),
+        tf.randomNormal([hidden, hidden], 0, 0.1 / Math.sqrt(hidden), 'float32', s),
+      );
+    this.W = tf.variable(nearIdentity(seed + 1));
     this.b = tf.variable(tf.zeros([hidden]));
-    this.U = tf.variable(
-      tf.randomNormal([hidden, hidden], 0, 1 / Math.sqrt(hidden), 'float32', seed + 2),
-    );
+    this.U = tf.variable(nearIdentity(seed + 2));
     this.wv = tf.variable(tf.zeros([hidden, 1]));
   }
 

@@ -43,7 +43,7 @@ export interface HouseholdSize {
 
 /** From tiny (a few rooms, tasks of 3–6 steps, exactly solvable) to larger houses. */
 export const HOUSEHOLD_SIZES = {
-  tiny: { rooms: ['kitchen'], plainPerRoom: 2, objectKinds: 2, copies: 1, maxSteps: 8 },
+  tiny: { rooms: ['kitchen'], plainPerRoom: 2, objectKinds: 2, copies: 1, maxSteps: 15 },
   small: {
     rooms: ['kitchen', 'livingroom'],
     plainPerRoom: 2,

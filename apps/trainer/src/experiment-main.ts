@@ -1,0 +1,120 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { cpus } from 'node:os';
+import { startBenchServer } from '../../../bench/support/bench-server';
+import { DEFAULT_CONFIG, type TrainerConfig } from './config';
+import { lineChartPng } from './png-plot';
+import { train, type IterationReport } from './trainer';
+
+/**
+ * `npm run experiment -- --env household-tiny --methods grpo,gigpo,gaca,gated-bepo,gagpo,bipace --seeds 3`
+ * Trains every method with paired seeds (the same seed means the same initial weights and the same first
+ * tasks) on a fresh server of its own, and writes docs/experiments.md and a learning-curve PNG.
+ */
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      env: { type: 'string' },
+      methods: { type: 'string' },
+      seeds: { type: 'string' },
+      iterations: { type: 'string' },
+    },
+  });
+  const env = (values.env ?? 'household-tiny') as TrainerConfig['env'];
+  const methods = (values.methods ?? 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace').split(',');
+  const seeds = Number(values.seeds ?? 3);
+  const iterations = Number(values.iterations ?? DEFAULT_CONFIG.iterations);
+  const bench = await startBenchServer({});
+  const results: { method: string; seed: number; reports: IterationReport[]; seconds: number }[] =
+    [];
+  try {
+    for (let seed = 1; seed <= seeds; seed++) {
+      for (const method of methods) {
+        const t0 = performance.now();
+        const { reports } = await train({
+          ...DEFAULT_CONFIG,
+          serverUrl: bench.server.url,
+          env,
+          method,
+          iterations,
+          seed,
+          evalEvery: 5,
+          checkpointEvery: 0,
+          trueAdvantages: false,
+        });
+        results.push({ method, seed, reports, seconds: (performance.now() - t0) / 1000 });
+        const last = reports.at(-1);
+        process.stderr.write(
+          `${method} seed ${seed}: held-out ${(100 * (last?.evaluation ?? 0)).toFixed(0)}% after ${reports.length} iterations\n`,
+        );
+      }
+    }
+  } finally {
+    await bench.close();
+  }
+  await writeReport(env, methods, seeds, iterations, results);
+}
+
+async function writeReport(
+  env: string,
+  methods: string[],
+  seeds: number,
+  iterations: number,
+  results: { method: string; seed: number; reports: IterationReport[]; seconds: number }[],
+) {
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
+  const evalCurve = (reports: IterationReport[]) =>
+    reports
+      .filter((r) => r.evaluation !== undefined)
+      .map((r) => [r.iteration + 1, r.evaluation as number] as [number, number]);
+  const rows = methods.map((method) => {
+    const runs = results.filter((r) => r.method === method);
+    const finals = runs.map((r) => evalCurve(r.reports).at(-1)?.[1] ?? 0);
+    const bests = runs.map((r) => Math.max(0, ...evalCurve(r.reports).map(([, y]) => y)));
+    const to80 = runs.map((r) => evalCurve(r.reports).find(([, y]) => y >= 0.8)?.[0]);
+    const reached = to80.filter((x): x is number => x !== undefined);
+    const firstTrain = mean(runs.map((r) => r.reports[0]?.successRate ?? 0));
+    return `| ${method} | ${(100 * mean(finals)).toFixed(0)} % (${finals.map((f) => (100 * f).toFixed(0)).join(', ')}) | ${(100 * mean(bests)).toFixed(0)} % | ${reached.length ? `${mean(reached).toFixed(0)} (${reached.length}/${runs.length} seeds)` : `not reached`} | ${(100 * firstTrain).toFixed(0)} % | ${mean(runs.map((r) => r.seconds)).toFixed(0)} s |`;
+  });
+  const series = methods.map((method) => {
+    const curves = results.filter((r) => r.method === method).map((r) => evalCurve(r.reports));
+    const xs = curves[0]?.map(([x]) => x) ?? [];
+    return {
+      label: method,
+      points: xs.map((x, i) => [x, mean(curves.map((c) => c[i]?.[1] ?? 0))] as [number, number]),
+    };
+  });
+  const docs = path.resolve(__dirname, '../../../docs');
+  await mkdir(docs, { recursive: true });
+  const png = `experiments-${env}.png`;
+  await writeFile(path.join(docs, png), lineChartPng(series, iterations));
+  const colours = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
+  await writeFile(
+    path.join(docs, 'experiments.md'),
+    `# Experiments
+
+## ${env}: every method, ${seeds} paired seeds, ${iterations} iterations
+
+Command: \`npm run experiment -- --env ${env} --methods ${methods.join(',')} --seeds ${seeds} --iterations ${iterations}\`.
+Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; run on ${new Date().toISOString().slice(0, 10)}.
+Trainer defaults (apps/trainer/src/config.ts): B = ${DEFAULT_CONFIG.tasksPerIteration} tasks × G = ${DEFAULT_CONFIG.groupSize} rollouts per iteration, PPO-clip
+(ε ${DEFAULT_CONFIG.ppo.clip}, ${DEFAULT_CONFIG.ppo.epochs} epochs, Adam ${DEFAULT_CONFIG.ppo.learningRate}), bag-of-tokens policy (${DEFAULT_CONFIG.policy.hidden} hidden), each method at its
+registry defaults. Held-out success: greedy policy on ${DEFAULT_CONFIG.evalTasks} evaluation tasks (seeds ≡ 0 mod 5), every 5 iterations.
+
+| method | final held-out success (per seed) | best held-out | iterations to 80 % held-out | training success, iteration 1 (untrained policy) | wall time per run |
+|---|---:|---:|---:|---:|---:|
+${rows.join('\n')}
+
+![mean held-out success per iteration](${png})
+
+Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
+`,
+  );
+  process.stderr.write(`wrote docs/experiments.md and docs/${png}\n`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`experiment: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});
