@@ -6,5 +6,6 @@ export * from './batch/read-rollout-batch';
 export * from './registry/param-schema';
 export * from './registry/method';
 export * from './registry/registry';
+export * from './registry/registry-json';
 export * from './output/advantages-json';
 export { sequenceRatio, SequenceRatio } from './core/difflib-ratio';

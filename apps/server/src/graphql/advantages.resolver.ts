@@ -1,4 +1,4 @@
-import { describeParamType, listMethods } from '@creditlab/estimators';
+import { registryAsJson } from '@creditlab/estimators';
 import { Inject } from '@nestjs/common';
 import {
   Args,
@@ -58,19 +58,9 @@ export class AdvantagesResolver {
     description: 'Every registered estimator with its parameter schema.',
   })
   estimators(): Estimator[] {
-    return listMethods().map((m) => ({
-      name: m.name,
-      version: m.version,
-      description: m.description,
-      paper: m.paper,
+    return registryAsJson().map((m) => ({
+      ...m,
       requires: [...m.requires],
-      params: Object.entries(m.params).map(([name, spec]) => ({
-        name,
-        type: spec.type,
-        default: spec.default ?? null,
-        allowed: describeParamType(spec),
-        description: spec.description,
-      })),
       diagnostics: m.diagnostics.map((d) => ({ ...d })),
     }));
   }

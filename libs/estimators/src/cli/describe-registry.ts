@@ -1,24 +1,6 @@
 import { describeParamType, type ParamSpec } from '../registry/param-schema';
 import { listMethods, type AnyMethod } from '../registry/registry';
-
-/** The registry as plain JSON (what `estimate --list --json` prints and the API serves). */
-export function registryAsJson() {
-  return listMethods().map((m) => ({
-    name: m.name,
-    version: m.version,
-    description: m.description,
-    paper: m.paper,
-    requires: m.requires,
-    params: Object.entries(m.params).map(([name, spec]) => ({
-      name,
-      type: spec.type,
-      default: spec.default ?? null,
-      allowed: describeParamType(spec),
-      description: spec.description,
-    })),
-    diagnostics: m.diagnostics,
-  }));
-}
+export { registryAsJson } from '../registry/registry-json';
 
 /** The registry for a terminal: one block per method. */
 export function registryAsText(): string {
