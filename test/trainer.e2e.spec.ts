@@ -2,7 +2,8 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CONFIG } from '../apps/trainer/src/config';
-import { train } from '../apps/trainer/src/trainer';
+import { fork, train } from '../apps/trainer/src/trainer';
+import { readIteration } from './support/read-back';
 import { gql, startTestServer, type ServerProcess } from './support/test-server';
 
 /** Three iterations of the real trainer against a real server: the run leaves the expected events, sets and checkpoints. */
@@ -80,4 +81,57 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
     DEFAULT_CONFIG.policy.vocab,
     DEFAULT_CONFIG.policy.hidden,
   ]);
+}, 120_000);
+
+test('a fork replays a run’s config and seed under another method: identical first rollouts, linked to its parent', async () => {
+  const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
+  const parent = await train({
+    ...DEFAULT_CONFIG,
+    serverUrl: server.url,
+    method: 'grpo',
+    iterations: 2,
+    tasksPerIteration: 3,
+    groupSize: 4,
+    evalEvery: 10,
+    evalTasks: 2,
+    checkpointEvery: 0,
+    checkpointDir,
+  });
+  const child = await fork(
+    server.url,
+    parent.runId,
+    'gigpo',
+    { gamma: 0.9 },
+    {},
+    { iterations: 1 },
+  );
+  const res = await gql<{
+    run: {
+      parentRunId: string;
+      forkIteration: number;
+      method: string;
+      params: unknown;
+      seed: number;
+    };
+  }>(server, 'query($id: ID!) { run(id: $id) { parentRunId forkIteration method params seed } }', {
+    id: child.runId,
+  });
+  expect(res.data!.run).toEqual({
+    parentRunId: parent.runId,
+    forkIteration: 0,
+    method: 'gigpo',
+    params: { gamma: 0.9 },
+    seed: DEFAULT_CONFIG.seed,
+  });
+  const strip = (groups: Awaited<ReturnType<typeof readIteration>>) =>
+    groups.map((g) => ({
+      id: g.id,
+      trajectories: g.trajectories.map((t) => ({
+        id: t.id,
+        steps: t.steps.map((s) => [s.state, s.action, s.reward, s.nll]),
+      })),
+    }));
+  expect(strip(await readIteration(server, child.runId, 0))).toEqual(
+    strip(await readIteration(server, parent.runId, 0)),
+  );
 }, 120_000);

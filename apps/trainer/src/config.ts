@@ -44,6 +44,8 @@ export interface TrainerConfig {
   /** Log each step's exact advantage under the rollout policy (`trueAdvantage`), tiny tasks only; γ of that truth. */
   trueAdvantages: boolean;
   trueAdvantageGamma: number;
+  /** Set on a fork: the run this one replays under another method (same config and seed, from scratch). */
+  parentRunId?: string;
 }
 
 export const DEFAULT_CONFIG: TrainerConfig = {

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
-import { train } from './trainer';
+import { fork, train, type IterationReport } from './trainer';
 
 /** `npm run train -- --env household-tiny --method gigpo --iterations 30 --seed 1` */
 async function main(): Promise<void> {
@@ -15,6 +15,7 @@ async function main(): Promise<void> {
       seed: { type: 'string' },
       server: { type: 'string' },
       'checkpoint-dir': { type: 'string' },
+      fork: { type: 'string' },
     },
   });
   const params = Object.fromEntries(
@@ -43,14 +44,25 @@ async function main(): Promise<void> {
     stop = true;
     process.stderr.write('\nstopping after this iteration; the run will be marked aborted\n');
   });
-  const { runId } = await train(config, {
+  const hooks = {
     shouldStop: () => stop,
-    onIteration: (r) =>
+    onIteration: (r: IterationReport) =>
       process.stderr.write(
         `iteration ${r.iteration + 1}/${config.iterations}  success ${(100 * r.successRate).toFixed(0)}%` +
           `${r.evaluation === undefined ? '' : `  held-out ${(100 * r.evaluation).toFixed(0)}%`}  ${r.stepsPerSecond.toFixed(0)} steps/s\n`,
       ),
-  });
+  };
+  // --fork RUN_ID: replay that run's config and seed under --method (from scratch, linked to it).
+  const { runId } = values.fork
+    ? await fork(
+        config.serverUrl,
+        values.fork,
+        config.method,
+        params,
+        hooks,
+        values.iterations ? { iterations: config.iterations } : {},
+      )
+    : await train(config, hooks);
   process.stdout.write(`${runId}\n`);
 }
 

@@ -52,6 +52,7 @@ export async function train(
     config: { ...config, backend },
     seed: config.seed,
     tags: ['trainer', backend],
+    ...(config.parentRunId ? { parentRunId: config.parentRunId, forkIteration: 0 } : {}),
   });
   const policy = new TextPolicy({ ...config.policy, seed: config.seed });
   const optimizer = tf.train.adam(config.ppo.learningRate);
@@ -213,4 +214,26 @@ async function saveCheckpoint(
   );
   await writeFile(file, JSON.stringify({ config: policy.config, weights }));
   return `file://${file}`;
+}
+
+/**
+ * Fork: a new run from run `parentRunId`'s config and seed, from scratch, under another method, linked to
+ * its parent. The same seed means the same initial weights and the same random stream, so the first
+ * iteration's rollouts are identical and only the advantages (and what follows from them) differ.
+ */
+export async function fork(
+  serverUrl: string,
+  parentRunId: string,
+  method: string,
+  methodParams: Record<string, unknown> = {},
+  hooks: TrainerHooks = {},
+  overrides: Partial<TrainerConfig> = {},
+): Promise<{ runId: string; reports: IterationReport[] }> {
+  const client = new CreditlabClient({ url: serverUrl });
+  const { run } = await client.graphql<{
+    run: { config: TrainerConfig & { backend?: string } } | null;
+  }>('query($id: ID!) { run(id: $id) { config } }', { id: parentRunId });
+  if (!run) throw new Error(`run ${parentRunId} not found`);
+  const { backend: _backend, ...parent } = run.config;
+  return train({ ...parent, ...overrides, serverUrl, method, methodParams, parentRunId }, hooks);
 }
