@@ -2,7 +2,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CONFIG } from '../apps/trainer/src/config';
-import { fork, train } from '../apps/trainer/src/trainer';
+import { fork, retrain, train } from '../apps/trainer/src/trainer';
 import { readIteration } from './support/read-back';
 import { gql, startTestServer, type ServerProcess } from './support/test-server';
 
@@ -133,5 +133,44 @@ test('a fork replays a run’s config and seed under another method: identical f
     }));
   expect(strip(await readIteration(server, child.runId, 0))).toEqual(
     strip(await readIteration(server, parent.runId, 0)),
+  );
+}, 120_000);
+
+test('retrain re-runs a run’s updates on its stored rollouts under another method, in a linked run', async () => {
+  const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
+  const parent = await train({
+    ...DEFAULT_CONFIG,
+    serverUrl: server.url,
+    method: 'grpo',
+    iterations: 2,
+    tasksPerIteration: 2,
+    groupSize: 4,
+    evalEvery: 10,
+    evalTasks: 2,
+    checkpointEvery: 0,
+    checkpointDir,
+  });
+  const child = await retrain(server.url, parent.runId, 'gated-bepo');
+  expect(child.reports.map((r) => r.steps)).toEqual(parent.reports.map((r) => r.steps));
+  const res = await gql<{
+    run: {
+      parentRunId: string;
+      status: string;
+      advantageSets: { method: string; iterations: number[] }[];
+    };
+  }>(
+    server,
+    'query($id: ID!) { run(id: $id) { parentRunId status advantageSets { method iterations } } }',
+    { id: child.runId },
+  );
+  expect(res.data!.run).toEqual({
+    parentRunId: parent.runId,
+    status: 'completed',
+    advantageSets: [{ method: 'gated-bepo', iterations: [0, 1] }],
+  });
+  const strip = (groups: Awaited<ReturnType<typeof readIteration>>) =>
+    groups.map((g) => g.trajectories.map((t) => t.steps.map((s) => [s.state, s.action, s.reward])));
+  expect(strip(await readIteration(server, child.runId, 1))).toEqual(
+    strip(await readIteration(server, parent.runId, 1)),
   );
 }, 120_000);

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
-import { fork, train, type IterationReport } from './trainer';
+import { fork, retrain, train, type IterationReport } from './trainer';
 
 /** `npm run train -- --env household-tiny --method gigpo --iterations 30 --seed 1` */
 async function main(): Promise<void> {
@@ -16,6 +16,7 @@ async function main(): Promise<void> {
       server: { type: 'string' },
       'checkpoint-dir': { type: 'string' },
       fork: { type: 'string' },
+      retrain: { type: 'string' },
     },
   });
   const params = Object.fromEntries(
@@ -53,16 +54,19 @@ async function main(): Promise<void> {
       ),
   };
   // --fork RUN_ID: replay that run's config and seed under --method (from scratch, linked to it).
-  const { runId } = values.fork
-    ? await fork(
-        config.serverUrl,
-        values.fork,
-        config.method,
-        params,
-        hooks,
-        values.iterations ? { iterations: config.iterations } : {},
-      )
-    : await train(config, hooks);
+  // --retrain RUN_ID: that run's updates again on its stored rollouts, under --method.
+  const { runId } = values.retrain
+    ? await retrain(config.serverUrl, values.retrain, config.method, params, hooks)
+    : values.fork
+      ? await fork(
+          config.serverUrl,
+          values.fork,
+          config.method,
+          params,
+          hooks,
+          values.iterations ? { iterations: config.iterations } : {},
+        )
+      : await train(config, hooks);
   process.stdout.write(`${runId}\n`);
 }
 

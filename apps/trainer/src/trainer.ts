@@ -1,5 +1,12 @@
 import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
-import { seededRandom, type HouseholdSizeName } from '@creditlab/envs';
+import {
+  admissibleActions,
+  householdTask,
+  initialState,
+  seededRandom,
+  step as envStep,
+  type HouseholdSizeName,
+} from '@creditlab/envs';
 import type { ClientEvent } from '@creditlab/events';
 import * as tf from '@tensorflow/tfjs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -236,4 +243,158 @@ export async function fork(
   if (!run) throw new Error(`run ${parentRunId} not found`);
   const { backend: _backend, ...parent } = run.config;
   return train({ ...parent, ...overrides, serverUrl, method, methodParams, parentRunId }, hooks);
+}
+
+interface StoredGroup {
+  id: string;
+  trajectories: {
+    id: string;
+    outcome: string;
+    steps: {
+      state: string;
+      action: string;
+      reward: number;
+      nll: number | null;
+      embedding: number[] | null;
+      value: number | null;
+    }[];
+  }[];
+}
+
+/**
+ * Retrain: run `parentRunId`'s updates again on its stored rollouts under another method — same data,
+ * other credit. A new run linked to the parent receives copies of the parent's rollouts iteration by
+ * iteration (so its advantage sets and `advantages.used` events are its own), and a fresh policy with the
+ * parent's seed is updated with PPO on them; the rollout policy's log-probabilities are the stored NLLs.
+ * Admissible action lists are not stored: they are rebuilt by replaying each trajectory in its task.
+ */
+export async function retrain(
+  serverUrl: string,
+  parentRunId: string,
+  method: string,
+  methodParams: Record<string, unknown> = {},
+  hooks: TrainerHooks = {},
+): Promise<{ runId: string; reports: IterationReport[] }> {
+  const client = new CreditlabClient({ url: serverUrl });
+  const { run } = await client.graphql<{
+    run: { config: TrainerConfig; iterations: { index: number; stepCount: number }[] } | null;
+  }>('query($id: ID!) { run(id: $id) { config iterations { index stepCount } } }', {
+    id: parentRunId,
+  });
+  if (!run) throw new Error(`run ${parentRunId} not found`);
+  const config = { ...run.config, serverUrl, method, methodParams };
+  const size = config.env.replace('household-', '') as HouseholdSizeName;
+  const { id: runId } = await client.createRun({
+    name: `retrain ${method} on ${parentRunId.slice(0, 8)}`,
+    env: config.env,
+    method,
+    params: methodParams,
+    config: { ...config, retrainOf: parentRunId },
+    seed: config.seed,
+    tags: ['retrain'],
+    parentRunId,
+    forkIteration: 0,
+  });
+  const policy = new TextPolicy({ ...config.policy, seed: config.seed });
+  const optimizer = tf.train.adam(config.ppo.learningRate);
+  const reports: IterationReport[] = [];
+  try {
+    for (const { index: it } of run.iterations.filter((i) => i.stepCount > 0)) {
+      if (hooks.shouldStop?.()) break;
+      const t0 = performance.now();
+      const groups = await storedGroups(client, parentRunId, it);
+      await client.appendEvents(
+        runId,
+        rolloutEvents(it, {
+          groups: groups.map((g) => ({
+            id: g.id,
+            trajectories: g.trajectories.map((t) => ({
+              id: t.id,
+              outcome: t.outcome,
+              steps: t.steps.map(stripNulls),
+            })),
+          })),
+        }),
+      );
+      const { advantages } = await client.advantages(runId, it, method, methodParams);
+      const batch: PpoSample[] = [];
+      for (const g of groups) {
+        const task = householdTask(Number(g.id.replace('task-', '')), size);
+        for (const t of g.trajectories) {
+          let s = initialState(task);
+          for (const st of t.steps) {
+            const actions = admissibleActions(task, s);
+            batch.push({
+              observation: st.state,
+              actions,
+              chosen: actions.indexOf(st.action),
+              oldLogProb: -(st.nll ?? 0),
+              advantage: advantages[batch.length] as number,
+            });
+            s = envStep(task, s, st.action).state;
+          }
+        }
+      }
+      const update = ppoUpdate(policy, batch, config.ppo, optimizer);
+      const metrics = { ...update };
+      await client.appendEvents(runId, [
+        { id: newEventId(), type: 'metrics.logged', data: { iteration: it, metrics } },
+      ]);
+      const report: IterationReport = {
+        iteration: it,
+        successRate: NaN,
+        meanReturn: NaN,
+        steps: batch.length,
+        stepsPerSecond: batch.length / ((performance.now() - t0) / 1000),
+        metrics,
+      };
+      reports.push(report);
+      hooks.onIteration?.(report);
+    }
+    const evaluation = evaluate(policy, size, config.evalTasks, seededRandom(config.seed));
+    const last = reports.at(-1)?.iteration ?? 0;
+    await client.appendEvents(runId, [
+      {
+        id: newEventId(),
+        type: 'evaluation.logged',
+        data: { iteration: last, successRate: evaluation },
+      },
+      {
+        id: newEventId(),
+        type: 'run.finished',
+        data: { status: 'completed', summary: { evaluation, iterations: reports.length } },
+      },
+    ]);
+    if (reports.length) (reports.at(-1) as IterationReport).evaluation = evaluation;
+  } finally {
+    policy.dispose();
+  }
+  return { runId, reports };
+}
+
+async function storedGroups(
+  client: CreditlabClient,
+  runId: string,
+  iteration: number,
+): Promise<StoredGroup[]> {
+  const groups: StoredGroup[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page: {
+      run: {
+        groups: { nodes: StoredGroup[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+      };
+    } = await client.graphql(
+      `query($id: ID!, $it: Int!, $after: String) { run(id: $id) { groups(iteration: $it, first: 50, after: $after) {
+         nodes { id trajectories { id outcome steps { state action reward nll embedding value } } } pageInfo { hasNextPage endCursor } } } }`,
+      { id: runId, it: iteration, after },
+    );
+    groups.push(...page.run.groups.nodes);
+    if (!page.run.groups.pageInfo.hasNextPage) return groups;
+    after = page.run.groups.pageInfo.endCursor;
+  }
+}
+
+function stripNulls(step: StoredGroup['trajectories'][number]['steps'][number]) {
+  return Object.fromEntries(Object.entries(step).filter(([, v]) => v !== null));
 }
