@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus } from 'node:os';
@@ -90,8 +90,15 @@ async function writeReport(
   const png = `experiments-${env}.png`;
   await writeFile(path.join(docs, png), lineChartPng(series, iterations));
   const colours = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
+  // Hand-written observations below the marker survive a re-run.
+  const file = path.join(docs, 'experiments.md');
+  const previous = await readFile(file, 'utf8').catch(() => '');
+  const marker = '<!-- observations -->';
+  const observations = previous.includes(marker)
+    ? previous.slice(previous.indexOf(marker))
+    : `${marker}\n`;
   await writeFile(
-    path.join(docs, 'experiments.md'),
+    file,
     `# Experiments
 
 ## ${env}: every method, ${seeds} paired seeds, ${iterations} iterations
@@ -100,7 +107,7 @@ Command: \`npm run experiment -- --env ${env} --methods ${methods.join(',')} --s
 Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; run on ${new Date().toISOString().slice(0, 10)}.
 Trainer defaults (apps/trainer/src/config.ts): B = ${DEFAULT_CONFIG.tasksPerIteration} tasks × G = ${DEFAULT_CONFIG.groupSize} rollouts per iteration, PPO-clip
 (ε ${DEFAULT_CONFIG.ppo.clip}, ${DEFAULT_CONFIG.ppo.epochs} epochs, Adam ${DEFAULT_CONFIG.ppo.learningRate}), bag-of-tokens policy (${DEFAULT_CONFIG.policy.hidden} hidden), each method at its
-registry defaults. Held-out success: greedy policy on ${DEFAULT_CONFIG.evalTasks} evaluation tasks (seeds ≡ 0 mod 5), every 5 iterations.
+registry defaults. Held-out success: the sampling policy, 4 rollouts on each of ${DEFAULT_CONFIG.evalTasks} evaluation tasks (seeds ≡ 0 mod 5), every 5 iterations.
 
 | method | final held-out success (per seed) | best held-out | iterations to 80 % held-out | training success, iteration 1 (untrained policy) | wall time per run |
 |---|---:|---:|---:|---:|---:|
@@ -109,7 +116,8 @@ ${rows.join('\n')}
 ![mean held-out success per iteration](${png})
 
 Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
-`,
+
+${observations}`,
   );
   process.stderr.write(`wrote docs/experiments.md and docs/${png}\n`);
 }
