@@ -1,7 +1,7 @@
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DEFAULT_CONFIG } from '../apps/trainer/src/config';
+import { DEFAULT_CONFIG, type TrainerConfig } from '../apps/trainer/src/config';
 import { fork, retrain, train } from '../apps/trainer/src/trainer';
 import { readIteration } from './support/read-back';
 import { gql, startTestServer, type ServerProcess } from './support/test-server';
@@ -13,22 +13,32 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-test('a 3-iteration run streams rollouts, trains on the server’s advantages, logs, evaluates and checkpoints', async () => {
+/** A short run's config: small enough for a test, every event type still produced. */
+async function smallRun(overrides: Partial<TrainerConfig>): Promise<TrainerConfig> {
   const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
+  return {
+    ...DEFAULT_CONFIG,
+    serverUrl: server.url,
+    tasksPerIteration: 3,
+    groupSize: 4,
+    evalEvery: 10,
+    evalTasks: 2,
+    checkpointEvery: 0,
+    checkpointDir,
+    ...overrides,
+  };
+}
+
+test('a 3-iteration run streams rollouts, trains on the server’s advantages, logs, evaluates and checkpoints', async () => {
   const seen: number[] = [];
   const { runId, reports } = await train(
-    {
-      ...DEFAULT_CONFIG,
-      serverUrl: server.url,
+    await smallRun({
       method: 'gaca',
       iterations: 3,
-      tasksPerIteration: 3,
-      groupSize: 4,
       evalEvery: 2,
       evalTasks: 4,
       checkpointEvery: 2,
-      checkpointDir,
-    },
+    }),
     { onIteration: (r) => seen.push(r.iteration) },
   );
   expect(seen).toEqual([0, 1, 2]);
@@ -84,19 +94,7 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
 }, 120_000);
 
 test('a fork replays a run’s config and seed under another method: identical first rollouts, linked to its parent', async () => {
-  const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
-  const parent = await train({
-    ...DEFAULT_CONFIG,
-    serverUrl: server.url,
-    method: 'grpo',
-    iterations: 2,
-    tasksPerIteration: 3,
-    groupSize: 4,
-    evalEvery: 10,
-    evalTasks: 2,
-    checkpointEvery: 0,
-    checkpointDir,
-  });
+  const parent = await train(await smallRun({ method: 'grpo', iterations: 2 }));
   const child = await fork(
     server.url,
     parent.runId,
@@ -137,19 +135,9 @@ test('a fork replays a run’s config and seed under another method: identical f
 }, 120_000);
 
 test('retrain re-runs a run’s updates on its stored rollouts under another method, in a linked run', async () => {
-  const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
-  const parent = await train({
-    ...DEFAULT_CONFIG,
-    serverUrl: server.url,
-    method: 'grpo',
-    iterations: 2,
-    tasksPerIteration: 2,
-    groupSize: 4,
-    evalEvery: 10,
-    evalTasks: 2,
-    checkpointEvery: 0,
-    checkpointDir,
-  });
+  const parent = await train(
+    await smallRun({ method: 'grpo', iterations: 2, tasksPerIteration: 2 }),
+  );
   const child = await retrain(server.url, parent.runId, 'gated-bepo');
   expect(child.reports.map((r) => r.steps)).toEqual(parent.reports.map((r) => r.steps));
   const res = await gql<{

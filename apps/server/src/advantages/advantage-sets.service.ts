@@ -54,6 +54,12 @@ interface StoredRow {
   computeMs: number;
 }
 
+function runNotFound(runId: string): DomainError {
+  return new DomainError(ErrorCode.RunNotFound, `run ${JSON.stringify(runId)} not found`, {
+    runId,
+  });
+}
+
 function noRollouts(runId: string, iteration: number): DomainError {
   return new DomainError(
     ErrorCode.InvalidInput,
@@ -97,16 +103,21 @@ export class AdvantageSetsService {
 
   async ensureSet(runId: string, request: MethodRequest): Promise<AdvantageSet> {
     const r = this.resolve(request);
-    await this.requireRun(runId);
+    if (!/^[0-9a-f-]{36}$/i.test(runId)) throw runNotFound(runId);
     const key = JSON.stringify(r.params);
-    const res = await this.db.pool.query<{ id: string }>(
-      `WITH ins AS (
+    // The foreign key on run_id tells an unknown run apart: no separate lookup on this hot path.
+    const res = await this.db.pool
+      .query<{ id: string }>(
+        `WITH ins AS (
          INSERT INTO advantage_sets (run_id, method, params, params_key, estimator_version) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (run_id, method, params_key, estimator_version) DO NOTHING RETURNING id)
        SELECT id FROM ins UNION ALL
        SELECT id FROM advantage_sets WHERE run_id = $1 AND method = $2 AND params_key = $4 AND estimator_version = $5`,
-      [runId, r.method, JSON.stringify(r.params), key, r.version],
-    );
+        [runId, r.method, JSON.stringify(r.params), key, r.version],
+      )
+      .catch((e: { code?: string }) => {
+        throw e.code === '23503' ? runNotFound(runId) : e;
+      });
     return {
       id: (res.rows[0] as { id: string }).id,
       runId,
@@ -326,15 +337,5 @@ export class AdvantageSetsService {
       stepCount: Number(r.steps ?? 0),
       createdAt: r.created_at,
     }));
-  }
-
-  private async requireRun(runId: string): Promise<void> {
-    const ok =
-      /^[0-9a-f-]{36}$/i.test(runId) &&
-      (await this.db.pool.query('SELECT 1 FROM runs WHERE id = $1', [runId])).rowCount;
-    if (!ok)
-      throw new DomainError(ErrorCode.RunNotFound, `run ${JSON.stringify(runId)} not found`, {
-        runId,
-      });
   }
 }
