@@ -20,6 +20,7 @@ import {
 } from '../libs/estimators/test/support/synthetic-rollouts';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
+import { ADMIN_KEY } from '../test/support/test-server';
 
 const STEPS = Number(process.env.BENCH_INGEST_STEPS ?? 1_000_000);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
@@ -102,7 +103,11 @@ function postFile(url: string, file: string, size: number): Promise<void> {
       url,
       {
         method: 'POST',
-        headers: { 'content-type': 'application/x-ndjson', 'content-length': size },
+        headers: {
+          'content-type': 'application/x-ndjson',
+          'content-length': size,
+          authorization: `Bearer ${ADMIN_KEY}`,
+        },
       },
       (res) => {
         let body = '';

@@ -13,7 +13,7 @@ import {
   syntheticBatchJson,
   type SyntheticShape,
 } from '../libs/estimators/test/support/synthetic-rollouts';
-import { gql } from '../test/support/test-server';
+import { ADMIN_KEY, gql } from '../test/support/test-server';
 import { fmt, machineLine, median, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     CREDITLAB_JOB_CONCURRENCY: '2',
   });
   const { server, pool } = bench;
-  const client = new CreditlabClient({ url: server.url, batchSize: 50 });
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 50 });
   try {
     console.log(`ingesting a run of ${RUN_STEPS} steps...`);
     const run = await ingestRun(client, 'recompute bench', ITERATION, RUN_STEPS);
@@ -125,7 +125,11 @@ async function main(): Promise<void> {
     const post = (method: string) =>
       fetch(`${server.url}/v1/runs/${online.id}/iterations/0/advantages`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/octet-stream',
+          authorization: `Bearer ${ADMIN_KEY}`,
+        },
         body: JSON.stringify({ method }),
       }).then(async (r) => {
         if (r.status !== 200) throw new Error(await r.text());

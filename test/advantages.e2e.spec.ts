@@ -8,7 +8,7 @@ import {
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sharedDir } from './support/shared-dir';
-import { gql, startTestServer, type ServerProcess } from './support/test-server';
+import { gql, startTestServer, type ServerProcess, ADMIN_KEY, api } from './support/test-server';
 
 /**
  * The online path and Step.advantage: any method, any parameters, on stored
@@ -23,7 +23,7 @@ const fixture = JSON.parse(
 
 beforeAll(async () => {
   server = await startTestServer();
-  client = new CreditlabClient({ url: server.url });
+  client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   runId = (await client.createRun({ name: 'advantages', env: 'fixtures', method: 'gigpo' })).id;
   await client.appendEvents(runId, rolloutEvents(5, fixture.batch, 37));
 });
@@ -35,7 +35,7 @@ async function online(
   extra: Record<string, unknown> = {},
   accept = 'application/json',
 ) {
-  return fetch(`${server.url}/v1/runs/${runId}/iterations/5/advantages`, {
+  return api(`${server.url}/v1/runs/${runId}/iterations/5/advantages`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept },
     body: JSON.stringify({ method, params, ...extra }),
@@ -174,7 +174,7 @@ describe('errors are clear, with codes', () => {
     const batch = structuredClone(fixture.batch);
     delete batch.groups[1]!.trajectories[2]!.steps[3]!.embedding;
     await client.appendEvents(id, rolloutEvents(0, batch));
-    const res = await fetch(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
+    const res = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"method":"bipace"}',
@@ -187,7 +187,7 @@ describe('errors are clear, with codes', () => {
   });
 
   test('an iteration without rollouts, an unknown run', async () => {
-    const empty = await fetch(`${server.url}/v1/runs/${runId}/iterations/9/advantages`, {
+    const empty = await api(`${server.url}/v1/runs/${runId}/iterations/9/advantages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"method":"grpo"}',
@@ -196,7 +196,7 @@ describe('errors are clear, with codes', () => {
     expect(((await empty.json()) as { message: string }).message).toBe(
       `run ${runId} has no rollouts in iteration 9`,
     );
-    const res = await fetch(
+    const res = await api(
       `${server.url}/v1/runs/11111111-1111-4111-8111-111111111111/iterations/0/advantages`,
       {
         method: 'POST',

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fixtureBatches } from './support/fixture-batches';
 import { freePort } from './support/free-port';
 import { readIteration } from './support/read-back';
-import { gql, spawnServer } from './support/test-server';
+import { gql, spawnServer, ADMIN_KEY, api } from './support/test-server';
 
 /**
  * The two-command default: no DATABASE_URL, so the server starts its own
@@ -28,7 +28,7 @@ test('stop and restart the server with its embedded database: all acknowledged d
   const [name, batch] = fixtureBatches()[4]!;
 
   const first = await spawnServer(env);
-  const client = new CreditlabClient({ url: first.url });
+  const client = new CreditlabClient({ url: first.url, apiKey: ADMIN_KEY });
   const { id } = await client.createRun({
     name,
     env: 'fixtures',
@@ -38,7 +38,7 @@ test('stop and restart the server with its embedded database: all acknowledged d
   const ack = await client.appendEvents(id, rolloutEvents(0, batch, 25));
   const before = await readIteration(first, id, 0);
   const advantages = (url: string) =>
-    fetch(`${url}/v1/runs/${id}/iterations/0/advantages`, {
+    api(`${url}/v1/runs/${id}/iterations/0/advantages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
       body: '{"method": "gaca", "params": {"debiased": true}}',

@@ -9,6 +9,7 @@ import {
   spawnServer,
   startTestServer,
   type ServerProcess,
+  ADMIN_KEY,
 } from './support/test-server';
 
 /** The read side: filters, cursors, the event stream, batching, and the query limits. */
@@ -17,7 +18,7 @@ let client: CreditlabClient;
 const runIds: string[] = [];
 beforeAll(async () => {
   server = await startTestServer({ CREDITLAB_GRAPHQL_MAX_COST: '100000' });
-  client = new CreditlabClient({ url: server.url });
+  client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   const batches = fixtureBatches();
   for (let i = 0; i < 5; i++) {
     const { id } = await client.createRun({

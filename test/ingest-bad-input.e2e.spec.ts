@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { CreditlabClient } from '@creditlab/client';
 import { rowCounts } from './support/row-counts';
-import { gql, startTestServer, type ServerProcess } from './support/test-server';
+import { gql, startTestServer, type ServerProcess, ADMIN_KEY, api } from './support/test-server';
 
 /**
  * Malformed requests from test/fixtures/not-ok: each gets its status and a
@@ -39,7 +39,7 @@ beforeAll(async () => {
     CREDITLAB_MAX_REQUEST_BYTES: '262144',
   });
   runId = (
-    await new CreditlabClient({ url: server.url }).createRun({
+    await new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY }).createRun({
       name: 'bad input',
       env: 'e',
       method: 'grpo',
@@ -80,7 +80,7 @@ test('the not-ok folder covers the cases the issue names', () => {
 test.each(cases)('%s', async (_name, c) => {
   const before = await rowCounts(server.databaseUrl);
   const target = c.run === 'unknown' ? '11111111-1111-4111-8111-111111111111' : runId;
-  const res = await fetch(`${server.url}/v1/runs/${target}/events`, {
+  const res = await api(`${server.url}/v1/runs/${target}/events`, {
     method: 'POST',
     headers: { 'content-type': c.contentType ?? 'application/x-ndjson' },
     body: body(c),
@@ -148,7 +148,7 @@ describe('GraphQL mutations validate the same way', () => {
   });
 
   test('POST /v1/runs with a bad body is a 400 naming the field', async () => {
-    const res = await fetch(`${server.url}/v1/runs`, {
+    const res = await api(`${server.url}/v1/runs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'x', env: 'e', method: 'grpo', seed: 1.5 }),

@@ -5,20 +5,20 @@ import pg from 'pg';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { fixtureBatches } from './support/fixture-batches';
 import { rowCounts } from './support/row-counts';
-import { metric, startTestServer, type ServerProcess } from './support/test-server';
+import { metric, startTestServer, type ServerProcess, ADMIN_KEY, api } from './support/test-server';
 
 /** Retries and races leave exactly one copy of every event, and seqs stay gap-free. */
 let server: ServerProcess & { databaseUrl: string };
 let client: CreditlabClient;
 beforeAll(async () => {
   server = await startTestServer();
-  client = new CreditlabClient({ url: server.url });
+  client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
 });
 afterAll(() => server.stop());
 
 const ndjson = (events: ClientEvent[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
 const post = (runId: string, body: string) =>
-  fetch(`${server.url}/v1/runs/${runId}/events`, {
+  api(`${server.url}/v1/runs/${runId}/events`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-ndjson' },
     body,
@@ -74,6 +74,7 @@ test('a request cut mid-body stores nothing, and its retry stores everything onc
       headers: {
         'content-type': 'application/x-ndjson',
         'content-length': Buffer.byteLength(body),
+        authorization: `Bearer ${ADMIN_KEY}`,
       },
     });
     req.on('error', () => resolve()); // the cut we cause
@@ -115,8 +116,8 @@ test('two clients appending to one run concurrently: gap-free seqs, nothing lost
   const a = mk('a', 300);
   const b = mk('b', 300);
   const [ra, rb] = await Promise.all([
-    new CreditlabClient({ url: server.url, batchSize: 10 }).appendEvents(id, a),
-    new CreditlabClient({ url: server.url, batchSize: 7 }).appendEvents(id, b),
+    new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 10 }).appendEvents(id, a),
+    new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 7 }).appendEvents(id, b),
   ]);
   expect(ra.accepted + rb.accepted).toBe(600);
   expect(await seqs(id)).toEqual(Array.from({ length: 601 }, (_, i) => i + 1));
@@ -142,6 +143,7 @@ test('the client retries a 5xx answer and the server stores the batch once', asy
   const events = rolloutEvents(0, fixtureBatches()[2]![1], 50);
   const summary = await new CreditlabClient({
     url: server.url,
+    apiKey: ADMIN_KEY,
     fetch: flaky,
     retryDelayMs: 10,
     batchSize: 1000,

@@ -1,7 +1,7 @@
 import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
 import type { ClientEvent } from '@creditlab/events';
 import type { RolloutBatch } from '@creditlab/estimators';
-import { startTestServer, type ServerProcess } from './support/test-server';
+import { startTestServer, type ServerProcess, ADMIN_KEY } from './support/test-server';
 import { fixtureBatches } from './support/fixture-batches';
 import { readIteration, type ReadGroup } from './support/read-back';
 
@@ -14,7 +14,7 @@ let server: ServerProcess;
 let client: CreditlabClient;
 beforeAll(async () => {
   server = await startTestServer();
-  client = new CreditlabClient({ url: server.url, batchSize: 7 });
+  client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 7 });
 });
 afterAll(() => server.stop());
 

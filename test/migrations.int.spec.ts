@@ -32,7 +32,7 @@ describe('migrations', () => {
   test('events and steps are append-only: UPDATE, DELETE and TRUNCATE are refused', async () => {
     const db = pool(await createTestDatabase());
     const run = await db.query<{ id: string }>(
-      `INSERT INTO runs (name, project, env, method) VALUES ('r', 'p', 'e', 'grpo') RETURNING id`,
+      `INSERT INTO runs (name, project, env, method) VALUES ('r', 'default', 'e', 'grpo') RETURNING id`,
     );
     const runId = run.rows[0]!.id;
     await db.query(

@@ -1,7 +1,7 @@
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { rowCounts } from './support/row-counts';
-import { metric, startTestServer } from './support/test-server';
+import { metric, startTestServer, ADMIN_KEY, api } from './support/test-server';
 
 /** Health, readiness, metrics, and a shutdown that lets in-flight work finish. */
 test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
@@ -14,13 +14,13 @@ test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
       status: 'ready',
       checks: { database: 'ok', migrations: 'ok' },
     });
-    const client = new CreditlabClient({ url: server.url });
+    const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
     const { id } = await client.createRun({ name: 'metrics', env: 'e', method: 'gigpo' });
     await client.appendEvents(
       id,
       rolloutEvents(0, syntheticBatchJson({ groups: 2, groupSize: 4, maxSteps: 5 }, 1)),
     );
-    await fetch(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
+    await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"method":"gigpo"}',
@@ -44,18 +44,17 @@ test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
 test('structured JSON logs carry the request id the response echoes; keys never reach the log', async () => {
   const server = await startTestServer();
   try {
-    const res = await fetch(`${server.url}/v1/runs`, {
+    const res = await api(`${server.url}/v1/runs`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         'x-request-id': 'trainer-42',
-        authorization: 'Bearer top-secret',
       },
       body: JSON.stringify({ name: 'logs', env: 'e', method: 'grpo' }),
     });
     expect(res.headers.get('x-request-id')).toBe('trainer-42');
     const generated = (
-      await fetch(`${server.url}/v1/runs/nope/events`, {
+      await api(`${server.url}/v1/runs/nope/events`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-ndjson' },
         body: '{}',
@@ -72,13 +71,15 @@ test('structured JSON logs carry the request id the response echoes; keys never 
           JSON.parse(l) as {
             req?: { id: string; headers: Record<string, string> };
             res?: { statusCode: number };
+            key?: string;
           },
       );
     const mine = lines.find((l) => l.req?.id === 'trainer-42');
     expect(mine?.res?.statusCode).toBe(201);
     expect(mine?.req?.headers.authorization).toBe('[Redacted]');
+    expect(mine?.key).toBe(ADMIN_KEY.split('_')[1]); // the key's public prefix says who called
     expect(lines.find((l) => l.req?.id === generated)?.res?.statusCode).toBe(404);
-    expect(server.output()).not.toContain('top-secret');
+    expect(server.output()).not.toContain(ADMIN_KEY.slice(12));
   } finally {
     await server.stop();
   }
@@ -86,7 +87,7 @@ test('structured JSON logs carry the request id the response echoes; keys never 
 
 test('SIGTERM during an ingest request: the request completes, then the server exits cleanly', async () => {
   const server = await startTestServer();
-  const client = new CreditlabClient({ url: server.url });
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   const { id } = await client.createRun({ name: 'shutdown', env: 'e', method: 'gigpo' });
   const batch = syntheticBatchJson(
     { groups: 1000, groupSize: 8, maxSteps: 50, statesPerGroup: 20, maxTotalSteps: 40_000 },
@@ -96,7 +97,7 @@ test('SIGTERM during an ingest request: the request completes, then the server e
     rolloutEvents(0, batch, 500)
       .map((e) => JSON.stringify(e))
       .join('\n') + '\n';
-  const pending = fetch(`${server.url}/v1/runs/${id}/events`, {
+  const pending = api(`${server.url}/v1/runs/${id}/events`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-ndjson' },
     body,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { fixtureBatches } from './support/fixture-batches';
 import { createTestDatabase } from './support/test-database';
-import { spawnServer } from './support/test-server';
+import { spawnServer, ADMIN_KEY, api } from './support/test-server';
 
 /**
  * What the container runs: the compiled build started by docker/entrypoint.sh with NODE_ENV=production
@@ -41,10 +41,10 @@ test('the compiled server runs in production mode: migrates, ingests, computes i
   );
   try {
     expect(await (await fetch(`${server.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
-    const client = new CreditlabClient({ url: server.url });
+    const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
     const { id } = await client.createRun({ name: 'prod', env: 'e', method: 'bipace' });
     await client.appendEvents(id, rolloutEvents(0, fixtureBatches()[10]![1]));
-    const res = await fetch(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
+    const res = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"method": "bipace"}',

@@ -1,5 +1,5 @@
 import { columnarBatchFromJson, estimate } from '@creditlab/estimators';
-import { gql, spawnServer, startTestServer, type ServerProcess } from './support/test-server';
+import { gql, spawnServer, startTestServer, type ServerProcess, api } from './support/test-server';
 import { syntheticRun } from './support/synthetic-run';
 
 /** Recompute jobs with a real queue (pg-boss), real workers and a real database. */
@@ -62,7 +62,7 @@ async function storedAdvantages(
   iteration: number,
   method: Record<string, unknown>,
 ): Promise<number[]> {
-  const res = await fetch(`${url}/v1/runs/${runId}/iterations/${iteration}/advantages`, {
+  const res = await api(`${url}/v1/runs/${runId}/iterations/${iteration}/advantages`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
     body: JSON.stringify(method),

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DEFAULT_CONFIG, type TrainerConfig } from '../apps/trainer/src/config';
 import { fork, retrain, train } from '../apps/trainer/src/trainer';
 import { readIteration } from './support/read-back';
-import { gql, startTestServer, type ServerProcess } from './support/test-server';
+import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
 
 /** Three iterations of the real trainer against a real server: the run leaves the expected events, sets and checkpoints. */
 let server: ServerProcess & { databaseUrl: string };
@@ -40,6 +40,7 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
       checkpointEvery: 2,
     }),
     { onIteration: (r) => seen.push(r.iteration) },
+    ADMIN_KEY,
   );
   expect(seen).toEqual([0, 1, 2]);
   const res = await gql<{
@@ -94,9 +95,9 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
 }, 120_000);
 
 test('a fork replays a run’s config and seed under another method: identical first rollouts, linked to its parent', async () => {
-  const parent = await train(await smallRun({ method: 'grpo', iterations: 2 }));
+  const parent = await train(await smallRun({ method: 'grpo', iterations: 2 }), {}, ADMIN_KEY);
   const child = await fork(
-    server.url,
+    { url: server.url, apiKey: ADMIN_KEY },
     parent.runId,
     'gigpo',
     { gamma: 0.9 },
@@ -137,8 +138,10 @@ test('a fork replays a run’s config and seed under another method: identical f
 test('retrain re-runs a run’s updates on its stored rollouts under another method, in a linked run', async () => {
   const parent = await train(
     await smallRun({ method: 'grpo', iterations: 2, tasksPerIteration: 2 }),
+    {},
+    ADMIN_KEY,
   );
-  const child = await retrain(server.url, parent.runId, 'gated-bepo');
+  const child = await retrain({ url: server.url, apiKey: ADMIN_KEY }, parent.runId, 'gated-bepo');
   expect(child.reports.map((r) => r.steps)).toEqual(parent.reports.map((r) => r.steps));
   const res = await gql<{
     run: {

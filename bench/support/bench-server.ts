@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../test/support/free-port';
-import { spawnServer, type ServerProcess } from '../../test/support/test-server';
+import { ADMIN_KEY, spawnServer, type ServerProcess } from '../../test/support/test-server';
 
 export interface BenchServer {
   server: ServerProcess;
+  /** The server's admin key (CREDITLAB_ADMIN_KEY). */
+  adminKey: string;
   databaseUrl: string;
   /** A pool of the benchmark's own, for measuring the database directly. */
   pool: pg.Pool;
@@ -31,6 +33,7 @@ export async function startBenchServer(
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     server,
+    adminKey: ADMIN_KEY,
     databaseUrl,
     pool,
     dir,

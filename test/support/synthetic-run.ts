@@ -4,6 +4,7 @@ import {
   syntheticBatchJson,
   type SyntheticShape,
 } from '../../libs/estimators/test/support/synthetic-rollouts';
+import { ADMIN_KEY } from './test-server';
 
 /** A run of `iterations` synthetic iterations (seeded), streamed through the client; returns the batches too. */
 export async function syntheticRun(
@@ -11,8 +12,10 @@ export async function syntheticRun(
   iterations: number,
   shape: SyntheticShape = { groups: 4, groupSize: 8, maxSteps: 20, statesPerGroup: 8 },
   name = 'synthetic',
+  /** The key that creates it: the run goes to that key's project. */
+  apiKey: string = ADMIN_KEY,
 ): Promise<{ id: string; batches: RolloutBatch[] }> {
-  const client = new CreditlabClient({ url });
+  const client = new CreditlabClient({ url, apiKey });
   const { id } = await client.createRun({ name, env: 'synthetic', method: 'gigpo' });
   const batches: RolloutBatch[] = [];
   for (let i = 0; i < iterations; i++) {

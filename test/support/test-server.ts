@@ -1,8 +1,29 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase } from './test-database';
 
 const ROOT = path.resolve(__dirname, '../..');
+
+/** The admin key every test server registers (CREDITLAB_ADMIN_KEY): over every project. */
+export const ADMIN_KEY = `cl_${randomBytes(4).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+
+/** A folder for credentials files: a test server never writes to the user's ~/.creditlab. */
+const CREDENTIALS_DIR = mkdtempSync(path.join(tmpdir(), 'creditlab-test-credentials-'));
+
+/** `fetch` with `Authorization: Bearer <key>` (the admin key unless told). */
+export function api(
+  url: string,
+  init: RequestInit = {},
+  key: string = ADMIN_KEY,
+): Promise<Response> {
+  return fetch(url, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) },
+  });
+}
 
 export interface ServerProcess {
   url: string;
@@ -38,6 +59,8 @@ export async function spawnServer(
       PORT: '0',
       LOG_LEVEL: 'log',
       DATABASE_URL: undefined,
+      CREDITLAB_ADMIN_KEY: ADMIN_KEY,
+      CREDITLAB_CREDENTIALS: path.join(CREDENTIALS_DIR, `${randomBytes(6).toString('hex')}.json`),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -86,17 +109,22 @@ export async function startTestServer(
   return { ...server, databaseUrl };
 }
 
-/** POSTs a GraphQL operation and returns the whole response body. */
+/** POSTs a GraphQL operation (with the admin key unless told) and returns the whole response body. */
 export async function gql<T = Record<string, unknown>>(
   server: { url: string },
   query: string,
   variables: Record<string, unknown> = {},
+  key: string = ADMIN_KEY,
 ): Promise<{ data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[] }> {
-  const res = await fetch(`${server.url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query, variables }),
-  });
+  const res = await api(
+    `${server.url}/graphql`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+    },
+    key,
+  );
   return (await res.json()) as {
     data?: T;
     errors?: { message: string; extensions?: Record<string, unknown> }[];

@@ -23,6 +23,8 @@ import { Metrics } from './metrics/metrics';
 import { MetricsController } from './metrics/metrics.controller';
 import { HealthController } from './health/health.controller';
 import { loggingModule } from './logging/logging.module';
+import { AccessModule } from './access/access.module';
+import { AccessResolver } from './graphql/access.resolver';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -49,6 +51,7 @@ export class AppModule {
       imports: [
         CoreModule.forRoot(config, db),
         loggingModule(config),
+        AccessModule,
         IngestModule,
         AdvantagesModule,
         GraphQLModule.forRoot<ApolloDriverConfig>({
@@ -56,6 +59,8 @@ export class AppModule {
           path: '/graphql',
           autoSchemaFile: true,
           sortSchema: true,
+          // Every request carries a key, so the schema is shown to key holders only, production included.
+          introspection: true,
           context: ({ req }: { req: Request }) => ({ req, loaders: createReadLoaders(db) }),
           validationRules: [depthLimitRule(config.limits.graphqlMaxDepth)],
           plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
@@ -64,6 +69,7 @@ export class AppModule {
       controllers: [MetricsController, HealthController],
       providers: [
         RunsResolver,
+        AccessResolver,
         RolloutGroupResolver,
         TrajectoryResolver,
         AdvantagesResolver,

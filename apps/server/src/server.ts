@@ -13,6 +13,10 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
 import { lexicographicSortSchema, printSchema } from 'graphql';
 import { AppModule } from './app.module';
+import { ApiKeysService } from './access/api-keys.service';
+import { authenticate } from './access/authenticate';
+import { bootstrapAccess } from './access/bootstrap-access';
+import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { Metrics } from './metrics/metrics';
@@ -69,8 +73,14 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       });
       next();
     });
+    app.use(authenticate(app.get(ApiKeysService), app.get(RateLimits)));
     await app.listen(config.port, config.host);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    await bootstrapAccess(
+      db.pool,
+      { adminKey: config.access.adminKey, credentialsFile: config.access.credentialsFile, url },
+      logger,
+    );
     let closed: Promise<void> | undefined;
     return {
       app,

@@ -32,17 +32,21 @@ async function main(): Promise<void> {
     for (let seed = 1; seed <= seeds; seed++) {
       for (const method of methods) {
         const t0 = performance.now();
-        const { reports } = await train({
-          ...DEFAULT_CONFIG,
-          serverUrl: bench.server.url,
-          env,
-          method,
-          iterations,
-          seed,
-          evalEvery: 5,
-          checkpointEvery: 0,
-          trueAdvantages: false,
-        });
+        const { reports } = await train(
+          {
+            ...DEFAULT_CONFIG,
+            serverUrl: bench.server.url,
+            env,
+            method,
+            iterations,
+            seed,
+            evalEvery: 5,
+            checkpointEvery: 0,
+            trueAdvantages: false,
+          },
+          {},
+          bench.adminKey,
+        );
         results.push({ method, seed, reports, seconds: (performance.now() - t0) / 1000 });
         const last = reports.at(-1);
         process.stderr.write(

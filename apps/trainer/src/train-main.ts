@@ -1,3 +1,4 @@
+import { resolveConnection } from '@creditlab/client';
 import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { fork, retrain, train, type IterationReport } from './trainer';
@@ -14,6 +15,7 @@ async function main(): Promise<void> {
       'group-size': { type: 'string' },
       seed: { type: 'string' },
       server: { type: 'string' },
+      key: { type: 'string' },
       'checkpoint-dir': { type: 'string' },
       fork: { type: 'string' },
       retrain: { type: 'string' },
@@ -28,9 +30,11 @@ async function main(): Promise<void> {
       ];
     }),
   );
+  // --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the embedded server's credentials file.
+  const server = resolveConnection({ url: values.server, apiKey: values.key });
   const config: TrainerConfig = {
     ...DEFAULT_CONFIG,
-    serverUrl: values.server ?? process.env.CREDITLAB_URL ?? DEFAULT_CONFIG.serverUrl,
+    serverUrl: server.url,
     env: (values.env as TrainerConfig['env']) ?? DEFAULT_CONFIG.env,
     method: values.method ?? DEFAULT_CONFIG.method,
     methodParams: params,
@@ -56,17 +60,17 @@ async function main(): Promise<void> {
   // --fork RUN_ID: replay that run's config and seed under --method (from scratch, linked to it).
   // --retrain RUN_ID: that run's updates again on its stored rollouts, under --method.
   const { runId } = values.retrain
-    ? await retrain(config.serverUrl, values.retrain, config.method, params, hooks)
+    ? await retrain(server, values.retrain, config.method, params, hooks)
     : values.fork
       ? await fork(
-          config.serverUrl,
+          server,
           values.fork,
           config.method,
           params,
           hooks,
           values.iterations ? { iterations: config.iterations } : {},
         )
-      : await train(config, hooks);
+      : await train(config, hooks, server.apiKey);
   process.stdout.write(`${runId}\n`);
 }
 

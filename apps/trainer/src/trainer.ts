@@ -1,4 +1,4 @@
-import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
+import { CreditlabClient, newEventId, rolloutEvents, type Connection } from '@creditlab/client';
 import {
   admissibleActions,
   householdTask,
@@ -47,10 +47,12 @@ export interface TrainerHooks {
 export async function train(
   config: TrainerConfig,
   hooks: TrainerHooks = {},
+  /** The key; default CREDITLAB_API_KEY, else the credentials file (never stored in the run's config). */
+  apiKey?: string,
 ): Promise<{ runId: string; reports: IterationReport[] }> {
   const backend = await selectBackend();
   const size = config.env.replace('household-', '') as HouseholdSizeName;
-  const client = new CreditlabClient({ url: config.serverUrl });
+  const client = CreditlabClient.connect({ url: config.serverUrl, apiKey });
   const { id: runId } = await client.createRun({
     name: `${config.method} ${config.env} seed ${config.seed}`,
     env: config.env,
@@ -229,20 +231,24 @@ async function saveCheckpoint(
  * iteration's rollouts are identical and only the advantages (and what follows from them) differ.
  */
 export async function fork(
-  serverUrl: string,
+  server: Connection,
   parentRunId: string,
   method: string,
   methodParams: Record<string, unknown> = {},
   hooks: TrainerHooks = {},
   overrides: Partial<TrainerConfig> = {},
 ): Promise<{ runId: string; reports: IterationReport[] }> {
-  const client = new CreditlabClient({ url: serverUrl });
+  const client = CreditlabClient.connect(server);
   const { run } = await client.graphql<{
     run: { config: TrainerConfig & { backend?: string } } | null;
   }>('query($id: ID!) { run(id: $id) { config } }', { id: parentRunId });
   if (!run) throw new Error(`run ${parentRunId} not found`);
   const { backend: _backend, ...parent } = run.config;
-  return train({ ...parent, ...overrides, serverUrl, method, methodParams, parentRunId }, hooks);
+  return train(
+    { ...parent, ...overrides, serverUrl: client.url, method, methodParams, parentRunId },
+    hooks,
+    server.apiKey,
+  );
 }
 
 interface StoredGroup {
@@ -269,20 +275,20 @@ interface StoredGroup {
  * Admissible action lists are not stored: they are rebuilt by replaying each trajectory in its task.
  */
 export async function retrain(
-  serverUrl: string,
+  server: Connection,
   parentRunId: string,
   method: string,
   methodParams: Record<string, unknown> = {},
   hooks: TrainerHooks = {},
 ): Promise<{ runId: string; reports: IterationReport[] }> {
-  const client = new CreditlabClient({ url: serverUrl });
+  const client = CreditlabClient.connect(server);
   const { run } = await client.graphql<{
     run: { config: TrainerConfig; iterations: { index: number; stepCount: number }[] } | null;
   }>('query($id: ID!) { run(id: $id) { config iterations { index stepCount } } }', {
     id: parentRunId,
   });
   if (!run) throw new Error(`run ${parentRunId} not found`);
-  const config = { ...run.config, serverUrl, method, methodParams };
+  const config = { ...run.config, serverUrl: client.url, method, methodParams };
   const size = config.env.replace('household-', '') as HouseholdSizeName;
   const { id: runId } = await client.createRun({
     name: `retrain ${method} on ${parentRunId.slice(0, 8)}`,

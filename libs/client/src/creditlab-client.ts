@@ -1,12 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
+import { resolveConnection } from './credentials';
 
 export interface ClientOptions {
   /** Server base URL, e.g. http://127.0.0.1:4000 */
   url: string;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
   /** Events per NDJSON request when appending (a request is all-or-nothing). */
   batchSize?: number;
-  /** Attempts per request on network errors and 5xx answers (retrying is safe: event ids make appends idempotent). */
+  /**
+   * Attempts per request on network errors, 5xx answers and 429 (after the server's Retry-After);
+   * retrying is safe: event ids make appends idempotent.
+   */
   retries?: number;
   /** First retry delay; doubles each attempt, with jitter. */
   retryDelayMs?: number;
@@ -35,6 +41,20 @@ export class CreditlabApiError extends Error {
   }
 }
 
+export interface GraphQLErrorItem {
+  message: string;
+  extensions?: { code?: string } & Record<string, unknown>;
+}
+
+/** GraphQL errors of an answer; `codes` are their `extensions.code` (NOT_FOUND, FORBIDDEN, ...). */
+export class CreditlabGraphQLError extends Error {
+  readonly codes: string[];
+  constructor(readonly errors: GraphQLErrorItem[]) {
+    super(errors.map((e) => e.message).join('; '));
+    this.codes = errors.map((e) => e.extensions?.code ?? 'UNKNOWN');
+  }
+}
+
 /**
  * Creditlab's HTTP client for trainers: creates runs and streams events as
  * NDJSON in batches, retrying network failures and 5xx answers with
@@ -52,6 +72,29 @@ export class CreditlabClient {
     this.retries = options.retries ?? 5;
     this.retryDelayMs = options.retryDelayMs ?? 200;
     this.fetch = options.fetch ?? fetch;
+  }
+
+  /**
+   * A client for the server and key given, else CREDITLAB_URL / CREDITLAB_API_KEY, else the
+   * credentials file the embedded server wrote on its first start.
+   */
+  static connect(
+    given: { url?: string; apiKey?: string } = {},
+    options: Omit<ClientOptions, 'url' | 'apiKey'> = {},
+  ): CreditlabClient {
+    return new CreditlabClient({ ...options, ...resolveConnection(given) });
+  }
+
+  get url(): string {
+    return this.options.url;
+  }
+
+  private headers(contentType: string, accept = 'application/json'): Record<string, string> {
+    return {
+      'content-type': contentType,
+      accept,
+      ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+    };
   }
 
   async createRun(input: RunInput): Promise<{ id: string }> {
@@ -129,7 +172,7 @@ export class CreditlabClient {
       try {
         res = await this.fetch(url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/octet-stream' },
+          headers: this.headers('application/json', 'application/octet-stream'),
           body,
         });
       } catch (e) {
@@ -145,12 +188,12 @@ export class CreditlabClient {
         };
       }
       const text = await res.text();
-      if (res.status < 500 || attempt >= this.retries)
+      if (!retryable(res.status) || attempt >= this.retries)
         throw new CreditlabApiError(
           res.status,
           text ? (JSON.parse(text) as Record<string, unknown>) : {},
         );
-      await this.backoff(attempt);
+      await this.backoff(attempt, res);
     }
   }
 
@@ -162,9 +205,9 @@ export class CreditlabClient {
       JSON.stringify({ query, variables }),
     )) as {
       data?: T;
-      errors?: { message: string }[];
+      errors?: GraphQLErrorItem[];
     };
-    if (res.errors?.length) throw new Error(res.errors.map((e) => e.message).join('; '));
+    if (res.errors?.length) throw new CreditlabGraphQLError(res.errors);
     return res.data as T;
   }
 
@@ -182,7 +225,7 @@ export class CreditlabClient {
       try {
         res = await this.fetch(new URL(path, this.options.url), {
           method: 'POST',
-          headers: { 'content-type': contentType },
+          headers: this.headers(contentType),
           body,
         });
       } catch (e) {
@@ -193,17 +236,22 @@ export class CreditlabClient {
       const text = await res.text();
       const parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
       if (res.ok) return { result: parsed, retries: attempt };
-      if (res.status < 500 || attempt >= this.retries)
+      if (!retryable(res.status) || attempt >= this.retries)
         throw new CreditlabApiError(res.status, parsed);
-      await this.backoff(attempt);
+      await this.backoff(attempt, res);
     }
   }
 
-  private backoff(attempt: number): Promise<void> {
-    const delay = this.retryDelayMs * 2 ** attempt * (0.5 + Math.random());
+  private backoff(attempt: number, res?: Response): Promise<void> {
+    const retryAfter = Number(res?.headers.get('retry-after'));
+    const delay =
+      retryAfter > 0 ? retryAfter * 1000 : this.retryDelayMs * 2 ** attempt * (0.5 + Math.random());
     return new Promise((resolve) => setTimeout(resolve, delay));
   }
 }
+
+/** 5xx: the server failed; 429: this key's request rate was exceeded. Anything else is final. */
+const retryable = (status: number): boolean => status >= 500 || status === 429;
 
 /** A fresh event id (UUID v4). */
 export const newEventId = (): string => randomUUID();

@@ -1,2 +1,3 @@
 export * from './creditlab-client';
 export * from './rollout-events';
+export * from './credentials';

@@ -76,7 +76,8 @@ export type ClientEvent = {
 
 export const runInputSchema = z.object({
   name: z.string().min(1).max(200),
-  project: z.string().min(1).max(100).default('default'),
+  /** Omitted: the key's project ("default" for an admin key over every project). */
+  project: z.string().min(1).max(100).optional(),
   env: z.string().min(1).max(100),
   method: z.string().min(1).max(100),
   params: z.record(z.string(), z.unknown()).default({}),

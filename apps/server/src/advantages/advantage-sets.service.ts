@@ -8,7 +8,7 @@ import {
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { Metrics } from '../metrics/metrics';
-import { DomainError, ErrorCode } from '../errors/domain-error';
+import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
 import {
   decodeDiagnostics,
   encodeDiagnostics,
@@ -52,12 +52,6 @@ interface StoredRow {
   diagnostics: StoredDiagnostics;
   summary: Record<string, unknown>;
   computeMs: number;
-}
-
-function runNotFound(runId: string): DomainError {
-  return new DomainError(ErrorCode.RunNotFound, `run ${JSON.stringify(runId)} not found`, {
-    runId,
-  });
 }
 
 function noRollouts(runId: string, iteration: number): DomainError {

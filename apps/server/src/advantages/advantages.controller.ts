@@ -15,6 +15,10 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { firstIssue } from '@creditlab/events';
 import { Database } from '../database/database';
+import { Caller } from '../access/caller.decorator';
+import type { Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { EventAppender } from '../ingest/event-appender.service';
 import { AdvantageSetsService } from './advantage-sets.service';
@@ -40,17 +44,21 @@ export class AdvantagesController {
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
     @Inject(EventAppender) private readonly appender: EventAppender,
     @Inject(Database) private readonly db: Database,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
   ) {}
 
   @Post()
   @HttpCode(200)
+  @Requires('write') // it records an advantages.used event in the run's stream
   async advantages(
+    @Caller() caller: Principal,
     @Param('id') runId: string,
     @Param('iteration', ParseIntPipe) iteration: number,
     @Body() body: unknown,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
+    await this.scope.assertRun(caller, runId);
     const parsed = requestSchema.safeParse(body ?? {});
     if (!parsed.success) {
       const issue = firstIssue(parsed.error);

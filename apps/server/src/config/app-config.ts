@@ -1,3 +1,4 @@
+import { credentialsPath } from '@creditlab/client';
 import { z } from 'zod';
 
 /**
@@ -36,6 +37,10 @@ const schema = z.object({
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
   CREDITLAB_JOB_MAINTENANCE_SECONDS: z.coerce.number().int().min(1).default(60),
+  CREDITLAB_ADMIN_KEY: z.string().min(32, 'at least 32 characters').optional(),
+  CREDITLAB_CREDENTIALS: z.string().optional(),
+  CREDITLAB_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  CREDITLAB_KEY_CACHE_SECONDS: z.coerce.number().min(0).default(10),
 });
 
 export type EnvConfig = z.infer<typeof schema>;
@@ -66,6 +71,16 @@ export interface AppConfig {
     /** A job whose worker went silent this long is retried by another worker. */
     expireSeconds: number;
     maintenanceSeconds: number;
+  };
+  access: {
+    /** An admin key the operator chose; the server makes sure it exists (unless revoked). */
+    adminKey?: string;
+    /** Where the first start writes the admin key it creates (CREDITLAB_CREDENTIALS, else ~/.creditlab/credentials.json). */
+    credentialsFile: string;
+    /** Requests per minute per key, unless the key has its own limit. */
+    rateLimitPerMinute: number;
+    /** How long a key lookup is reused; bounds how late another process notices a revocation. */
+    keyCacheSeconds: number;
   };
 }
 
@@ -102,6 +117,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       turnMs: e.CREDITLAB_RECOMPUTE_TURN_MS,
       expireSeconds: e.CREDITLAB_JOB_EXPIRE_SECONDS,
       maintenanceSeconds: e.CREDITLAB_JOB_MAINTENANCE_SECONDS,
+    },
+    access: {
+      adminKey: e.CREDITLAB_ADMIN_KEY,
+      credentialsFile: credentialsPath(env),
+      rateLimitPerMinute: e.CREDITLAB_RATE_LIMIT_PER_MINUTE,
+      keyCacheSeconds: e.CREDITLAB_KEY_CACHE_SECONDS,
     },
   };
 }

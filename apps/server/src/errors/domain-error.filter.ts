@@ -1,13 +1,13 @@
 import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { GraphQLError } from 'graphql';
-import { DomainError, ErrorCode, GRAPHQL_CODE, HTTP_STATUS } from './domain-error';
+import { DomainError, GRAPHQL_CODE } from './domain-error';
+import { sendDomainError } from './send-domain-error';
 
 /**
  * The one place domain errors meet transports: HTTP gets its status and a JSON
  * body with the code, message and details; GraphQL gets an error with
- * `extensions.code`. A rejected ingest request may not have been read to its
- * end, so that connection is closed rather than reused.
+ * `extensions.code`.
  */
 @Catch(DomainError)
 export class DomainErrorFilter implements ExceptionFilter {
@@ -18,17 +18,7 @@ export class DomainErrorFilter implements ExceptionFilter {
       });
     }
     const http = host.switchToHttp();
-    const req = http.getRequest<Request>();
-    const res = http.getResponse<Response>();
-    const unread = !req.complete;
-    if (unread || error.code === ErrorCode.PayloadTooLarge) res.setHeader('Connection', 'close');
-    res.status(HTTP_STATUS[error.code]).json({
-      statusCode: HTTP_STATUS[error.code],
-      error: error.code,
-      message: error.message,
-      ...error.details,
-    });
-    if (unread) res.on('finish', () => req.destroy());
+    sendDomainError(http.getRequest<Request>(), http.getResponse<Response>(), error);
     return undefined;
   }
 }

@@ -27,6 +27,10 @@ import {
 import { pearson, ranks, signAgreement, topK } from '../advantages/compare-stats';
 import { RecomputeService, type RecomputeJob } from '../advantages/recompute.service';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { Caller } from '../access/caller.decorator';
+import type { Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
 import {
   AdvantageSetModel,
   Comparison,
@@ -52,11 +56,13 @@ export class AdvantagesResolver {
   constructor(
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
     @Inject(RecomputeService) private readonly recomputes: RecomputeService,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
   ) {}
 
   @Query(() => [Estimator], {
     description: 'Every registered estimator with its parameter schema.',
   })
+  @Requires('read')
   estimators(): Estimator[] {
     return registryAsJson().map((m) => ({
       ...m,
@@ -69,11 +75,14 @@ export class AdvantagesResolver {
     description:
       'Queues the computation of a method on stored rollouts (default: every complete iteration). Stored iterations are reused.',
   })
+  @Requires('write')
   async recompute(
+    @Caller() caller: Principal,
     @Args('runId', { type: () => ID }) runId: string,
     @Args('method', { type: () => MethodInput }) method: MethodInput,
     @Args('iterations', { type: () => [Int], nullable: true }) iterations: number[] | undefined,
   ): Promise<RecomputeJobModel> {
+    await this.scope.assertRun(caller, runId);
     return toJobModel(
       await this.recomputes.request(runId, toRequest(method), iterations ?? undefined),
     );
@@ -83,7 +92,12 @@ export class AdvantagesResolver {
     nullable: true,
     description: 'Cancels a queued or running job (between iterations).',
   })
-  async cancelJob(@Args('id', { type: () => ID }) id: string): Promise<RecomputeJobModel | null> {
+  @Requires('write')
+  async cancelJob(
+    @Caller() caller: Principal,
+    @Args('id', { type: () => ID }) id: string,
+  ): Promise<RecomputeJobModel | null> {
+    if (!(await this.visibleJob(caller, id))) return null;
     const job = await this.recomputes.cancel(id);
     return job ? toJobModel(job) : null;
   }
@@ -92,9 +106,19 @@ export class AdvantagesResolver {
     nullable: true,
     description: 'A recompute job: status and progress (poll it).',
   })
-  async job(@Args('id', { type: () => ID }) id: string): Promise<RecomputeJobModel | null> {
-    const job = await this.recomputes.get(id);
+  @Requires('read')
+  async job(
+    @Caller() caller: Principal,
+    @Args('id', { type: () => ID }) id: string,
+  ): Promise<RecomputeJobModel | null> {
+    const job = await this.visibleJob(caller, id);
     return job ? toJobModel(job) : null;
+  }
+
+  /** A job of a run the caller sees; a job of another project is null, like one that does not exist. */
+  private async visibleJob(caller: Principal, id: string): Promise<RecomputeJob | null> {
+    const job = await this.recomputes.get(id);
+    return job && (await this.scope.canSeeRun(caller, job.runId)) ? job : null;
   }
 }
 
@@ -173,13 +197,18 @@ type ComparisonObject = Comparison & { data: ComparisonData };
 
 @Resolver(() => Comparison)
 export class CompareResolver {
-  constructor(@Inject(CompareService) private readonly compareService: CompareService) {}
+  constructor(
+    @Inject(CompareService) private readonly compareService: CompareService,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
+  ) {}
 
   @Query(() => Comparison, {
     description:
       'Several methods side by side on the same stored rollouts (sets computed as needed).',
   })
+  @Requires('read')
   async compare(
+    @Caller() caller: Principal,
     @Args('runId', { type: () => ID }) runId: string,
     @Args('methods', { type: () => [MethodInput] }) methods: MethodInput[],
     @Args('iterations', { type: () => [Int], nullable: true }) iterations: number[] | undefined,
@@ -196,6 +225,7 @@ export class CompareResolver {
     })
     examples: number,
   ): Promise<ComparisonObject> {
+    await this.scope.assertRun(caller, runId);
     if (disagreements > 100 || examples > 100)
       throw new DomainError(ErrorCode.InvalidInput, 'disagreements and examples: at most 100');
     const data = await this.compareService.compare(

@@ -15,6 +15,10 @@ import { Database } from '../database/database';
 import { EventAppender } from '../ingest/event-appender.service';
 import { RunsService } from '../ingest/runs.service';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { Caller } from '../access/caller.decorator';
+import { seesProject, type Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
 import {
   AppendEventsResult,
   CreateRunInput,
@@ -37,19 +41,26 @@ export class RunsResolver {
     @Inject(Database) private readonly db: Database,
     @Inject(RunsService) private readonly runService: RunsService,
     @Inject(EventAppender) private readonly appender: EventAppender,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
   ) {}
 
   @Query(() => RunConnection, {
-    description: 'Runs, newest first, filtered; cursor-paginated (first ≤ 100).',
+    description:
+      'Runs of the projects this key sees, newest first, filtered; cursor-paginated (first ≤ 100).',
   })
+  @Requires('read')
   async runs(
+    @Caller() caller: Principal,
     @Args('filter', { type: () => RunFilter, nullable: true }) filter: RunFilter | undefined,
     @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
     @Args('after', { type: () => String, nullable: true }) after: string | undefined,
   ): Promise<RunConnection> {
     const limit = pageSize(first, 20, 100, 'runs');
+    // A key confined to a project filtering on another one sees nothing, as if that project were empty.
+    if (filter?.project && !seesProject(caller, filter.project))
+      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const where: Record<string, unknown> = {
-      project: filter?.project,
+      project: caller.project ?? filter?.project,
       env: filter?.env,
       method: filter?.method,
       status: filter?.status,
@@ -78,11 +89,15 @@ export class RunsResolver {
     };
   }
 
-  @Query(() => Run, { nullable: true })
-  async run(@Args('id', { type: () => ID }) id: string): Promise<Run | null> {
+  @Query(() => Run, { nullable: true, description: 'A run; null if absent or in another project.' })
+  @Requires('read')
+  async run(
+    @Caller() caller: Principal,
+    @Args('id', { type: () => ID }) id: string,
+  ): Promise<Run | null> {
     if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
     const row = await this.db.prisma.run.findUnique({ where: { id } });
-    return row ? toRun(row) : null;
+    return row && seesProject(caller, row.project) ? toRun(row) : null;
   }
 
   @ResolveField(() => [Iteration], {
@@ -152,18 +167,22 @@ export class RunsResolver {
   }
 
   @Mutation(() => Run, { description: 'Creates a run (same as POST /v1/runs).' })
+  @Requires('write')
   async createRun(
+    @Caller() caller: Principal,
     @Args('input', { type: () => CreateRunInput }) input: CreateRunInput,
   ): Promise<Run> {
-    const { id } = await this.runService.create(stripNulls(input));
-    return (await this.run(id)) as Run;
+    const { id } = await this.runService.create(stripNulls(input), caller);
+    return (await this.run(caller, id)) as Run;
   }
 
   @Mutation(() => AppendEventsResult, {
     description:
       'Appends events to a run, all or nothing, like POST /v1/runs/{id}/events (for small volumes).',
   })
+  @Requires('write')
   async appendEvents(
+    @Caller() caller: Principal,
     @Args('runId', { type: () => ID }) runId: string,
     @Args('events', { type: () => [GraphQLJSON] }) events: unknown[],
   ): Promise<AppendEventsResult> {
@@ -173,6 +192,7 @@ export class RunsResolver {
         `appendEvents takes at most 10000 events; stream larger volumes as NDJSON to POST /v1/runs/${runId}/events`,
       );
     }
+    await this.scope.assertRun(caller, runId);
     async function* source() {
       for (let i = 0; i < events.length; i++) yield { position: i + 1, value: events[i] };
     }

@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { readdir } from 'node:fs/promises';
 import { MIGRATIONS_DIR } from '@creditlab/db';
 import { Database } from '../database/database';
+import { Requires } from '../access/requires.decorator';
 
 /**
  * Liveness and readiness for load balancers and orchestrators: /healthz says
@@ -10,6 +11,7 @@ import { Database } from '../database/database';
  * answers and every migration in the image is applied), else 503 with why.
  */
 @Controller()
+@Requires('public')
 export class HealthController {
   constructor(@Inject(Database) private readonly db: Database) {}
 

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { Metrics } from '../metrics/metrics';
-import { DomainError, ErrorCode } from '../errors/domain-error';
+import { DomainError, runNotFound } from '../errors/domain-error';
 import {
   AppendSession,
   type AppendResult,
@@ -74,10 +74,4 @@ export class EventAppender {
       client.release();
     }
   }
-}
-
-export function runNotFound(runId: string): DomainError {
-  return new DomainError(ErrorCode.RunNotFound, `run ${JSON.stringify(runId)} not found`, {
-    runId,
-  });
 }

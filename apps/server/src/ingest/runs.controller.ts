@@ -2,6 +2,10 @@ import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/co
 import type { Request } from 'express';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { Caller } from '../access/caller.decorator';
+import type { Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
 import type { AppendResult } from './append-session';
 import { EventAppender } from './event-appender.service';
 import { ndjsonEvents } from './ndjson-source';
@@ -16,17 +20,25 @@ export class RunsController {
     @Inject(RunsService) private readonly runs: RunsService,
     @Inject(EventAppender) private readonly appender: EventAppender,
     @Inject(AppConfigToken) private readonly config: AppConfig,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
   ) {}
 
   @Post()
   @HttpCode(201)
-  create(@Body() body: unknown): Promise<{ id: string }> {
-    return this.runs.create(body);
+  @Requires('write')
+  create(@Caller() caller: Principal, @Body() body: unknown): Promise<{ id: string }> {
+    return this.runs.create(body, caller);
   }
 
   @Post(':id/events')
   @HttpCode(200)
-  append(@Param('id') runId: string, @Req() req: Request): Promise<AppendResult> {
+  @Requires('write')
+  async append(
+    @Caller() caller: Principal,
+    @Param('id') runId: string,
+    @Req() req: Request,
+  ): Promise<AppendResult> {
+    await this.scope.assertRun(caller, runId);
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
     if (!NDJSON_TYPES.includes(type)) {
       throw new DomainError(

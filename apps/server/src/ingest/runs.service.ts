@@ -3,13 +3,22 @@ import { firstIssue, runInputSchema } from '@creditlab/events';
 import { randomUUID } from 'node:crypto';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { ApiKeysService, projectNotFound } from '../access/api-keys.service';
+import type { Principal } from '../access/principal';
 
-/** Creates runs: the row and the first event of its stream (`run.created`, seq 1), in one transaction. */
+/**
+ * Creates runs: the row and the first event of its stream (`run.created`, seq 1), in one
+ * transaction. A run goes to the caller's project; an admin key over every project chooses one
+ * (`project`, default "default") and creates it if new.
+ */
 @Injectable()
 export class RunsService {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(ApiKeysService) private readonly keys: ApiKeysService,
+  ) {}
 
-  async create(input: unknown): Promise<{ id: string }> {
+  async create(input: unknown, caller: Principal): Promise<{ id: string }> {
     const parsed = runInputSchema.safeParse(input);
     if (!parsed.success) {
       const issue = firstIssue(parsed.error);
@@ -18,12 +27,21 @@ export class RunsService {
         reason: issue.message,
       });
     }
-    const run = parsed.data;
+    const asked = parsed.data.project;
+    if (caller.project !== null && asked !== undefined && asked !== caller.project)
+      throw projectNotFound(asked);
+    const project = caller.project ?? asked ?? 'default';
+    if (caller.project === null) await this.keys.ensureProject(project);
+    const run = { ...parsed.data, project };
     const client = await this.db.pool.connect();
     try {
       await client.query('BEGIN');
       if (run.parentRunId) {
-        const parent = await client.query('SELECT 1 FROM runs WHERE id = $1', [run.parentRunId]);
+        // A fork stays in its parent's project; a parent in another project is "not found".
+        const parent = await client.query('SELECT 1 FROM runs WHERE id = $1 AND project = $2', [
+          run.parentRunId,
+          project,
+        ]);
         if (parent.rowCount === 0) {
           throw new DomainError(
             ErrorCode.InvalidInput,

@@ -1,7 +1,10 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { Metrics } from './metrics';
+import { Requires } from '../access/requires.decorator';
 
+/** Open like the probes: Prometheus scrapes without a key; nothing here is per project. */
 @Controller()
+@Requires('public')
 export class MetricsController {
   constructor(@Inject(Metrics) private readonly metrics: Metrics) {}
 

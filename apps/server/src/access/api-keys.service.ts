@@ -1,0 +1,247 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
+import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
+import { Database } from '../database/database';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { PROJECT_NAME, ROLES, generateApiKey, hashApiKey, type Role } from './api-key';
+import { seesProject, type Principal } from './principal';
+
+export interface ApiKeyRecord {
+  id: string;
+  prefix: string;
+  name: string;
+  project: string | null;
+  role: Role;
+  rateLimitPerMinute: number | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface ProjectRecord {
+  name: string;
+  description: string;
+  createdAt: Date;
+}
+
+export interface NewKeyRequest {
+  /** Omitted: the caller's project (an admin key over every project must name one, or ask for role admin). */
+  project?: string | null;
+  role: Role;
+  name?: string | null;
+  rateLimitPerMinute?: number | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Projects and API keys: authentication of a presented key, and the admin operations on keys and
+ * projects, each confined to what the calling key may see.
+ */
+@Injectable()
+export class ApiKeysService {
+  /**
+   * Presented key hash → principal (or none). Revocation by this process clears it at once; other
+   * processes see a revocation within the cache's lifetime (CREDITLAB_KEY_CACHE_SECONDS).
+   */
+  private readonly cache: LRUCache<string, { principal: Principal | undefined }>;
+
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(AppConfigToken) config: AppConfig,
+  ) {
+    this.cache = new LRUCache({ max: 10_000, ttl: config.access.keyCacheSeconds * 1000 });
+  }
+
+  /** The principal of a presented key, or undefined when no live key has that value. */
+  async authenticate(key: string): Promise<Principal | undefined> {
+    const hash = hashApiKey(key);
+    const cacheKey = hash.toString('hex');
+    const cached = this.cache.get(cacheKey);
+    if (cached) return cached.principal;
+    // Looking a key up also records its use: at most once per cache lifetime per process.
+    const res = await this.db.pool.query<{
+      id: string;
+      prefix: string;
+      project: string | null;
+      role: Role;
+      rate_limit_per_minute: number | null;
+    }>(
+      `UPDATE api_keys SET last_used_at = now() WHERE secret_hash = $1 AND revoked_at IS NULL
+       RETURNING id, prefix, project, role, rate_limit_per_minute`,
+      [hash],
+    );
+    const row = res.rows[0];
+    const principal = row && {
+      keyId: row.id,
+      prefix: row.prefix,
+      project: row.project,
+      role: row.role,
+      rateLimitPerMinute: row.rate_limit_per_minute,
+    };
+    this.cache.set(cacheKey, { principal });
+    return principal;
+  }
+
+  async projects(by: Principal): Promise<ProjectRecord[]> {
+    return this.db.prisma.project.findMany({
+      where: by.project === null ? {} : { name: by.project },
+      orderBy: { name: 'asc' },
+    });
+  }
+
+  async createProject(
+    by: Principal,
+    name: string,
+    description: string | null | undefined,
+  ): Promise<ProjectRecord> {
+    if (by.project !== null) {
+      throw new DomainError(
+        ErrorCode.Forbidden,
+        'creating projects needs an admin key that is not confined to a project',
+      );
+    }
+    checkProjectName(name, 'name');
+    const res = await this.db.pool.query<{ name: string; description: string; created_at: Date }>(
+      `INSERT INTO projects (name, description) VALUES ($1, $2) ON CONFLICT DO NOTHING
+       RETURNING name, description, created_at`,
+      [name, description ?? ''],
+    );
+    const row = res.rows[0];
+    if (!row)
+      throw new DomainError(ErrorCode.InvalidInput, `project ${JSON.stringify(name)} exists`, {
+        path: 'name',
+      });
+    return { name: row.name, description: row.description, createdAt: row.created_at };
+  }
+
+  /** Creates the project if it is new: runs created with an admin key over every project do this, like W&B's. */
+  async ensureProject(name: string): Promise<void> {
+    checkProjectName(name, 'project');
+    await this.db.pool.query('INSERT INTO projects (name) VALUES ($1) ON CONFLICT DO NOTHING', [
+      name,
+    ]);
+  }
+
+  async createKey(
+    by: Principal,
+    request: NewKeyRequest,
+  ): Promise<{ key: string; record: ApiKeyRecord }> {
+    if (!ROLES.includes(request.role))
+      throw new DomainError(ErrorCode.InvalidInput, `role: one of ${ROLES.join(', ')}`, {
+        path: 'role',
+      });
+    const project = request.project ?? by.project;
+    if (project === null && request.role !== 'admin') {
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `project: a ${request.role} key belongs to a project; name one`,
+        { path: 'project' },
+      );
+    }
+    if (project !== null && !seesProject(by, project)) throw projectNotFound(project);
+    const limit = request.rateLimitPerMinute;
+    if (limit !== null && limit !== undefined && !(Number.isInteger(limit) && limit > 0)) {
+      throw new DomainError(ErrorCode.InvalidInput, 'rateLimitPerMinute: a positive integer', {
+        path: 'rateLimitPerMinute',
+      });
+    }
+    const created = generateApiKey();
+    try {
+      const record = await this.db.prisma.apiKey.create({
+        data: {
+          prefix: created.prefix,
+          secretHash: Uint8Array.from(created.hash),
+          project,
+          role: request.role,
+          name: request.name ?? '',
+          rateLimitPerMinute: limit ?? null,
+          createdBy: by.keyId,
+        },
+      });
+      return { key: created.key, record: toRecord(record) };
+    } catch (e) {
+      // the project foreign key: a project the caller may see but which does not exist
+      if ((e as { code?: string }).code === 'P2003') throw projectNotFound(project as string);
+      throw e;
+    }
+  }
+
+  async keys(
+    by: Principal,
+    project: string | undefined,
+    includeRevoked: boolean,
+  ): Promise<ApiKeyRecord[]> {
+    if (project !== undefined && !seesProject(by, project)) return [];
+    const rows = await this.db.prisma.apiKey.findMany({
+      where: {
+        ...(by.project === null
+          ? project === undefined
+            ? {}
+            : { project }
+          : { project: by.project }),
+        ...(includeRevoked ? {} : { revokedAt: null }),
+      },
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    });
+    return rows.map(toRecord);
+  }
+
+  /** Revokes a key by id or prefix; null when the caller cannot see such a key. */
+  async revokeKey(by: Principal, idOrPrefix: string): Promise<ApiKeyRecord | null> {
+    const prefix = /^(?:cl_)?([0-9a-f]{8}|op-[0-9a-f]{8})(?:_.*)?$/.exec(idOrPrefix)?.[1];
+    const where = UUID.test(idOrPrefix) ? { id: idOrPrefix } : prefix ? { prefix } : undefined;
+    if (!where) return null;
+    const found = await this.db.prisma.apiKey.findUnique({ where });
+    if (!found) return null;
+    if (found.project === null ? by.project !== null : !seesProject(by, found.project)) return null;
+    const revoked = found.revokedAt
+      ? found
+      : await this.db.prisma.apiKey.update({
+          where: { id: found.id },
+          data: { revokedAt: new Date() },
+        });
+    this.cache.clear();
+    return toRecord(revoked);
+  }
+}
+
+export function projectNotFound(project: string): DomainError {
+  return new DomainError(ErrorCode.NotFound, `project ${JSON.stringify(project)} not found`, {
+    project,
+  });
+}
+
+function checkProjectName(name: string, path: string): void {
+  if (!PROJECT_NAME.test(name)) {
+    throw new DomainError(
+      ErrorCode.InvalidInput,
+      `${path}: a project name is 1–63 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got ${JSON.stringify(name)}`,
+      { path },
+    );
+  }
+}
+
+function toRecord(r: {
+  id: string;
+  prefix: string;
+  name: string;
+  project: string | null;
+  role: string;
+  rateLimitPerMinute: number | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}): ApiKeyRecord {
+  return {
+    id: r.id,
+    prefix: r.prefix,
+    name: r.name,
+    project: r.project,
+    role: r.role as Role,
+    rateLimitPerMinute: r.rateLimitPerMinute,
+    createdAt: r.createdAt,
+    lastUsedAt: r.lastUsedAt,
+    revokedAt: r.revokedAt,
+  };
+}

@@ -1,0 +1,68 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { sendDomainError } from '../errors/send-domain-error';
+import { bearerToken } from './api-key';
+import type { ApiKeysService } from './api-keys.service';
+import { describeKey, type Principal } from './principal';
+import type { RateLimits } from './rate-limits';
+
+/**
+ * Probes and scrapes that carry no key: load balancers and Prometheus. Their controllers say
+ * `@Requires('public')` too; everything else needs a key, including unknown paths.
+ */
+export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+type AuthenticatedRequest = Request & { principal?: Principal };
+
+/**
+ * Authentication and the per-key request rate, once per HTTP request (GraphQL included), before
+ * any route: a request without a live key, or over its key's rate, is answered here.
+ */
+export function authenticate(keys: ApiKeysService, limits: RateLimits): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (PUBLIC_PATHS.has(req.path)) return next();
+    const token = bearerToken(req.headers.authorization);
+    if (!token) {
+      sendDomainError(
+        req,
+        res,
+        new DomainError(
+          ErrorCode.Unauthenticated,
+          'send an API key as "Authorization: Bearer <key>"; the embedded server wrote one to ~/.creditlab/credentials.json on its first start, and `npm run admin -- create-key` makes more',
+        ),
+      );
+      return;
+    }
+    void (async () => {
+      const principal = await keys.authenticate(token);
+      if (!principal) {
+        throw new DomainError(
+          ErrorCode.Unauthenticated,
+          'API key not recognised: mistyped, revoked, or for another server',
+        );
+      }
+      const rate = await limits.take(principal);
+      res.setHeader('RateLimit-Limit', String(rate.limit));
+      if (!rate.allowed) {
+        res.setHeader('Retry-After', String(rate.retryAfterSeconds));
+        throw new DomainError(
+          ErrorCode.RateLimited,
+          `${describeKey(principal)} is over its limit of ${rate.limit} requests per minute; retry in ${rate.retryAfterSeconds} s`,
+          { retryAfterSeconds: rate.retryAfterSeconds },
+        );
+      }
+      res.setHeader('RateLimit-Remaining', String(rate.remaining));
+      (req as AuthenticatedRequest).principal = principal;
+    })().then(
+      () => next(),
+      (e: unknown) => (e instanceof DomainError ? sendDomainError(req, res, e) : next(e)),
+    );
+  };
+}
+
+/** The principal the request authenticated as (set by `authenticate`). */
+export function principalOf(req: Request): Principal {
+  const principal = (req as AuthenticatedRequest).principal;
+  if (!principal) throw new DomainError(ErrorCode.Unauthenticated, 'no API key on this request');
+  return principal;
+}
