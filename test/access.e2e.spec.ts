@@ -186,6 +186,36 @@ describe("another project's key finds nothing, on every path", () => {
     }
   });
 
+  test('checkpoints: upload, list and download answer as for a run that does not exist', async () => {
+    const upload = (run: string) =>
+      api(
+        `${server.url}/v1/runs/${run}/checkpoints/1`,
+        { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: 'abc' },
+        keys.bWrite,
+      );
+    for (const [theirs, nobody] of [
+      [await upload(runA), await upload(NOWHERE)],
+      [
+        await api(`${server.url}/v1/runs/${runA}/checkpoints`, {}, keys.bWrite),
+        await api(`${server.url}/v1/runs/${NOWHERE}/checkpoints`, {}, keys.bWrite),
+      ],
+      [
+        await api(`${server.url}/v1/runs/${runA}/checkpoints/1`, {}, keys.bWrite),
+        await api(`${server.url}/v1/runs/${NOWHERE}/checkpoints/1`, {}, keys.bWrite),
+      ],
+    ] as const) {
+      expect(theirs.status).toBe(404);
+      expect(withoutId(await theirs.json(), runA)).toEqual(withoutId(await nobody.json(), NOWHERE));
+    }
+    // the owner's read key may download but not upload
+    const readUpload = await api(
+      `${server.url}/v1/runs/${runA}/checkpoints/1`,
+      { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: 'abc' },
+      keys.aRead,
+    );
+    expect(readUpload.status).toBe(403);
+  });
+
   test('a run cannot be created in, or forked from, another project', async () => {
     const elsewhere = await post(
       '/v1/runs',

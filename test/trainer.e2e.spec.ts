@@ -1,10 +1,8 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { DEFAULT_CONFIG, type TrainerConfig } from '../apps/trainer/src/config';
+import { decodeCheckpoint } from '../apps/trainer/src/policy/checkpoint';
 import { fork, retrain, train } from '../apps/trainer/src/trainer';
 import { readIteration } from './support/read-back';
-import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
+import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
 
 /** Three iterations of the real trainer against a real server: the run leaves the expected events, sets and checkpoints. */
 let server: ServerProcess & { databaseUrl: string };
@@ -15,7 +13,6 @@ afterAll(() => server.stop());
 
 /** A short run's config: small enough for a test, every event type still produced. */
 async function smallRun(overrides: Partial<TrainerConfig>): Promise<TrainerConfig> {
-  const checkpointDir = await mkdtemp(path.join(tmpdir(), 'creditlab-ckpt-'));
   return {
     ...DEFAULT_CONFIG,
     serverUrl: server.url,
@@ -24,7 +21,6 @@ async function smallRun(overrides: Partial<TrainerConfig>): Promise<TrainerConfi
     evalEvery: 10,
     evalTasks: 2,
     checkpointEvery: 0,
-    checkpointDir,
     ...overrides,
   };
 }
@@ -83,15 +79,18 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
   expect(
     run.events.nodes.filter((e) => e.type === 'evaluation.logged').map((e) => e.iteration),
   ).toEqual([1, 2]);
+  // checkpoint k = the weights after k iterations: uploaded after iterations 2 (every 2) and 3 (the last)
   const checkpoints = run.events.nodes.filter((e) => e.type === 'checkpoint.saved');
-  expect(checkpoints.map((e) => e.iteration)).toEqual([1, 2]);
-  const saved = JSON.parse(await readFile(new URL(checkpoints[1]!.data.uri as string), 'utf8')) as {
-    weights: Record<string, { shape: number[] }>;
-  };
-  expect(saved.weights['0']!.shape).toEqual([
+  expect(checkpoints.map((e) => e.data.iteration)).toEqual([2, 3]);
+  const download = await api(`${server.url}${checkpoints[1]!.data.uri as string}`);
+  expect(download.headers.get('x-creditlab-sha256')).toBe(checkpoints[1]!.data.sha256);
+  const saved = decodeCheckpoint(new Uint8Array(await download.arrayBuffer()));
+  expect(saved.iteration).toBe(3);
+  expect(saved.tensors.find((t) => t.name === 'policy/E')!.shape).toEqual([
     DEFAULT_CONFIG.policy.vocab,
     DEFAULT_CONFIG.policy.hidden,
   ]);
+  expect(saved.tensors.some((t) => t.name.startsWith('optimizer/'))).toBe(true);
 }, 120_000);
 
 test('a fork replays a run’s config and seed under another method: identical first rollouts, linked to its parent', async () => {
@@ -134,6 +133,41 @@ test('a fork replays a run’s config and seed under another method: identical f
     strip(await readIteration(server, parent.runId, 0)),
   );
 }, 120_000);
+
+test('a fork from checkpoint k starts at iteration k with the parent’s weights: its iteration k rollouts are the parent’s (Sokoban)', async () => {
+  const parent = await train(
+    await smallRun({ env: 'sokoban-tiny', method: 'grpo', iterations: 3, checkpointEvery: 2 }),
+    {},
+    ADMIN_KEY,
+  );
+  const server_ = { url: server.url, apiKey: ADMIN_KEY };
+  const child = await fork(server_, parent.runId, 'gigpo', {}, {}, {}, 2);
+  expect(child.reports.map((r) => r.iteration)).toEqual([2]);
+  const res = await gql<{
+    run: { parentRunId: string; forkIteration: number; iterations: { index: number }[] };
+  }>(
+    server,
+    'query($id: ID!) { run(id: $id) { parentRunId forkIteration iterations { index } } }',
+    { id: child.runId },
+  );
+  expect(res.data!.run).toMatchObject({ parentRunId: parent.runId, forkIteration: 2 });
+  const rollouts = (groups: Awaited<ReturnType<typeof readIteration>>) =>
+    groups.map((g) =>
+      g.trajectories.map((t) =>
+        t.steps.map((s) => [s.state, s.action, s.nll, s.extra?.trueAdvantage]),
+      ),
+    );
+  const mine = rollouts(await readIteration(server, child.runId, 2));
+  expect(mine).toEqual(rollouts(await readIteration(server, parent.runId, 2)));
+  expect(mine.flat(2).every((s) => typeof s[3] === 'number')).toBe(true); // exact advantages on tiny Sokoban
+  // the checkpoint is what makes them equal: a fork from scratch under GiGPO reaches iteration 2 with
+  // other weights (its first two updates used other advantages) and samples differently there
+  const scratch = await fork(server_, parent.runId, 'gigpo', {}, {}, {}, 0);
+  expect(rollouts(await readIteration(server, scratch.runId, 2))).not.toEqual(mine);
+  await expect(fork(server_, parent.runId, 'gigpo', {}, {}, {}, 1)).rejects.toThrow(
+    /has no checkpoint 1; it has 2, 3/,
+  );
+}, 180_000);
 
 test('retrain re-runs a run’s updates on its stored rollouts under another method, in a linked run', async () => {
   const parent = await train(

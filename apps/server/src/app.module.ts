@@ -25,6 +25,8 @@ import { HealthController } from './health/health.controller';
 import { loggingModule } from './logging/logging.module';
 import { AccessModule } from './access/access.module';
 import { AccessResolver } from './graphql/access.resolver';
+import { CheckpointsModule } from './checkpoints/checkpoints.module';
+import { RunCheckpointsResolver } from './graphql/checkpoints.resolver';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -54,6 +56,7 @@ export class AppModule {
         AccessModule,
         IngestModule,
         AdvantagesModule,
+        CheckpointsModule,
         GraphQLModule.forRoot<ApolloDriverConfig>({
           driver: ApolloDriver,
           path: '/graphql',
@@ -70,6 +73,7 @@ export class AppModule {
       providers: [
         RunsResolver,
         AccessResolver,
+        RunCheckpointsResolver,
         RolloutGroupResolver,
         TrajectoryResolver,
         AdvantagesResolver,

@@ -1,11 +1,9 @@
-import type { HouseholdSizeName } from '@creditlab/envs';
-
 /** Everything a training run depends on; the whole object is stored as the run's `config`. */
 export interface TrainerConfig {
   /** Creditlab server base URL. */
   serverUrl: string;
-  /** Environment and size, e.g. "household-tiny". */
-  env: `household-${HouseholdSizeName}`;
+  /** Environment and size: household-tiny|small|medium, sokoban-tiny|small. */
+  env: string;
   /** Estimator whose advantages drive the updates (any registry name). */
   method: string;
   /** Its parameters (defaults fill the rest). */
@@ -37,14 +35,16 @@ export interface TrainerConfig {
   evalEvery: number;
   /** Held-out tasks per evaluation (greedy policy). */
   evalTasks: number;
-  /** Save the weights every this many iterations (and after the last); 0 = never. */
+  /**
+   * Upload a checkpoint to the server every this many iterations (and after the last); 0 = never.
+   * Checkpoint k holds the weights and optimizer state after k iterations; `--fork RUN --from-checkpoint k`
+   * continues from it.
+   */
   checkpointEvery: number;
-  /** Folder for checkpoints. */
-  checkpointDir: string;
   /** Log each step's exact advantage under the rollout policy (`trueAdvantage`), tiny tasks only; γ of that truth. */
   trueAdvantages: boolean;
   trueAdvantageGamma: number;
-  /** Set on a fork: the run this one replays under another method (same config and seed, from scratch). */
+  /** Set on a fork: the run this one replays under another method (same config and seed). */
   parentRunId?: string;
 }
 
@@ -62,7 +62,6 @@ export const DEFAULT_CONFIG: TrainerConfig = {
   evalEvery: 5,
   evalTasks: 16,
   checkpointEvery: 10,
-  checkpointDir: 'checkpoints',
   trueAdvantages: true,
   trueAdvantageGamma: 0.95,
 };

@@ -1,14 +1,4 @@
-import {
-  admissibleActions,
-  householdTask,
-  initialState,
-  observe,
-  PolicyEvaluation,
-  step,
-  type HouseholdState,
-  type HouseholdTask,
-  type Policy,
-} from '@creditlab/envs';
+import { ExactEvaluation, type EpisodeState, type TextEnvironment } from '@creditlab/envs';
 import type { TextPolicy } from './policy/text-policy';
 
 export interface SampledStep {
@@ -38,15 +28,16 @@ export interface SampledTrajectory {
  * time step is one batched forward pass over the rollouts still running.
  * `greedy` takes the most likely action (evaluation) instead of sampling.
  */
-export function sampleGroup(
-  task: HouseholdTask,
+export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
+  env: TextEnvironment<T, S>,
+  task: T,
   policy: TextPolicy,
   groupSize: number,
   rand: () => number,
   greedy = false,
-  truth?: PolicyEvaluation,
+  truth?: ExactEvaluation<T, S>,
 ): SampledTrajectory[] {
-  const states: HouseholdState[] = Array.from({ length: groupSize }, () => initialState(task));
+  const states: S[] = Array.from({ length: groupSize }, () => env.initialState(task));
   const trajectories: SampledTrajectory[] = states.map((_, i) => ({
     id: `task-${task.seed}/${i}`,
     outcome: 'truncated',
@@ -56,8 +47,8 @@ export function sampleGroup(
     const live = states.map((s, i) => (s.done ? -1 : i)).filter((i) => i >= 0);
     if (live.length === 0) break;
     const decisions = live.map((i) => ({
-      observation: observe(task, states[i]!),
-      actions: admissibleActions(task, states[i]!),
+      observation: env.observe(task, states[i]!),
+      actions: env.admissibleActions(task, states[i]!),
     }));
     const scored = policy.score(decisions);
     live.forEach((i, k) => {
@@ -65,7 +56,7 @@ export function sampleGroup(
       const { logProbs, hidden, value } = scored[k]!;
       const chosen = greedy ? argmax(logProbs) : sample(logProbs, rand);
       const lp = logProbs[chosen] as number;
-      const result = step(task, states[i]!, actions[chosen] as string);
+      const result = env.step(task, states[i]!, actions[chosen] as string);
       trajectories[i]!.steps.push({
         state: observation,
         action: actions[chosen] as string,
@@ -87,22 +78,29 @@ export function sampleGroup(
   return trajectories;
 }
 
-/** The tasks of one iteration: B training seeds drawn from the run's random stream. */
-export function trainingTasks(
-  size: HouseholdTask['size'],
+/** The tasks of one iteration: B training seeds drawn from the iteration's random stream. */
+export function trainingTasks<T extends { seed: number }>(
+  env: TextEnvironment<T, EpisodeState>,
   count: number,
   rand: () => number,
-): HouseholdTask[] {
-  const tasks: HouseholdTask[] = [];
+): T[] {
+  const tasks: T[] = [];
   while (tasks.length < count) {
     const seed = 1 + Math.floor(rand() * 100_000);
-    if (seed % 5 !== 0) tasks.push(householdTask(seed, size)); // seeds ≡ 0 (mod 5) are held out
+    if (!env.isEvaluationSeed(seed)) tasks.push(env.task(seed));
   }
   return tasks;
 }
 
-export function evaluationTasks(size: HouseholdTask['size'], count: number): HouseholdTask[] {
-  return Array.from({ length: count }, (_, i) => householdTask(5 * (i + 1), size));
+/** The first `count` held-out seeds: the same evaluation tasks for every run of an environment. */
+export function evaluationTasks<T extends { seed: number }>(
+  env: TextEnvironment<T, EpisodeState>,
+  count: number,
+): T[] {
+  const tasks: T[] = [];
+  for (let seed = 1; tasks.length < count; seed++)
+    if (env.isEvaluationSeed(seed)) tasks.push(env.task(seed));
+  return tasks;
 }
 
 function argmax(xs: number[]): number {
@@ -124,14 +122,15 @@ function sample(logProbs: number[], rand: () => number): number {
  * The exact evaluation of the current policy on a task (tiny sizes only: it visits every reachable
  * state before the cap). The policy's probabilities are computed once per distinct decision.
  */
-export function exactEvaluation(
-  task: HouseholdTask,
+export function exactEvaluation<T extends { seed: number }, S extends EpisodeState>(
+  env: TextEnvironment<T, S>,
+  task: T,
   policy: TextPolicy,
   gamma: number,
-): PolicyEvaluation {
+): ExactEvaluation<T, S> {
   const cache = new Map<string, number[]>();
-  const pi: Policy = (t, s, actions) => {
-    const observation = observe(t, s);
+  const pi = (t: T, s: S, actions: string[]) => {
+    const observation = env.observe(t, s);
     const key = `${observation}\u0000${actions.join('\u0001')}`;
     let probs = cache.get(key);
     if (!probs) {
@@ -140,5 +139,5 @@ export function exactEvaluation(
     }
     return probs;
   };
-  return new PolicyEvaluation(task, pi, gamma);
+  return new ExactEvaluation(env, task, pi, gamma);
 }

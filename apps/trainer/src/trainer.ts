@@ -1,18 +1,16 @@
 import { CreditlabClient, newEventId, rolloutEvents, type Connection } from '@creditlab/client';
-import {
-  admissibleActions,
-  householdTask,
-  initialState,
-  seededRandom,
-  step as envStep,
-  type HouseholdSizeName,
-} from '@creditlab/envs';
+import { seededRandom, textEnvironment, type TextEnvironment } from '@creditlab/envs';
 import type { ClientEvent } from '@creditlab/events';
 import * as tf from '@tensorflow/tfjs';
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { createHash } from 'node:crypto';
 import type { TrainerConfig } from './config';
 import { selectBackend } from './policy/backend';
+import {
+  CHECKPOINT_FORMAT,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  restoreCheckpoint,
+} from './policy/checkpoint';
 import { ppoUpdate, type PpoSample } from './policy/ppo';
 import { TextPolicy } from './policy/text-policy';
 import {
@@ -33,6 +31,12 @@ export interface IterationReport {
   evaluation?: number;
 }
 
+/** Where a fork from a checkpoint starts: the checkpoint's bytes and its iteration k (the first one run). */
+export interface ResumeFrom {
+  iteration: number;
+  checkpoint: Uint8Array;
+}
+
 export interface TrainerHooks {
   onIteration?(report: IterationReport): void;
   /** Checked between iterations: true finishes the run as aborted. */
@@ -49,10 +53,12 @@ export async function train(
   hooks: TrainerHooks = {},
   /** The key; default CREDITLAB_API_KEY, else the credentials file (never stored in the run's config). */
   apiKey?: string,
+  resume?: ResumeFrom,
 ): Promise<{ runId: string; reports: IterationReport[] }> {
   const backend = await selectBackend();
-  const size = config.env.replace('household-', '') as HouseholdSizeName;
+  const env = textEnvironment(config.env);
   const client = CreditlabClient.connect({ url: config.serverUrl, apiKey });
+  const start = resume?.iteration ?? 0;
   const { id: runId } = await client.createRun({
     name: `${config.method} ${config.env} seed ${config.seed}`,
     env: config.env,
@@ -61,30 +67,32 @@ export async function train(
     config: { ...config, backend },
     seed: config.seed,
     tags: ['trainer', backend],
-    ...(config.parentRunId ? { parentRunId: config.parentRunId, forkIteration: 0 } : {}),
+    ...(config.parentRunId ? { parentRunId: config.parentRunId, forkIteration: start } : {}),
   });
   const policy = new TextPolicy({ ...config.policy, seed: config.seed });
   const optimizer = tf.train.adam(config.ppo.learningRate);
-  const rand = seededRandom(config.seed);
+  if (resume) await restoreCheckpoint(decodeCheckpoint(resume.checkpoint), policy, optimizer);
   const reports: IterationReport[] = [];
   let status: 'completed' | 'aborted' | 'failed' = 'completed';
   try {
-    for (let it = 0; it < config.iterations; it++) {
+    for (let it = start; it < config.iterations; it++) {
       if (hooks.shouldStop?.()) {
         status = 'aborted';
         break;
       }
       const t0 = performance.now();
-      const withTruth = config.trueAdvantages && size === 'tiny';
-      const groups = trainingTasks(size, config.tasksPerIteration, rand).map((task) => ({
+      const rand = iterationRandom(config.seed, it, 'train');
+      const withTruth = config.trueAdvantages && env.exact;
+      const groups = trainingTasks(env, config.tasksPerIteration, rand).map((task) => ({
         id: `task-${task.seed}`,
         trajectories: sampleGroup(
+          env,
           task,
           policy,
           config.groupSize,
           rand,
           false,
-          withTruth ? exactEvaluation(task, policy, config.trueAdvantageGamma) : undefined,
+          withTruth ? exactEvaluation(env, task, policy, config.trueAdvantageGamma) : undefined,
         ),
       }));
       await client.appendEvents(runId, rolloutEvents(it, { groups: groups.map(toWire) }));
@@ -104,18 +112,24 @@ export async function train(
       const last = it === config.iterations - 1;
       let evaluation: number | undefined;
       if ((it + 1) % config.evalEvery === 0 || last) {
-        evaluation = evaluate(policy, size, config.evalTasks, rand);
+        evaluation = evaluate(
+          env,
+          policy,
+          config.evalTasks,
+          iterationRandom(config.seed, it, 'eval'),
+        );
         events.push({
           id: newEventId(),
           type: 'evaluation.logged',
           data: { iteration: it, successRate: evaluation },
         });
       }
-      if (config.checkpointEvery > 0 && ((it + 1) % config.checkpointEvery === 0 || last)) {
-        const uri = await saveCheckpoint(policy, config.checkpointDir, runId, it);
-        events.push({ id: newEventId(), type: 'checkpoint.saved', data: { iteration: it, uri } });
-      }
       await client.appendEvents(runId, events);
+      if (config.checkpointEvery > 0 && ((it + 1) % config.checkpointEvery === 0 || last)) {
+        // Checkpoint it + 1: the weights iteration it + 1 would sample with (the server records checkpoint.saved).
+        const bytes = await encodeCheckpoint(policy, optimizer, it + 1);
+        await client.uploadCheckpoint(runId, it + 1, bytes, CHECKPOINT_FORMAT);
+      }
       const seconds = (performance.now() - t0) / 1000;
       const report = {
         iteration: it,
@@ -178,15 +192,19 @@ function toWire(g: { id: string; trajectories: SampledTrajectory[] }) {
     trajectories: g.trajectories.map((t) => ({
       id: t.id,
       outcome: t.outcome,
-      steps: t.steps.map(({ state, action, reward, nll, tokenLogprobs, embedding, value }) => ({
-        state,
-        action,
-        reward,
-        nll,
-        tokenLogprobs,
-        embedding,
-        value,
-      })),
+      steps: t.steps.map(
+        ({ state, action, reward, nll, tokenLogprobs, embedding, value, trueAdvantage }) => ({
+          state,
+          action,
+          reward,
+          nll,
+          tokenLogprobs,
+          embedding,
+          value,
+          // a field beyond rollout-batch/v1: the server keeps it as the step's `extra`
+          ...(trueAdvantage === undefined ? {} : { trueAdvantage }),
+        }),
+      ),
     })),
   };
 }
@@ -196,39 +214,37 @@ function toWire(g: { id: string; trajectories: SampledTrajectory[] }) {
  * on one action forever), 4 rollouts on each evaluation task.
  */
 function evaluate(
+  env: TextEnvironment,
   policy: TextPolicy,
-  size: HouseholdSizeName,
   count: number,
   rand: () => number,
 ): number {
-  const rollouts = evaluationTasks(size, count).flatMap((task) =>
-    sampleGroup(task, policy, 4, rand),
+  const rollouts = evaluationTasks(env, count).flatMap((task) =>
+    sampleGroup(env, task, policy, 4, rand),
   );
   return rollouts.filter((t) => t.outcome === 'success').length / rollouts.length;
 }
 
-async function saveCheckpoint(
-  policy: TextPolicy,
-  dir: string,
-  runId: string,
+/**
+ * The random stream of one iteration (task choice and action sampling) or of its evaluation: a function
+ * of (seed, iteration) only, so a fork from checkpoint k samples exactly what its parent sampled in
+ * iteration k, and an evaluation never shifts the training stream.
+ */
+export function iterationRandom(
+  seed: number,
   iteration: number,
-): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  const file = path.resolve(dir, `${runId}-iteration-${iteration}.json`);
-  const weights = Object.fromEntries(
-    policy.variables.map((v, i) => [
-      String(i),
-      { shape: v.shape, values: Array.from(v.dataSync()) },
-    ]),
-  );
-  await writeFile(file, JSON.stringify({ config: policy.config, weights }));
-  return `file://${file}`;
+  purpose: 'train' | 'eval',
+): () => number {
+  const h = createHash('sha256').update(`${seed}/${iteration}/${purpose}`).digest();
+  return seededRandom(h.readUInt32LE(0));
 }
 
 /**
- * Fork: a new run from run `parentRunId`'s config and seed, from scratch, under another method, linked to
- * its parent. The same seed means the same initial weights and the same random stream, so the first
- * iteration's rollouts are identical and only the advantages (and what follows from them) differ.
+ * Fork: a new run from run `parentRunId`'s config and seed under another method, linked to its parent.
+ * From scratch (checkpoint 0), the same seed gives the same initial weights; from checkpoint k, the
+ * parent's weights and optimizer state after k iterations. Either way the fork's first iteration (0, or
+ * k) samples exactly the rollouts its parent sampled in that iteration, since an iteration's random
+ * stream depends only on (seed, iteration): only the advantages, and what follows from them, differ.
  */
 export async function fork(
   server: Connection,
@@ -237,6 +253,7 @@ export async function fork(
   methodParams: Record<string, unknown> = {},
   hooks: TrainerHooks = {},
   overrides: Partial<TrainerConfig> = {},
+  fromCheckpoint = 0,
 ): Promise<{ runId: string; reports: IterationReport[] }> {
   const client = CreditlabClient.connect(server);
   const { run } = await client.graphql<{
@@ -244,10 +261,18 @@ export async function fork(
   }>('query($id: ID!) { run(id: $id) { config } }', { id: parentRunId });
   if (!run) throw new Error(`run ${parentRunId} not found`);
   const { backend: _backend, ...parent } = run.config;
+  const resume =
+    fromCheckpoint > 0
+      ? {
+          iteration: fromCheckpoint,
+          checkpoint: (await client.downloadCheckpoint(parentRunId, fromCheckpoint)).data,
+        }
+      : undefined;
   return train(
     { ...parent, ...overrides, serverUrl: client.url, method, methodParams, parentRunId },
     hooks,
     server.apiKey,
+    resume,
   );
 }
 
@@ -289,7 +314,7 @@ export async function retrain(
   });
   if (!run) throw new Error(`run ${parentRunId} not found`);
   const config = { ...run.config, serverUrl: client.url, method, methodParams };
-  const size = config.env.replace('household-', '') as HouseholdSizeName;
+  const env = textEnvironment(config.env);
   const { id: runId } = await client.createRun({
     name: `retrain ${method} on ${parentRunId.slice(0, 8)}`,
     env: config.env,
@@ -325,11 +350,11 @@ export async function retrain(
       const { advantages } = await client.advantages(runId, it, method, methodParams);
       const batch: PpoSample[] = [];
       for (const g of groups) {
-        const task = householdTask(Number(g.id.replace('task-', '')), size);
+        const task = env.task(Number(g.id.replace('task-', '')));
         for (const t of g.trajectories) {
-          let s = initialState(task);
+          let s = env.initialState(task);
           for (const st of t.steps) {
-            const actions = admissibleActions(task, s);
+            const actions = env.admissibleActions(task, s);
             batch.push({
               observation: st.state,
               actions,
@@ -337,7 +362,7 @@ export async function retrain(
               oldLogProb: -(st.nll ?? 0),
               advantage: advantages[batch.length] as number,
             });
-            s = envStep(task, s, st.action).state;
+            s = env.step(task, s, st.action).state;
           }
         }
       }
@@ -357,8 +382,13 @@ export async function retrain(
       reports.push(report);
       hooks.onIteration?.(report);
     }
-    const evaluation = evaluate(policy, size, config.evalTasks, seededRandom(config.seed));
     const last = reports.at(-1)?.iteration ?? 0;
+    const evaluation = evaluate(
+      env,
+      policy,
+      config.evalTasks,
+      iterationRandom(config.seed, last, 'eval'),
+    );
     await client.appendEvents(runId, [
       {
         id: newEventId(),

@@ -89,9 +89,9 @@ export class CreditlabClient {
     return this.options.url;
   }
 
-  private headers(contentType: string, accept = 'application/json'): Record<string, string> {
+  private headers(contentType?: string, accept = 'application/json'): Record<string, string> {
     return {
-      'content-type': contentType,
+      ...(contentType ? { 'content-type': contentType } : {}),
       accept,
       ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
     };
@@ -162,39 +162,60 @@ export class CreditlabClient {
     params: Record<string, unknown> = {},
     eventId: string = newEventId(),
   ): Promise<{ advantages: Float32Array; advantageSetId: string }> {
-    const url = new URL(
+    const { res } = await this.send(
       `/v1/runs/${encodeURIComponent(runId)}/iterations/${iteration}/advantages`,
-      this.options.url,
+      {
+        method: 'POST',
+        contentType: 'application/json',
+        accept: 'application/octet-stream',
+        body: JSON.stringify({ method, params, eventId }),
+      },
     );
-    const body = JSON.stringify({ method, params, eventId });
-    for (let attempt = 0; ; attempt++) {
-      let res: Response;
-      try {
-        res = await this.fetch(url, {
-          method: 'POST',
-          headers: this.headers('application/json', 'application/octet-stream'),
-          body,
-        });
-      } catch (e) {
-        if (attempt >= this.retries) throw e;
-        await this.backoff(attempt);
-        continue;
-      }
-      if (res.ok) {
-        const bytes = new Uint8Array(await res.arrayBuffer());
-        return {
-          advantages: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
-          advantageSetId: res.headers.get('x-creditlab-advantage-set') ?? '',
-        };
-      }
-      const text = await res.text();
-      if (!retryable(res.status) || attempt >= this.retries)
-        throw new CreditlabApiError(
-          res.status,
-          text ? (JSON.parse(text) as Record<string, unknown>) : {},
-        );
-      await this.backoff(attempt, res);
-    }
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    return {
+      advantages: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4),
+      advantageSetId: res.headers.get('x-creditlab-advantage-set') ?? '',
+    };
+  }
+
+  /**
+   * Uploads checkpoint `iteration` (the weights after that many iterations of training). The server
+   * records a `checkpoint.saved` event; uploading the same bytes again is harmless.
+   */
+  async uploadCheckpoint(
+    runId: string,
+    iteration: number,
+    data: Uint8Array,
+    format: string,
+  ): Promise<{ iteration: number; sha256: string; bytes: number; path: string }> {
+    const { res } = await this.send(
+      `/v1/runs/${encodeURIComponent(runId)}/checkpoints/${iteration}`,
+      {
+        method: 'PUT',
+        contentType: 'application/octet-stream',
+        body: data,
+        headers: { 'x-creditlab-checkpoint-format': format },
+      },
+    );
+    return (await res.json()) as { iteration: number; sha256: string; bytes: number; path: string };
+  }
+
+  async downloadCheckpoint(
+    runId: string,
+    iteration: number,
+  ): Promise<{ data: Uint8Array; format: string; sha256: string }> {
+    const { res } = await this.send(
+      `/v1/runs/${encodeURIComponent(runId)}/checkpoints/${iteration}`,
+      {
+        method: 'GET',
+        accept: 'application/octet-stream',
+      },
+    );
+    return {
+      data: new Uint8Array(await res.arrayBuffer()),
+      format: res.headers.get('x-creditlab-checkpoint-format') ?? '',
+      sha256: res.headers.get('x-creditlab-sha256') ?? '',
+    };
   }
 
   /** POSTs a GraphQL operation; GraphQL errors are thrown with their messages. */
@@ -220,24 +241,49 @@ export class CreditlabClient {
     contentType: string,
     body: string,
   ): Promise<{ result: unknown; retries: number }> {
+    const { res, retries } = await this.send(path, { method: 'POST', contentType, body });
+    const text = await res.text();
+    return { result: text ? (JSON.parse(text) as unknown) : {}, retries };
+  }
+
+  /**
+   * One request with retries on network errors, 5xx and 429; resolves with the successful answer,
+   * throws CreditlabApiError with the server's JSON body for any other status.
+   */
+  private async send(
+    path: string,
+    init: {
+      method: string;
+      contentType?: string;
+      accept?: string;
+      body?: string | Uint8Array;
+      headers?: Record<string, string>;
+    },
+  ): Promise<{ res: Response; retries: number }> {
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
         res = await this.fetch(new URL(path, this.options.url), {
-          method: 'POST',
-          headers: this.headers(contentType),
-          body,
+          method: init.method,
+          headers: { ...this.headers(init.contentType, init.accept), ...init.headers },
+          body: init.body,
         });
       } catch (e) {
         if (attempt >= this.retries) throw e;
         await this.backoff(attempt);
         continue;
       }
+      if (res.ok) return { res, retries: attempt };
       const text = await res.text();
-      const parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-      if (res.ok) return { result: parsed, retries: attempt };
-      if (!retryable(res.status) || attempt >= this.retries)
-        throw new CreditlabApiError(res.status, parsed);
+      if (!retryable(res.status) || attempt >= this.retries) {
+        let body: Record<string, unknown>;
+        try {
+          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+        } catch {
+          body = { message: text };
+        }
+        throw new CreditlabApiError(res.status, body);
+      }
       await this.backoff(attempt, res);
     }
   }

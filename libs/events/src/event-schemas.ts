@@ -54,7 +54,16 @@ export const eventDataSchemas = {
     successRate: z.number().min(0).max(1),
     tasks: z.array(z.looseObject({ task: z.string(), success: z.boolean() })).optional(),
   }),
-  'checkpoint.saved': z.object({ iteration, uri: z.string().min(1) }),
+  'checkpoint.saved': z.object({
+    iteration,
+    uri: z.string().min(1),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .optional(),
+    bytes: z.number().int().min(0).optional(),
+    format: z.string().optional(),
+  }),
   'run.finished': z.object({
     status: z.enum(['completed', 'failed', 'aborted']),
     summary: z.record(z.string(), z.unknown()).optional(),

@@ -27,6 +27,12 @@ const schema = z.object({
     .int()
     .min(1024)
     .default(8192 * mib),
+  CREDITLAB_MAX_CHECKPOINT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * mib)
+    .default(256 * mib),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
   CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),
   CREDITLAB_SCHEMA_FILE: z.string().optional(),
@@ -53,6 +59,8 @@ export interface AppConfig {
   limits: {
     maxLineBytes: number;
     maxRequestBytes: number;
+    /** Largest checkpoint upload (stored in the database: at most 1 GiB). */
+    maxCheckpointBytes: number;
     graphqlMaxDepth: number;
     graphqlMaxCost: number;
   };
@@ -105,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     limits: {
       maxLineBytes: e.CREDITLAB_MAX_LINE_BYTES,
       maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,
+      maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
       graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,
     },

@@ -9,6 +9,7 @@ export enum ErrorCode {
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   RateLimited = 'RATE_LIMITED',
+  Conflict = 'CONFLICT',
 }
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -21,6 +22,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.RateLimited]: 429,
+  [ErrorCode.Conflict]: 409,
 };
 
 export const GRAPHQL_CODE: Record<ErrorCode, string> = {
@@ -33,6 +35,7 @@ export const GRAPHQL_CODE: Record<ErrorCode, string> = {
   [ErrorCode.Unauthenticated]: 'UNAUTHENTICATED',
   [ErrorCode.Forbidden]: 'FORBIDDEN',
   [ErrorCode.RateLimited]: 'RATE_LIMITED',
+  [ErrorCode.Conflict]: 'CONFLICT',
 };
 
 export class DomainError extends Error {

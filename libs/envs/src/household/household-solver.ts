@@ -1,84 +1,21 @@
-import {
-  admissibleActions,
-  initialState,
-  situationKey,
-  step,
-  type HouseholdState,
-} from './household-env';
+import { ExactEvaluation, shortestSolutionOf } from '../exact-evaluation';
+import { householdEnvironment } from './household-environment';
+import type { HouseholdState } from './household-env';
 import type { HouseholdTask } from './household-task';
 
-/** A stochastic policy over the admissible actions of a state (probabilities in the same order). */
+/** A stochastic policy over the admissible actions of a household state. */
 export type Policy = (task: HouseholdTask, state: HouseholdState, actions: string[]) => number[];
 
 export const uniformPolicy: Policy = (_task, _state, actions) =>
   actions.map(() => 1 / actions.length);
 
-/**
- * The exact value of a policy on a (tiny) task, by backward induction over every
- * state reachable before the step cap: V(s) = Σ_a π(a|s)·Q(s,a), Q(s,a) = r +
- * γ·V(s'), with V = 0 at the end of an episode (success or the cap). States
- * carry their step count, so the cap's time dependence is exact. Memoised per
- * (situation, step); fine for the tiny sizes, exponential in the cap otherwise.
- */
-export class PolicyEvaluation {
-  private readonly values = new Map<string, number>();
-
-  constructor(
-    private readonly task: HouseholdTask,
-    private readonly policy: Policy,
-    private readonly gamma = 1,
-  ) {}
-
-  value(s: HouseholdState): number {
-    if (s.done) return 0;
-    const key = `${situationKey(s)}@${s.step}`;
-    const known = this.values.get(key);
-    if (known !== undefined) return known;
-    const actions = admissibleActions(this.task, s);
-    const probs = this.policy(this.task, s, actions);
-    let v = 0;
-    actions.forEach((a, i) => {
-      const p = probs[i] as number;
-      if (p > 0) v += p * this.q(s, a);
-    });
-    this.values.set(key, v);
-    return v;
-  }
-
-  /** Q(s, a) for any action text, admissible or not. */
-  q(s: HouseholdState, action: string): number {
-    const r = step(this.task, s, action);
-    return r.reward + this.gamma * this.value(r.state);
-  }
-
-  /** The true advantage of taking `action` in `s`: Q(s,a) − V(s). */
-  advantage(s: HouseholdState, action: string): number {
-    return this.q(s, action) - this.value(s);
-  }
-
-  get statesEvaluated(): number {
-    return this.values.size;
+/** Exact Q, V and advantages of a policy on a household task (see `ExactEvaluation`). */
+export class PolicyEvaluation extends ExactEvaluation<HouseholdTask, HouseholdState> {
+  constructor(task: HouseholdTask, policy: Policy, gamma = 1) {
+    super(householdEnvironment(task.size), task, policy, gamma);
   }
 }
 
-/** A shortest successful action sequence (breadth-first over situations), or null if none fits in the cap. */
 export function shortestSolution(task: HouseholdTask): string[] | null {
-  const start = initialState(task);
-  const seen = new Set([situationKey(start)]);
-  let frontier: { state: HouseholdState; path: string[] }[] = [{ state: start, path: [] }];
-  while (frontier.length) {
-    const next: typeof frontier = [];
-    for (const { state, path } of frontier) {
-      for (const a of admissibleActions(task, state)) {
-        const r = step(task, state, a);
-        if (r.state.done === 'success') return [...path, a];
-        const key = situationKey(r.state);
-        if (r.state.done || seen.has(key)) continue;
-        seen.add(key);
-        next.push({ state: r.state, path: [...path, a] });
-      }
-    }
-    frontier = next;
-  }
-  return null;
+  return shortestSolutionOf(householdEnvironment(task.size), task);
 }
