@@ -34,6 +34,7 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
       evalEvery: 2,
       evalTasks: 4,
       checkpointEvery: 2,
+      groupSize: 6, // enough rollouts that some succeed: a group of failures has zero advantages everywhere
     }),
     { onIteration: (r) => seen.push(r.iteration) },
     ADMIN_KEY,
@@ -91,7 +92,73 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
     DEFAULT_CONFIG.policy.hidden,
   ]);
   expect(saved.tensors.some((t) => t.name.startsWith('optimizer/'))).toBe(true);
+
+  // every step carries its exact advantage, and compare scores each estimator against it
+  const steps: { truth: number; grpo: number; gigpo: number }[] = [];
+  for (const iteration of [0, 1, 2]) {
+    const page = await gql<{
+      run: {
+        groups: {
+          nodes: {
+            trajectories: {
+              steps: { extra: { trueAdvantage: number }; grpo: number; gigpo: number }[];
+            }[];
+          }[];
+        };
+      };
+    }>(
+      server,
+      `query($id: ID!, $it: Int!) { run(id: $id) { groups(iteration: $it, first: 100) { nodes { trajectories { steps {
+         extra grpo: advantage(method: { name: "grpo" }) gigpo: advantage(method: { name: "gigpo" }) } } } } } }`,
+      { id: runId, it: iteration },
+    );
+    for (const g of page.data!.run.groups.nodes)
+      for (const t of g.trajectories)
+        for (const st of t.steps)
+          steps.push({ truth: st.extra.trueAdvantage, grpo: st.grpo, gigpo: st.gigpo });
+  }
+  expect(steps.every((st) => Number.isFinite(st.truth))).toBe(true);
+  const scored = await gql<{
+    compare: {
+      againstReference: { method: string; steps: number; pearson: number; signAgreement: number }[];
+    };
+  }>(
+    server,
+    `query($id: ID!) { compare(runId: $id, methods: [{ name: "grpo" }, { name: "gigpo" }]) {
+       againstReference { method steps pearson signAgreement } } }`,
+    { id: runId },
+  );
+  const byMethod = scored.data!.compare.againstReference;
+  for (const method of ['grpo', 'gigpo'] as const) {
+    const row = byMethod.find((r) => r.method === method)!;
+    expect(row.steps).toBe(steps.length);
+    const x = steps.map((st) => st[method]);
+    const y = steps.map((st) => st.truth);
+    const local = pearsonOf(x, y);
+    if (Number.isNaN(local))
+      expect(row.pearson).toBeNull(); // a method constant over these steps
+    else expect(row.pearson).toBeCloseTo(local, 5);
+    expect(row.signAgreement).toBeCloseTo(
+      steps.filter((st) => Math.sign(st[method]) === Math.sign(st.truth)).length / steps.length,
+      10,
+    );
+  }
+  expect(byMethod.some((r) => r.pearson !== null)).toBe(true);
 }, 120_000);
+
+function pearsonOf(x: number[], y: number[]): number {
+  const mx = x.reduce((a, b) => a + b, 0) / x.length;
+  const my = y.reduce((a, b) => a + b, 0) / y.length;
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  x.forEach((xi, i) => {
+    sxy += (xi - mx) * ((y[i] as number) - my);
+    sxx += (xi - mx) ** 2;
+    syy += ((y[i] as number) - my) ** 2;
+  });
+  return sxy / Math.sqrt(sxx * syy);
+}
 
 test('a fork replays a run’s config and seed under another method: identical first rollouts, linked to its parent', async () => {
   const parent = await train(await smallRun({ method: 'grpo', iterations: 2 }), {}, ADMIN_KEY);

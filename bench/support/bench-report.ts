@@ -11,23 +11,26 @@ export function machineLine(): string {
 }
 
 /**
- * Replaces this benchmark's section of docs/benchmarks.md (between its
- * markers), keeping the sections other benchmarks wrote.
+ * Replaces this benchmark's section of docs/benchmarks.md (or of `file`) between its markers,
+ * keeping the sections other scripts wrote and any hand-written text outside the markers.
  */
-export function writeSection(id: string, body: string): void {
+export function writeSection(
+  id: string,
+  body: string,
+  file = BENCHMARKS_MD,
+  preamble = '# Benchmarks\n\nWritten by the scripts in `bench/`; each section says how it was produced. Re-run a script to refresh its section.\n',
+): void {
   const start = `<!-- bench:${id}:start -->`;
   const end = `<!-- bench:${id}:end -->`;
   const section = `${start}\n${body.trim()}\n${end}`;
-  let doc = existsSync(BENCHMARKS_MD)
-    ? readFileSync(BENCHMARKS_MD, 'utf8')
-    : '# Benchmarks\n\nWritten by the scripts in `bench/`; each section says how it was produced. Re-run a script to refresh its section.\n';
+  let doc = existsSync(file) ? readFileSync(file, 'utf8') : preamble;
   const from = doc.indexOf(start);
   const to = doc.indexOf(end);
   doc =
     from >= 0 && to > from
       ? doc.slice(0, from) + section + doc.slice(to + end.length)
       : `${doc.trimEnd()}\n\n${section}\n`;
-  writeFileSync(BENCHMARKS_MD, doc);
+  writeFileSync(file, doc);
 }
 
 export function median(xs: number[]): number {

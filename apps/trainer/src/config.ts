@@ -27,6 +27,8 @@ export interface TrainerConfig {
     clip: number;
     /** Passes over each iteration's batch. */
     epochs: number;
+    /** Shuffled minibatches per pass (one gradient step each). */
+    minibatches: number;
     learningRate: number;
     /** Weight of the entropy bonus. */
     entropyCoef: number;
@@ -58,7 +60,7 @@ export const DEFAULT_CONFIG: TrainerConfig = {
   groupSize: 8,
   seed: 1,
   policy: { vocab: 1024, hidden: 32 },
-  ppo: { clip: 0.2, epochs: 4, learningRate: 0.01, entropyCoef: 0.01 },
+  ppo: { clip: 0.2, epochs: 4, minibatches: 4, learningRate: 0.01, entropyCoef: 0.01 },
   evalEvery: 5,
   evalTasks: 16,
   checkpointEvery: 10,

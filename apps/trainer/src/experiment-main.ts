@@ -1,9 +1,10 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpus } from 'node:os';
+import { machineLine, writeSection } from '../../../bench/support/bench-report';
 import { startBenchServer } from '../../../bench/support/bench-server';
-import { DEFAULT_CONFIG, type TrainerConfig } from './config';
+import { textEnvironment } from '@creditlab/envs';
+import { DEFAULT_CONFIG } from './config';
 import { lineChartPng } from './png-plot';
 import { train, type IterationReport } from './trainer';
 
@@ -12,6 +13,8 @@ import { train, type IterationReport } from './trainer';
  * Trains every method with paired seeds (the same seed means the same initial weights and the same first
  * tasks) on a fresh server of its own, and writes docs/experiments.md and a learning-curve PNG.
  */
+const EVAL_EVERY = 5;
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -21,7 +24,8 @@ async function main(): Promise<void> {
       iterations: { type: 'string' },
     },
   });
-  const env = (values.env ?? 'household-tiny') as TrainerConfig['env'];
+  const env = values.env ?? 'household-tiny';
+  textEnvironment(env); // an unknown name stops here, with the list of environments
   const methods = (values.methods ?? 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace').split(',');
   const seeds = Number(values.seeds ?? 3);
   const iterations = Number(values.iterations ?? DEFAULT_CONFIG.iterations);
@@ -40,7 +44,7 @@ async function main(): Promise<void> {
             method,
             iterations,
             seed,
-            evalEvery: 5,
+            evalEvery: EVAL_EVERY,
             checkpointEvery: 0,
             trueAdvantages: false,
           },
@@ -94,24 +98,17 @@ async function writeReport(
   const png = `experiments-${env}.png`;
   await writeFile(path.join(docs, png), lineChartPng(series, iterations));
   const colours = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
-  // Hand-written observations below the marker survive a re-run.
-  const file = path.join(docs, 'experiments.md');
-  const previous = await readFile(file, 'utf8').catch(() => '');
-  const marker = '<!-- observations -->';
-  const observations = previous.includes(marker)
-    ? previous.slice(previous.indexOf(marker))
-    : `${marker}\n`;
-  await writeFile(
-    file,
-    `# Experiments
-
-## ${env}: every method, ${seeds} paired seeds, ${iterations} iterations
+  const c = DEFAULT_CONFIG;
+  // One section per environment; hand-written observations outside the markers survive a re-run.
+  writeSection(
+    `experiment:${env}`,
+    `## ${env}: ${methods.length} methods, ${seeds} paired seeds, ${iterations} iterations
 
 Command: \`npm run experiment -- --env ${env} --methods ${methods.join(',')} --seeds ${seeds} --iterations ${iterations}\`.
-Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; run on ${new Date().toISOString().slice(0, 10)}.
-Trainer defaults (apps/trainer/src/config.ts): B = ${DEFAULT_CONFIG.tasksPerIteration} tasks × G = ${DEFAULT_CONFIG.groupSize} rollouts per iteration, PPO-clip
-(ε ${DEFAULT_CONFIG.ppo.clip}, ${DEFAULT_CONFIG.ppo.epochs} epochs, Adam ${DEFAULT_CONFIG.ppo.learningRate}), bag-of-tokens policy (${DEFAULT_CONFIG.policy.hidden} hidden), each method at its
-registry defaults. Held-out success: the sampling policy, 4 rollouts on each of ${DEFAULT_CONFIG.evalTasks} evaluation tasks (seeds ≡ 0 mod 5), every 5 iterations.
+Machine: ${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}.
+Trainer defaults (apps/trainer/src/config.ts): B = ${c.tasksPerIteration} tasks × G = ${c.groupSize} rollouts per iteration, PPO-clip
+(ε ${c.ppo.clip}, ${c.ppo.epochs} epochs × ${c.ppo.minibatches} minibatches, Adam ${c.ppo.learningRate}, entropy ${c.ppo.entropyCoef}), bag-of-tokens policy (${c.policy.hidden} hidden), each method at its
+registry defaults. Held-out success: the sampling policy, 4 rollouts on each of ${c.evalTasks} evaluation tasks (held-out seeds), every ${EVAL_EVERY} iterations.
 
 | method | final held-out success (per seed) | best held-out | iterations to 80 % held-out | training success, iteration 1 (untrained policy) | wall time per run |
 |---|---:|---:|---:|---:|---:|
@@ -119,9 +116,9 @@ ${rows.join('\n')}
 
 ![mean held-out success per iteration](${png})
 
-Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
-
-${observations}`,
+Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.`,
+    path.join(docs, 'experiments.md'),
+    '# Experiments\n\nWritten by `npm run experiment`, one section per environment; observations are written by hand below each.\n',
   );
   process.stderr.write(`wrote docs/experiments.md and docs/${png}\n`);
 }

@@ -98,7 +98,13 @@ export async function train(
       await client.appendEvents(runId, rolloutEvents(it, { groups: groups.map(toWire) }));
       const { advantages } = await client.advantages(runId, it, config.method, config.methodParams);
       const batch = ppoBatch(groups, advantages);
-      const update = ppoUpdate(policy, batch, config.ppo, optimizer);
+      const update = ppoUpdate(
+        policy,
+        batch,
+        { ...config.ppo, minibatches: config.ppo.minibatches ?? 1 }, // runs from before minibatches: one
+        optimizer,
+        iterationRandom(config.seed, it, 'update'),
+      );
       const trajectories = groups.flatMap((g) => g.trajectories);
       const successRate =
         trajectories.filter((t) => t.outcome === 'success').length / trajectories.length;
@@ -233,7 +239,7 @@ function evaluate(
 export function iterationRandom(
   seed: number,
   iteration: number,
-  purpose: 'train' | 'eval',
+  purpose: 'train' | 'eval' | 'update',
 ): () => number {
   const h = createHash('sha256').update(`${seed}/${iteration}/${purpose}`).digest();
   return seededRandom(h.readUInt32LE(0));
@@ -366,7 +372,13 @@ export async function retrain(
           }
         }
       }
-      const update = ppoUpdate(policy, batch, config.ppo, optimizer);
+      const update = ppoUpdate(
+        policy,
+        batch,
+        { ...config.ppo, minibatches: config.ppo.minibatches ?? 1 }, // runs from before minibatches: one
+        optimizer,
+        iterationRandom(config.seed, it, 'update'),
+      );
       const metrics = { ...update };
       await client.appendEvents(runId, [
         { id: newEventId(), type: 'metrics.logged', data: { iteration: it, metrics } },

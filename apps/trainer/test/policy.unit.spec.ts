@@ -68,6 +68,7 @@ test('one PPO update raises the log-probability of positive-advantage actions an
   const metrics = ppoUpdate(policy, batch, {
     clip: 0.2,
     epochs: 4,
+    minibatches: 2,
     learningRate: 0.01,
     entropyCoef: 0,
   });

@@ -125,6 +125,26 @@ export class CompareService {
     };
   }
 
+  /**
+   * A per-step reference value the steps carry in their `extra` under `field` (the trainer logs the exact
+   * `trueAdvantage` on tiny tasks), in the comparison's step order; NaN where a step has none.
+   */
+  async referenceValues(comparison: Comparison, field: string): Promise<Float64Array> {
+    const out = new Float64Array(comparison.stepCount).fill(NaN);
+    const firstStep = new Map<string, number>();
+    comparison.steps.forEach((s, k) => {
+      if (s.stepIndex === 0) firstStep.set(s.trajectoryDbId, k);
+    });
+    if (firstStep.size === 0) return out;
+    const res = await this.db.pool.query<{ trajectory_id: string; idx: number; v: number }>(
+      `SELECT trajectory_id, idx, (extra->>$2)::float8 AS v FROM steps
+       WHERE trajectory_id = ANY($1::bigint[]) AND jsonb_typeof(extra->$2) = 'number'`,
+      [[...firstStep.keys()], field],
+    );
+    for (const r of res.rows) out[(firstStep.get(String(r.trajectory_id)) as number) + r.idx] = r.v;
+    return out;
+  }
+
   /** Texts and rewards of the given steps, one statement. */
   async stepTexts(refs: StepRef[]): Promise<StepText[]> {
     if (refs.length === 0) return [];

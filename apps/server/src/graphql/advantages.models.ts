@@ -159,6 +159,21 @@ export class StepAdvantagesConnection {
   @Field() hasNextPage!: boolean;
 }
 
+@ObjectType({
+  description:
+    "A method's advantages against a reference the steps carry (e.g. the exact trueAdvantage): scale-free agreement.",
+})
+export class AgainstReference {
+  @Field() method!: string;
+  @Field({ description: 'The step field compared with.' }) field!: string;
+  @Field(() => Int, { description: 'Steps that carry the field (the others are left out).' })
+  steps!: number;
+  @Field(() => Float, { nullable: true }) pearson!: number | null;
+  @Field(() => Float, { nullable: true }) spearman!: number | null;
+  @Field(() => Float, { description: 'Fraction of steps where both have the same sign.' })
+  signAgreement!: number;
+}
+
 @ObjectType({ description: 'Several estimators on the same stored rollouts.' })
 export class Comparison {
   @Field(() => ID) runId!: string;

@@ -24,7 +24,7 @@ import {
   type Comparison as ComparisonData,
   type StepRef,
 } from '../advantages/compare.service';
-import { pearson, ranks, signAgreement, topK } from '../advantages/compare-stats';
+import { pearson, ranks, signAgreement, spearman, topK } from '../advantages/compare-stats';
 import { RecomputeService, type RecomputeJob } from '../advantages/recompute.service';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { Caller } from '../access/caller.decorator';
@@ -33,6 +33,7 @@ import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
 import {
   AdvantageSetModel,
+  AgainstReference,
   Comparison,
   CreditAgainstEpisode,
   Estimator,
@@ -312,6 +313,35 @@ export class CompareResolver {
       endCursor: to > from ? String(to - 1) : null,
       hasNextPage: to < comparison.data.stepCount,
     };
+  }
+
+  @ResolveField(() => [AgainstReference], {
+    description:
+      "Each method against a per-step reference value in the steps' extra fields, by default the exact `trueAdvantage` the trainer logs on tiny tasks: how well each estimator recovers the truth. Empty when no step carries the field.",
+  })
+  async againstReference(
+    @Parent() comparison: ComparisonObject,
+    @Args('field', { defaultValue: 'trueAdvantage' }) field: string,
+  ): Promise<AgainstReference[]> {
+    const data = comparison.data;
+    const reference = await this.compareService.referenceValues(data, field);
+    const keep: number[] = [];
+    reference.forEach((v, k) => {
+      if (!Number.isNaN(v)) keep.push(k);
+    });
+    if (keep.length === 0) return [];
+    const truth = Float64Array.from(keep, (k) => reference[k] as number);
+    return data.advantages.map((adv, m) => {
+      const mine = Float64Array.from(keep, (k) => adv[k] as number);
+      return {
+        method: comparison.methods[m]!.method,
+        field,
+        steps: keep.length,
+        pearson: pearson(mine, truth),
+        spearman: spearman(mine, truth),
+        signAgreement: signAgreement(mine, truth),
+      };
+    });
   }
 
   private against(data: ComparisonData, m: number, name: string, examples: number) {

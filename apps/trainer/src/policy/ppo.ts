@@ -14,6 +14,8 @@ export interface PpoConfig {
   clip: number;
   /** Passes over the batch. */
   epochs: number;
+  /** Gradient steps per pass: the batch is shuffled and split into this many minibatches. */
+  minibatches: number;
   learningRate: number;
   /** Weight of the entropy bonus. */
   entropyCoef: number;
@@ -38,6 +40,8 @@ export function ppoUpdate(
   batch: PpoSample[],
   cfg: PpoConfig,
   optimizer = tf.train.adam(cfg.learningRate),
+  /** Shuffles the minibatches (seeded by the caller, so a run's updates are reproducible). */
+  rand: () => number = Math.random,
 ): PpoMetrics {
   const B = batch.length;
   const chosen = tf.tensor1d(
@@ -45,29 +49,41 @@ export function ppoUpdate(
     'int32',
   );
   const oldLp = tf.tensor1d(batch.map((s) => s.oldLogProb));
-  const adv = tf.tensor1d(batch.map((s) => s.advantage));
   let last = 0;
+  const size = Math.ceil(B / Math.max(1, cfg.minibatches));
   for (let e = 0; e < cfg.epochs; e++) {
-    const cost = optimizer.minimize(
-      () => {
-        const { logProbs } = policy.forward(batch);
-        const lp = tf.sum(tf.mul(logProbs, tf.oneHot(chosen, logProbs.shape[1])), 1);
-        const ratio = tf.exp(tf.sub(lp, oldLp));
-        const surrogate = tf.minimum(
-          tf.mul(ratio, adv),
-          tf.mul(tf.clipByValue(ratio, 1 - cfg.clip, 1 + cfg.clip), adv),
-        );
-        const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), 1));
-        return tf.sub(
-          tf.neg(tf.mean(surrogate)),
-          tf.mul(cfg.entropyCoef, tf.mean(entropy)),
-        ) as tf.Scalar;
-      },
-      true,
-      policy.variables,
-    );
-    last = (cost as tf.Scalar).dataSync()[0] as number;
-    cost?.dispose();
+    const order = shuffled(B, rand);
+    for (let from = 0; from < B; from += size) {
+      const part = order.slice(from, from + size).map((i) => batch[i] as PpoSample);
+      const cost = optimizer.minimize(
+        () => {
+          const { logProbs } = policy.forward(part);
+          const picked = tf.oneHot(
+            tf.tensor1d(
+              part.map((s) => s.chosen),
+              'int32',
+            ),
+            logProbs.shape[1],
+          );
+          const lp = tf.sum(tf.mul(logProbs, picked), 1);
+          const ratio = tf.exp(tf.sub(lp, tf.tensor1d(part.map((s) => s.oldLogProb))));
+          const adv = tf.tensor1d(part.map((s) => s.advantage));
+          const surrogate = tf.minimum(
+            tf.mul(ratio, adv),
+            tf.mul(tf.clipByValue(ratio, 1 - cfg.clip, 1 + cfg.clip), adv),
+          );
+          const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), 1));
+          return tf.sub(
+            tf.neg(tf.mean(surrogate)),
+            tf.mul(cfg.entropyCoef, tf.mean(entropy)),
+          ) as tf.Scalar;
+        },
+        true,
+        policy.variables,
+      );
+      last = (cost as tf.Scalar).dataSync()[0] as number;
+      cost?.dispose();
+    }
   }
   const metrics = tf.tidy(() => {
     const { logProbs } = policy.forward(batch);
@@ -81,6 +97,15 @@ export function ppoUpdate(
       entropy: tf.mean(entropy).dataSync()[0] as number,
     };
   });
-  tf.dispose([chosen, oldLp, adv]);
+  tf.dispose([chosen, oldLp]);
   return { loss: last, ...metrics };
+}
+
+function shuffled(n: number, rand: () => number): number[] {
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [order[i], order[j]] = [order[j] as number, order[i] as number];
+  }
+  return order;
 }

@@ -82,7 +82,48 @@ export function observe(task: HouseholdTask, s: HouseholdState): string {
       : ` The ${task.receptacles[s.at]!.name} is empty.`;
   }
   const hand = s.holding < 0 ? 'nothing' : `a ${describe(task, s, s.holding)}`;
-  return `Your task is to: ${task.description}. You are ${place}.${seen} You are carrying ${hand}.`;
+  return `Your task is to: ${task.description}. You are ${place}.${seen} You are carrying ${hand}. Facts: ${facts(task, s).join(' ')}.`;
+}
+
+const NEEDED: Partial<Record<HouseholdTask['type'], number>> = {
+  clean: FLAG.clean,
+  heat: FLAG.hot,
+  cool: FLAG.cool,
+};
+
+/**
+ * What a reader of the text would infer about the task from the situation, as compound words: the
+ * trainer's policy is a bag of words, which cannot relate "apple" in the task to "apple" in the hand
+ * by itself, where a language model would. Functions of the situation only, like the rest.
+ */
+function facts(task: HouseholdTask, s: HouseholdState): string[] {
+  const out: string[] = [`task${task.type.replace('_', '')}`];
+  const isTaskObject = (o: number) => task.objects[o]!.kind === task.objectKind;
+  const needed = NEEDED[task.type] ?? 0;
+  const here = s.at >= 0 ? task.receptacles[s.at]! : undefined;
+  out.push(here ? `at${here.kind}` : 'atstart');
+  if (s.at === task.target) out.push('attarget');
+  if (
+    s.where.some(
+      (w, o) =>
+        w === s.at && isTaskObject(o) && !(task.type === 'pick_two' && s.at === task.target),
+    )
+  )
+    out.push('taskobjecthere');
+  if (s.holding < 0) out.push('handempty');
+  else if (!isTaskObject(s.holding)) out.push('holdingother');
+  else {
+    out.push('holdingtaskobject');
+    if (needed)
+      out.push(
+        ((s.flags[s.holding] as number) & needed) === needed ? 'conditionmet' : 'conditionunmet',
+      );
+  }
+  if (task.type === 'pick_two') {
+    const placed = s.where.filter((w, o) => w === task.target && isTaskObject(o)).length;
+    out.push(`placed${placed}`);
+  }
+  return out;
 }
 
 function describe(task: HouseholdTask, s: HouseholdState, o: number): string {
