@@ -2,7 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { machineLine, writeSection } from '../../../bench/support/bench-report';
-import { startBenchServer } from '../../../bench/support/bench-server';
+import { startBenchServer, type BenchServer } from '../../../bench/support/bench-server';
+import { CreditlabClient } from '@creditlab/client';
 import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG } from './config';
 import { lineChartPng } from './png-plot';
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
       methods: { type: 'string' },
       seeds: { type: 'string' },
       iterations: { type: 'string' },
+      'truth-iterations': { type: 'string' },
     },
   });
   const env = values.env ?? 'household-tiny';
@@ -29,10 +31,14 @@ async function main(): Promise<void> {
   const methods = (values.methods ?? 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace').split(',');
   const seeds = Number(values.seeds ?? 3);
   const iterations = Number(values.iterations ?? DEFAULT_CONFIG.iterations);
+  const truthIterations = Number(values['truth-iterations'] ?? 10);
   const bench = await startBenchServer({});
   const results: { method: string; seed: number; reports: IterationReport[]; seconds: number }[] =
     [];
+  let truth: TruthRow[] = [];
   try {
+    if (truthIterations > 0 && textEnvironment(env).exact)
+      truth = await scoreAgainstTruth(bench, env, methods, truthIterations);
     for (let seed = 1; seed <= seeds; seed++) {
       for (const method of methods) {
         const t0 = performance.now();
@@ -61,7 +67,7 @@ async function main(): Promise<void> {
   } finally {
     await bench.close();
   }
-  await writeReport(env, methods, seeds, iterations, results);
+  await writeReport(env, methods, seeds, iterations, results, truth, truthIterations);
 }
 
 async function writeReport(
@@ -70,6 +76,8 @@ async function writeReport(
   seeds: number,
   iterations: number,
   results: { method: string; seed: number; reports: IterationReport[]; seconds: number }[],
+  truth: TruthRow[],
+  truthIterations: number,
 ) {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
   const evalCurve = (reports: IterationReport[]) =>
@@ -116,11 +124,65 @@ ${rows.join('\n')}
 
 ![mean held-out success per iteration](${png})
 
-Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.`,
+Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
+${
+  truth.length
+    ? `
+Against the truth: a GRPO run of ${truthIterations} iterations (seed 1) logs every step's exact advantage under the rollout
+policy (\`trueAdvantage\`, γ ${c.trueAdvantageGamma}); \`compare(...) { againstReference }\` then scores every method on those
+identical rollouts (${truth[0]!.steps} steps).
+
+| method | Pearson with the true advantage | Spearman | sign agreement |
+|---|---:|---:|---:|
+${truth.map((t) => `| ${t.method} | ${fmt(t.pearson)} | ${fmt(t.spearman)} | ${(100 * t.signAgreement).toFixed(0)} % |`).join('\n')}`
+    : ''
+}`,
     path.join(docs, 'experiments.md'),
     '# Experiments\n\nWritten by `npm run experiment`, one section per environment; observations are written by hand below each.\n',
   );
   process.stderr.write(`wrote docs/experiments.md and docs/${png}\n`);
+}
+
+interface TruthRow {
+  method: string;
+  steps: number;
+  pearson: number | null;
+  spearman: number | null;
+  signAgreement: number;
+}
+
+const fmt = (x: number | null) => (x === null ? '–' : x.toFixed(2));
+
+/** One run that logs the exact advantages, then every method scored against them by the server. */
+async function scoreAgainstTruth(
+  bench: BenchServer,
+  env: string,
+  methods: string[],
+  iterations: number,
+): Promise<TruthRow[]> {
+  const { runId } = await train(
+    {
+      ...DEFAULT_CONFIG,
+      serverUrl: bench.server.url,
+      env,
+      method: 'grpo',
+      iterations,
+      seed: 1,
+      evalEvery: iterations,
+      checkpointEvery: 0,
+      trueAdvantages: true,
+    },
+    {},
+    bench.adminKey,
+  );
+  const client = new CreditlabClient({ url: bench.server.url, apiKey: bench.adminKey });
+  const { compare } = await client.graphql<{ compare: { againstReference: TruthRow[] } }>(
+    `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m) {
+       againstReference { method steps pearson spearman signAgreement } } }`,
+    { id: runId, m: methods.map((name) => ({ name })) },
+  );
+  process.stderr.write(`scored ${methods.length} methods against the true advantages\n`);
+  return compare.againstReference;
 }
 
 main().catch((e: unknown) => {

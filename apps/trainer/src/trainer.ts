@@ -98,13 +98,7 @@ export async function train(
       await client.appendEvents(runId, rolloutEvents(it, { groups: groups.map(toWire) }));
       const { advantages } = await client.advantages(runId, it, config.method, config.methodParams);
       const batch = ppoBatch(groups, advantages);
-      const update = ppoUpdate(
-        policy,
-        batch,
-        { ...config.ppo, minibatches: config.ppo.minibatches ?? 1 }, // runs from before minibatches: one
-        optimizer,
-        iterationRandom(config.seed, it, 'update'),
-      );
+      const update = ppoStep(policy, optimizer, batch, config, it);
       const trajectories = groups.flatMap((g) => g.trajectories);
       const successRate =
         trajectories.filter((t) => t.outcome === 'success').length / trajectories.length;
@@ -166,6 +160,23 @@ export async function train(
     policy.dispose();
   }
   return { runId, reports };
+}
+
+/** PPO on one iteration's batch, its minibatches shuffled by the iteration's own random stream. */
+function ppoStep(
+  policy: TextPolicy,
+  optimizer: tf.AdamOptimizer,
+  batch: PpoSample[],
+  config: TrainerConfig,
+  iteration: number,
+) {
+  return ppoUpdate(
+    policy,
+    batch,
+    { ...config.ppo, minibatches: config.ppo.minibatches ?? 1 }, // runs from before minibatches: one
+    optimizer,
+    iterationRandom(config.seed, iteration, 'update'),
+  );
 }
 
 /** Steps in canonical order (group, trajectory, step): the order of the server's advantage array. */
@@ -372,13 +383,7 @@ export async function retrain(
           }
         }
       }
-      const update = ppoUpdate(
-        policy,
-        batch,
-        { ...config.ppo, minibatches: config.ppo.minibatches ?? 1 }, // runs from before minibatches: one
-        optimizer,
-        iterationRandom(config.seed, it, 'update'),
-      );
+      const update = ppoStep(policy, optimizer, batch, config, it);
       const metrics = { ...update };
       await client.appendEvents(runId, [
         { id: newEventId(), type: 'metrics.logged', data: { iteration: it, metrics } },

@@ -120,6 +120,28 @@ describe('dynamics and rewards', () => {
   });
 });
 
+describe('facts in the observation', () => {
+  test('they follow the task along its solution: where the object is, holding it, its condition, the target', () => {
+    const task = householdTask(1, 'tiny'); // a clean task: take it, clean it at the sink, put it on the target
+    expect(task.type).toBe('clean');
+    const solution = shortestSolution(task)!;
+    const facts = [
+      initialState(task),
+      ...solution.map((_, i) => run(task, solution.slice(0, i + 1)).state),
+    ].map((s) => /Facts: (.*)\.$/.exec(observe(task, s))![1]!.split(' '));
+    expect(facts[0]).toEqual(['taskclean', 'atstart', 'handempty']);
+    const taking = solution.findIndex((a) => a.startsWith('take '));
+    expect(facts[taking]).toContain('taskobjecthere');
+    expect(facts[taking + 1]).toEqual(
+      expect.arrayContaining(['holdingtaskobject', 'conditionunmet']),
+    );
+    const cleaning = solution.findIndex((a) => a.startsWith('clean '));
+    expect(facts[cleaning]).toContain('atsinkbasin');
+    expect(facts[cleaning + 1]).toContain('conditionmet');
+    expect(facts[solution.length - 1]).toContain('attarget');
+  });
+});
+
 describe('exact policy evaluation', () => {
   test('uniform policy on the two-table task: success needs the one 4-step path, chosen with probability (1/4)^4', () => {
     const s0 = initialState(TWO_TABLES);
