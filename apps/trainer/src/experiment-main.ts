@@ -124,7 +124,7 @@ ${rows.join('\n')}
 
 ![mean held-out success per iteration](${png})
 
-Curves: mean held-out success over seeds; colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
+Curves: mean held-out success over seeds (y from 0 to 100 %, grid lines every 20 %; x: iterations 0 to ${iterations}, one point per evaluation); colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
 ${
   truth.length
     ? `

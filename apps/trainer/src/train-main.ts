@@ -4,6 +4,9 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { fork, retrain, train, type IterationReport } from './trainer';
 
+/** The server this run talks to, for the message when it cannot be reached. */
+let target = '';
+
 /** `npm run train -- --env household-tiny --method gigpo --iterations 30 --seed 1` */
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -33,6 +36,7 @@ async function main(): Promise<void> {
   );
   // --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the embedded server's credentials file.
   const server = resolveConnection({ url: values.server, apiKey: values.key });
+  target = server.url;
   const fromCheckpoint = Number(values['from-checkpoint'] ?? 0);
   const config: TrainerConfig = {
     ...DEFAULT_CONFIG,
@@ -97,6 +101,11 @@ function bar(fraction: number, width = 20): string {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`train: ${(e as Error).message}\n`);
+  const refused = (e as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED';
+  process.stderr.write(
+    refused
+      ? `train: no Creditlab server at ${target} (start one with \`npm start\`, or pass --server)\n`
+      : `train: ${(e as Error).message}\n`,
+  );
   process.exit(1);
 });
