@@ -131,9 +131,10 @@ async function runScenario(
   const { files, bytes } = await writeRequests(dir, s);
   const created = await fetch(`${serverUrl}/v1/runs`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` },
     body: JSON.stringify({ name: `bench ${s.label}`, env: 'synthetic', method: 'gigpo' }),
   });
+  if (!created.ok) throw new Error(`creating the run: ${created.status} ${await created.text()}`);
   const { id } = (await created.json()) as { id: string };
   const t0 = performance.now();
   for (const f of files)
