@@ -1,0 +1,90 @@
+import {
+  Controller,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  ParseIntPipe,
+  Put,
+  Req,
+  Res,
+  StreamableFile,
+} from '@nestjs/common';
+import type { Request, Response } from 'express';
+import getRawBody from 'raw-body';
+import { Caller } from '../access/caller.decorator';
+import type { Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
+import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
+
+const FORMAT = /^[\w.+/-]{1,100}$/;
+
+/**
+ * Checkpoints of a run: upload (PUT, raw bytes), list, download. `X-Creditlab-Checkpoint-Format`
+ * names the format (the trainer's is creditlab-text-policy/v1); the digest comes back as a header
+ * and in the `checkpoint.saved` event.
+ */
+@Controller('v1/runs/:id/checkpoints')
+export class CheckpointsController {
+  constructor(
+    @Inject(CheckpointsService) private readonly checkpoints: CheckpointsService,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
+    @Inject(AppConfigToken) private readonly config: AppConfig,
+  ) {}
+
+  @Put(':iteration')
+  @HttpCode(201)
+  @Requires('write')
+  async upload(
+    @Caller() caller: Principal,
+    @Param('id') runId: string,
+    @Param('iteration', ParseIntPipe) iteration: number,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<CheckpointInfo> {
+    await this.scope.assertRun(caller, runId);
+    if (iteration < 0)
+      throw new DomainError(ErrorCode.InvalidInput, `iteration: at least 0, got ${iteration}`);
+    const format = String(req.headers['x-creditlab-checkpoint-format'] ?? 'application/octet-stream');
+    if (!FORMAT.test(format))
+      throw new DomainError(ErrorCode.InvalidInput, `X-Creditlab-Checkpoint-Format: 1–100 of [A-Za-z0-9_.+/-], got ${JSON.stringify(format)}`);
+    const limit = this.config.limits.maxCheckpointBytes;
+    let data: Buffer;
+    try {
+      data = await getRawBody(req, { limit, length: req.headers['content-length'] });
+    } catch (e) {
+      if ((e as { type?: string }).type === 'entity.too.large')
+        throw new DomainError(ErrorCode.PayloadTooLarge, `checkpoint larger than ${limit} bytes (CREDITLAB_MAX_CHECKPOINT_BYTES)`);
+      throw e;
+    }
+    if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
+    const { created, checkpoint } = await this.checkpoints.store(runId, iteration, format, data);
+    res.status(created ? 201 : 200);
+    return checkpoint;
+  }
+
+  @Get()
+  @Requires('read')
+  async list(@Caller() caller: Principal, @Param('id') runId: string): Promise<CheckpointInfo[]> {
+    await this.scope.assertRun(caller, runId);
+    return this.checkpoints.list(runId);
+  }
+
+  @Get(':iteration')
+  @Requires('read')
+  async download(
+    @Caller() caller: Principal,
+    @Param('id') runId: string,
+    @Param('iteration', ParseIntPipe) iteration: number,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<StreamableFile> {
+    await this.scope.assertRun(caller, runId);
+    const { info, data } = await this.checkpoints.data(runId, iteration);
+    res.setHeader('X-Creditlab-Checkpoint-Format', info.format);
+    res.setHeader('X-Creditlab-Sha256', info.sha256);
+    return new StreamableFile(data, { type: 'application/octet-stream', length: data.length });
+  }
+}

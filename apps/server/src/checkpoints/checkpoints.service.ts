@@ -1,0 +1,142 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { Database } from '../database/database';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { EventAppender } from '../ingest/event-appender.service';
+
+export interface CheckpointInfo {
+  iteration: number;
+  format: string;
+  sha256: string;
+  bytes: number;
+  createdAt: Date;
+  /** Where to download it (relative to the server). */
+  path: string;
+}
+
+/**
+ * Stores trainers' checkpoints and records each as a `checkpoint.saved` event. The event's id is
+ * derived from (run, iteration), so a retried upload whose event was not yet recorded records it
+ * exactly once.
+ */
+@Injectable()
+export class CheckpointsService {
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(EventAppender) private readonly appender: EventAppender,
+  ) {}
+
+  async store(
+    runId: string,
+    iteration: number,
+    format: string,
+    data: Buffer,
+  ): Promise<{ created: boolean; checkpoint: CheckpointInfo }> {
+    const sha256 = createHash('sha256').update(data).digest();
+    const inserted = await this.db.pool.query<{ created_at: Date }>(
+      `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, data)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
+      [runId, iteration, format, sha256, data.length, data],
+    );
+    const existing = inserted.rows[0] ? undefined : await this.info(runId, iteration);
+    if (existing && existing.sha256 !== sha256.toString('hex')) {
+      throw new DomainError(
+        ErrorCode.Conflict,
+        `run ${runId} already has a different checkpoint ${iteration} (sha256 ${existing.sha256}); checkpoints are immutable`,
+        { iteration, sha256: existing.sha256 },
+      );
+    }
+    const checkpoint = existing ?? {
+      iteration,
+      format,
+      sha256: sha256.toString('hex'),
+      bytes: data.length,
+      createdAt: (inserted.rows[0] as { created_at: Date }).created_at,
+      path: checkpointPath(runId, iteration),
+    };
+    await this.appender.append(
+      runId,
+      (async function* () {
+        yield {
+          position: 1,
+          value: {
+            id: eventIdOf(runId, iteration),
+            type: 'checkpoint.saved',
+            data: {
+              iteration,
+              uri: checkpoint.path,
+              sha256: checkpoint.sha256,
+              bytes: checkpoint.bytes,
+              format: checkpoint.format,
+            },
+          },
+        };
+      })(),
+    );
+    return { created: !existing, checkpoint };
+  }
+
+  async list(runId: string): Promise<CheckpointInfo[]> {
+    const res = await this.db.pool.query<Row>(
+      `SELECT iteration, format, sha256, size_bytes, created_at FROM checkpoints WHERE run_id = $1 ORDER BY iteration`,
+      [runId],
+    );
+    return res.rows.map((r) => toInfo(runId, r));
+  }
+
+  async info(runId: string, iteration: number): Promise<CheckpointInfo | undefined> {
+    const res = await this.db.pool.query<Row>(
+      `SELECT iteration, format, sha256, size_bytes, created_at FROM checkpoints WHERE run_id = $1 AND iteration = $2`,
+      [runId, iteration],
+    );
+    return res.rows[0] && toInfo(runId, res.rows[0]);
+  }
+
+  async data(runId: string, iteration: number): Promise<{ info: CheckpointInfo; data: Buffer }> {
+    const res = await this.db.pool.query<Row & { data: Buffer }>(
+      `SELECT iteration, format, sha256, size_bytes, created_at, data FROM checkpoints WHERE run_id = $1 AND iteration = $2`,
+      [runId, iteration],
+    );
+    const row = res.rows[0];
+    if (!row) {
+      const have = (await this.list(runId)).map((c) => c.iteration);
+      throw new DomainError(
+        ErrorCode.NotFound,
+        `run ${runId} has no checkpoint ${iteration}; it has ${have.length ? have.join(', ') : 'none'}`,
+        { iteration, checkpoints: have },
+      );
+    }
+    return { info: toInfo(runId, row), data: row.data };
+  }
+}
+
+interface Row {
+  iteration: number;
+  format: string;
+  sha256: Buffer;
+  size_bytes: number;
+  created_at: Date;
+}
+
+function toInfo(runId: string, r: Row): CheckpointInfo {
+  return {
+    iteration: r.iteration,
+    format: r.format,
+    sha256: r.sha256.toString('hex'),
+    bytes: r.size_bytes,
+    createdAt: r.created_at,
+    path: checkpointPath(runId, r.iteration),
+  };
+}
+
+export const checkpointPath = (runId: string, iteration: number): string =>
+  `/v1/runs/${runId}/checkpoints/${iteration}`;
+
+/** A UUID (v4 layout) from SHA-256 of (run, iteration): the same upload always names the same event. */
+function eventIdOf(runId: string, iteration: number): string {
+  const h = createHash('sha256').update(`checkpoint.saved:${runId}:${iteration}`).digest();
+  h[6] = ((h[6] as number) & 0x0f) | 0x40;
+  h[8] = ((h[8] as number) & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString('hex');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
