@@ -48,16 +48,24 @@ export class CheckpointsController {
     await this.scope.assertRun(caller, runId);
     if (iteration < 0)
       throw new DomainError(ErrorCode.InvalidInput, `iteration: at least 0, got ${iteration}`);
-    const format = String(req.headers['x-creditlab-checkpoint-format'] ?? 'application/octet-stream');
+    const format = String(
+      req.headers['x-creditlab-checkpoint-format'] ?? 'application/octet-stream',
+    );
     if (!FORMAT.test(format))
-      throw new DomainError(ErrorCode.InvalidInput, `X-Creditlab-Checkpoint-Format: 1–100 of [A-Za-z0-9_.+/-], got ${JSON.stringify(format)}`);
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `X-Creditlab-Checkpoint-Format: 1–100 of [A-Za-z0-9_.+/-], got ${JSON.stringify(format)}`,
+      );
     const limit = this.config.limits.maxCheckpointBytes;
     let data: Buffer;
     try {
       data = await getRawBody(req, { limit, length: req.headers['content-length'] });
     } catch (e) {
       if ((e as { type?: string }).type === 'entity.too.large')
-        throw new DomainError(ErrorCode.PayloadTooLarge, `checkpoint larger than ${limit} bytes (CREDITLAB_MAX_CHECKPOINT_BYTES)`);
+        throw new DomainError(
+          ErrorCode.PayloadTooLarge,
+          `checkpoint larger than ${limit} bytes (CREDITLAB_MAX_CHECKPOINT_BYTES)`,
+        );
       throw e;
     }
     if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
