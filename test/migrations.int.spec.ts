@@ -1,6 +1,8 @@
 import { ensureDatabase, MIGRATIONS_DIR, runMigrations } from '@creditlab/db';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { createTestDatabase } from './support/test-database';
 
@@ -27,6 +29,32 @@ describe('migrations', () => {
     expect(rows.rows.map((r) => r.name)).toEqual(readdirSync(MIGRATIONS_DIR).sort());
     const again = await runMigrations(pool(url));
     expect(again).toEqual({ applied: [], alreadyApplied: readdirSync(MIGRATIONS_DIR).sort() });
+  });
+
+  test('upgrading a database with runs: the access migration makes a project of every project name in use', async () => {
+    const db = pool(
+      await ensureDatabase(
+        process.env.CREDITLAB_TEST_DATABASE_URL as string,
+        `test_${randomBytes(6).toString('hex')}`,
+      ),
+    );
+    // the database as it was before access control: only the migrations that came before it
+    const before = mkdtempSync(path.join(tmpdir(), 'creditlab-migrations-'));
+    for (const name of readdirSync(MIGRATIONS_DIR).filter((n) => n < '20261130020000'))
+      symlinkSync(path.join(MIGRATIONS_DIR, name), path.join(before, name));
+    await runMigrations(db, before);
+    await db.query(
+      `INSERT INTO runs (name, project, env, method) VALUES ('a', 'legacy lab', 'e', 'grpo'), ('b', 'default', 'e', 'grpo')`,
+    );
+    const upgrade = await runMigrations(db);
+    expect(upgrade.applied).toContain('20261130020000_access');
+    const projects = await db.query('SELECT name FROM projects ORDER BY name');
+    expect(projects.rows.map((r) => r.name)).toEqual(['default', 'legacy lab']);
+    await expect(
+      db.query(
+        `INSERT INTO runs (name, project, env, method) VALUES ('c', 'nowhere', 'e', 'grpo')`,
+      ),
+    ).rejects.toThrow(/runs_project_fkey/);
   });
 
   test('events and steps are append-only: UPDATE, DELETE and TRUNCATE are refused', async () => {
