@@ -71,19 +71,11 @@ export class AdvantagesController {
       params: parsed.data.params,
     });
     const it = await this.sets.iteration(set, iteration);
-    await this.appender.append(
-      runId,
-      (async function* () {
-        yield {
-          position: 1,
-          value: {
-            id: parsed.data.eventId ?? randomUUID(),
-            type: 'advantages.used',
-            data: { iteration, method: set.method, params: set.params, advantageSetId: set.id },
-          },
-        };
-      })(),
-    );
+    await this.appender.appendOne(runId, {
+      id: parsed.data.eventId ?? randomUUID(),
+      type: 'advantages.used',
+      data: { iteration, method: set.method, params: set.params, advantageSetId: set.id },
+    });
     res.setHeader('X-Creditlab-Advantage-Set', set.id);
     res.setHeader('X-Creditlab-Reused', String(it.reused));
     if ((req.headers.accept ?? '').includes('application/octet-stream')) {

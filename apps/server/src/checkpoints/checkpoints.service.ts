@@ -54,25 +54,17 @@ export class CheckpointsService {
       createdAt: (inserted.rows[0] as { created_at: Date }).created_at,
       path: checkpointPath(runId, iteration),
     };
-    await this.appender.append(
-      runId,
-      (async function* () {
-        yield {
-          position: 1,
-          value: {
-            id: eventIdOf(runId, iteration),
-            type: 'checkpoint.saved',
-            data: {
-              iteration,
-              uri: checkpoint.path,
-              sha256: checkpoint.sha256,
-              bytes: checkpoint.bytes,
-              format: checkpoint.format,
-            },
-          },
-        };
-      })(),
-    );
+    await this.appender.appendOne(runId, {
+      id: eventIdOf(runId, iteration),
+      type: 'checkpoint.saved',
+      data: {
+        iteration,
+        uri: checkpoint.path,
+        sha256: checkpoint.sha256,
+        bytes: checkpoint.bytes,
+        format: checkpoint.format,
+      },
+    });
     return { created: !existing, checkpoint };
   }
 

@@ -44,6 +44,19 @@ export class EventAppender {
     }
   }
 
+  /** One event the server writes itself (validated like any other; idempotent on its id). */
+  appendOne(
+    runId: string,
+    event: { id: string; type: string; data: unknown },
+  ): Promise<AppendResult> {
+    return this.append(
+      runId,
+      (async function* () {
+        yield { position: 1, value: event };
+      })(),
+    );
+  }
+
   private async appendInTransaction(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
