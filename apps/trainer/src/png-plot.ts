@@ -17,15 +17,31 @@ const PALETTE: [number, number, number][] = [
   [127, 127, 127],
 ];
 
+/** A 3×5 pixel font for the axis labels: digits and the percent sign, rows top to bottom, 3 bits each. */
+const GLYPHS: Record<string, number[]> = {
+  '0': [7, 5, 5, 5, 7],
+  '1': [2, 6, 2, 2, 7],
+  '2': [7, 1, 7, 4, 7],
+  '3': [7, 1, 7, 1, 7],
+  '4': [5, 5, 7, 1, 1],
+  '5': [7, 4, 7, 1, 7],
+  '6': [7, 4, 7, 5, 7],
+  '7': [7, 1, 1, 2, 2],
+  '8': [7, 5, 7, 5, 7],
+  '9': [7, 5, 7, 1, 7],
+  '%': [5, 1, 2, 4, 5],
+};
+
 /**
- * A small line chart as PNG bytes: y from 0 to 1 with grid lines at 0.2 steps, x from 0 to `xMax`, a
- * colour per series and a legend of colour swatches in series order (the labels go in the caption, since
- * drawing text needs a font). Enough for learning curves, with no plotting dependency.
+ * A small line chart as PNG bytes: y from 0 to 1 with grid lines and labels at 0.2 steps (in %), x from 0
+ * to `xMax` with labels every `xMax / 6` or so, a colour per series and a legend of colour swatches in
+ * series order (method names go in the caption: a font for letters is more than this needs). Enough for
+ * learning curves, with no plotting dependency.
  */
 export function lineChartPng(series: Series[], xMax: number, width = 720, height = 420): Buffer {
   const png = new PNG({ width, height });
   png.data.fill(255);
-  const left = 40;
+  const left = 52;
   const right = width - 20;
   const top = 20;
   const bottom = height - 40;
@@ -55,7 +71,30 @@ export function lineChartPng(series: Series[], xMax: number, width = 720, height
         for (let dy = -thick + 1; dy < thick; dy++) set(x + dx, y + dy, c);
     }
   };
-  for (let g = 0; g <= 5; g++) line(left, py(g / 5), right, py(g / 5), [225, 225, 225]);
+  /** Text of digits and %, `scale` pixels per font pixel, right-aligned at x when `alignRight`. */
+  const text = (str: string, x: number, y: number, alignRight = false, scale = 2) => {
+    const w = str.length * 4 * scale - scale;
+    let cx = alignRight ? x - w : x;
+    for (const ch of str) {
+      (GLYPHS[ch] ?? []).forEach((bits, row) => {
+        for (let col = 0; col < 3; col++)
+          if (bits & (4 >> col))
+            for (let dx = 0; dx < scale; dx++)
+              for (let dy = 0; dy < scale; dy++)
+                set(cx + col * scale + dx, y + row * scale + dy, [90, 90, 90]);
+      });
+      cx += 4 * scale;
+    }
+  };
+  for (let g = 0; g <= 5; g++) {
+    line(left, py(g / 5), right, py(g / 5), [225, 225, 225]);
+    text(`${g * 20}%`, left - 4, py(g / 5) - 5, true);
+  }
+  const step = Math.max(1, Math.round(xMax / 6));
+  for (let x = 0; x <= xMax; x += step) {
+    line(px(x), bottom, px(x), bottom + 4, [0, 0, 0]);
+    text(String(x), px(x) - String(x).length * 4 + 1, bottom + 8);
+  }
   line(left, top, left, bottom, [0, 0, 0]);
   line(left, bottom, right, bottom, [0, 0, 0]);
   series.forEach((s, k) => {
@@ -66,7 +105,7 @@ export function lineChartPng(series: Series[], xMax: number, width = 720, height
       line(px(x0), py(y0), px(x1), py(y1), c, 2);
     }
     for (let dx = 0; dx < 14; dx++)
-      for (let dy = 0; dy < 8; dy++) set(left + 10 + k * 24 + dx, height - 20 + dy, c);
+      for (let dy = 0; dy < 8; dy++) set(left + 10 + k * 24 + dx, height - 14 + dy, c);
   });
   return PNG.sync.write(png);
 }

@@ -46,7 +46,8 @@ export async function encodeCheckpoint(
     tensors: named.map((n) => ({ name: n.name, shape: n.tensor.shape })),
   };
   const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const values = named.map((n) => n.tensor.dataSync() as Float32Array);
+  // converted, not reinterpreted: Adam's step counter is an int32 tensor
+  const values = named.map((n) => Float32Array.from(n.tensor.dataSync()));
   const total = 4 + json.length + values.reduce((a, v) => a + v.length * 4, 0);
   const out = Buffer.alloc(total);
   out.writeUInt32LE(json.length, 0);
