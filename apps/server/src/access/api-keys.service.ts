@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '../database/uuid';
 import { LRUCache } from 'lru-cache';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
@@ -31,8 +32,6 @@ export interface NewKeyRequest {
   name?: string | null;
   rateLimitPerMinute?: number | null;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Projects and API keys: authentication of a presented key, and the admin operations on keys and
@@ -115,14 +114,6 @@ export class ApiKeysService {
     return { name: row.name, description: row.description, createdAt: row.created_at };
   }
 
-  /** Creates the project if it is new: runs created with an admin key over every project do this, like W&B's. */
-  async ensureProject(name: string): Promise<void> {
-    checkProjectName(name, 'project');
-    await this.db.pool.query('INSERT INTO projects (name) VALUES ($1) ON CONFLICT DO NOTHING', [
-      name,
-    ]);
-  }
-
   async createKey(
     by: Principal,
     request: NewKeyRequest,
@@ -190,7 +181,7 @@ export class ApiKeysService {
   /** Revokes a key by id or prefix; null when the caller cannot see such a key. */
   async revokeKey(by: Principal, idOrPrefix: string): Promise<ApiKeyRecord | null> {
     const prefix = /^(?:cl_)?([0-9a-f]{8}|op-[0-9a-f]{8})(?:_.*)?$/.exec(idOrPrefix)?.[1];
-    const where = UUID.test(idOrPrefix) ? { id: idOrPrefix } : prefix ? { prefix } : undefined;
+    const where = isUuid(idOrPrefix) ? { id: idOrPrefix } : prefix ? { prefix } : undefined;
     if (!where) return null;
     const found = await this.db.prisma.apiKey.findUnique({ where });
     if (!found) return null;
@@ -212,7 +203,7 @@ export function projectNotFound(project: string): DomainError {
   });
 }
 
-function checkProjectName(name: string, path: string): void {
+export function checkProjectName(name: string, path: string): void {
   if (!PROJECT_NAME.test(name)) {
     throw new DomainError(
       ErrorCode.InvalidInput,

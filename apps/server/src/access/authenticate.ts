@@ -12,7 +12,8 @@ import type { RateLimits } from './rate-limits';
  */
 export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-type AuthenticatedRequest = Request & { principal?: Principal };
+/** Where `authenticate` leaves the principal: on the request object itself. */
+type AuthenticatedRequest = { principal?: Principal };
 
 /**
  * Authentication and the per-key request rate, once per HTTP request (GraphQL included), before
@@ -60,9 +61,13 @@ export function authenticate(keys: ApiKeysService, limits: RateLimits): RequestH
   };
 }
 
+/** The principal a request authenticated as, if any (for logs). */
+export const attachedPrincipal = (req: object): Principal | undefined =>
+  (req as AuthenticatedRequest).principal;
+
 /** The principal the request authenticated as (set by `authenticate`). */
 export function principalOf(req: Request): Principal {
-  const principal = (req as AuthenticatedRequest).principal;
+  const principal = attachedPrincipal(req);
   if (!principal) throw new DomainError(ErrorCode.Unauthenticated, 'no API key on this request');
   return principal;
 }

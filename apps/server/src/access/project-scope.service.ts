@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '../database/uuid';
 import { LRUCache } from 'lru-cache';
 import { Database } from '../database/database';
 import { runNotFound } from '../errors/domain-error';
 import { seesProject, type Principal } from './principal';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Confinement of run-addressed operations to the caller's project. Every entry point that takes a
@@ -20,7 +19,7 @@ export class ProjectScope {
   constructor(@Inject(Database) private readonly db: Database) {}
 
   async projectOf(runId: string): Promise<string | undefined> {
-    if (!UUID.test(runId)) return undefined;
+    if (!isUuid(runId)) return undefined;
     const cached = this.projectOfRun.get(runId);
     if (cached !== undefined) return cached;
     const res = await this.db.pool.query<{ project: string }>(

@@ -1,3 +1,4 @@
+import { isUuid } from '../database/uuid';
 import {
   EstimatorInputError,
   getMethod,
@@ -97,7 +98,7 @@ export class AdvantageSetsService {
 
   async ensureSet(runId: string, request: MethodRequest): Promise<AdvantageSet> {
     const r = this.resolve(request);
-    if (!/^[0-9a-f-]{36}$/i.test(runId)) throw runNotFound(runId);
+    if (!isUuid(runId)) throw runNotFound(runId);
     const key = JSON.stringify(r.params);
     // The foreign key on run_id tells an unknown run apart: no separate lookup on this hot path.
     const res = await this.db.pool

@@ -1,3 +1,4 @@
+import { isUuid } from '../database/uuid';
 import {
   Inject,
   Injectable,
@@ -140,7 +141,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
   }
 
   async get(id: string): Promise<RecomputeJob | null> {
-    if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+    if (!isUuid(id)) return null;
     const res = await this.db.pool.query<JobRow>('SELECT * FROM recompute_jobs WHERE id = $1', [
       id,
     ]);

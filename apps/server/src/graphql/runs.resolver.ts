@@ -1,4 +1,5 @@
 import { Inject } from '@nestjs/common';
+import { isUuid } from '../database/uuid';
 import {
   Args,
   Context,
@@ -95,7 +96,7 @@ export class RunsResolver {
     @Caller() caller: Principal,
     @Args('id', { type: () => ID }) id: string,
   ): Promise<Run | null> {
-    if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+    if (!isUuid(id)) return null;
     const row = await this.db.prisma.run.findUnique({ where: { id } });
     return row && seesProject(caller, row.project) ? toRun(row) : null;
   }

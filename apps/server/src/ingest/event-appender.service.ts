@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '../database/uuid';
 import { Database } from '../database/database';
 import { Metrics } from '../metrics/metrics';
 import { DomainError, runNotFound } from '../errors/domain-error';
@@ -8,8 +9,6 @@ import {
   type IncomingEvent,
   type LockedRun,
 } from './append-session';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Appends a request's events to a run's stream, all or nothing: one
@@ -62,7 +61,7 @@ export class EventAppender {
     events: AsyncIterable<IncomingEvent>,
     describe: (position: number) => string,
   ): Promise<AppendResult & { steps: number }> {
-    if (!UUID.test(runId)) throw runNotFound(runId);
+    if (!isUuid(runId)) throw runNotFound(runId);
     const client = await this.db.pool.connect();
     let session: AppendSession | undefined;
     try {

@@ -3,7 +3,7 @@ import { firstIssue, runInputSchema } from '@creditlab/events';
 import { randomUUID } from 'node:crypto';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { ApiKeysService, projectNotFound } from '../access/api-keys.service';
+import { checkProjectName, projectNotFound } from '../access/api-keys.service';
 import type { Principal } from '../access/principal';
 
 /**
@@ -13,10 +13,7 @@ import type { Principal } from '../access/principal';
  */
 @Injectable()
 export class RunsService {
-  constructor(
-    @Inject(Database) private readonly db: Database,
-    @Inject(ApiKeysService) private readonly keys: ApiKeysService,
-  ) {}
+  constructor(@Inject(Database) private readonly db: Database) {}
 
   async create(input: unknown, caller: Principal): Promise<{ id: string }> {
     const parsed = runInputSchema.safeParse(input);
@@ -31,11 +28,16 @@ export class RunsService {
     if (caller.project !== null && asked !== undefined && asked !== caller.project)
       throw projectNotFound(asked);
     const project = caller.project ?? asked ?? 'default';
-    if (caller.project === null) await this.keys.ensureProject(project);
+    if (caller.project === null) checkProjectName(project, 'project');
     const run = { ...parsed.data, project };
     const client = await this.db.pool.connect();
     try {
       await client.query('BEGIN');
+      // A new project comes with its first run, in the same transaction (a key's own project exists).
+      if (caller.project === null)
+        await client.query('INSERT INTO projects (name) VALUES ($1) ON CONFLICT DO NOTHING', [
+          project,
+        ]);
       if (run.parentRunId) {
         // A fork stays in its parent's project; a parent in another project is "not found".
         const parent = await client.query('SELECT 1 FROM runs WHERE id = $1 AND project = $2', [

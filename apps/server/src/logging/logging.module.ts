@@ -2,7 +2,7 @@ import type { DynamicModule } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoggerModule } from 'nestjs-pino';
-import type { Principal } from '../access/principal';
+import { attachedPrincipal } from '../access/authenticate';
 import type { AppConfig } from '../config/app-config';
 
 const PINO_LEVEL: Record<AppConfig['logLevel'], string> = {
@@ -38,7 +38,7 @@ export function loggingModule(config: AppConfig): DynamicModule {
       redact: ['req.headers.authorization', 'req.headers.cookie'],
       // Which key made the request (its public prefix), on the request's completion line.
       customProps: (req: IncomingMessage) => {
-        const principal = (req as IncomingMessage & { principal?: Principal }).principal;
+        const principal = attachedPrincipal(req);
         return principal ? { key: principal.prefix, project: principal.project } : {};
       },
       customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
