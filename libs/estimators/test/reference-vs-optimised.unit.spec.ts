@@ -14,7 +14,8 @@ import {
   gatedBepoReference,
   gigpoReference,
 } from './reference/plain-estimators';
-import { prng, syntheticBatchJson, type SyntheticShape } from './support/synthetic-rollouts';
+import { seededRandom } from '../../envs/src/random';
+import { syntheticBatchJson, type SyntheticShape } from './support/synthetic-rollouts';
 import { expectClose } from './support/tolerance';
 
 /**
@@ -97,7 +98,7 @@ describe.each(cases)('%s, seed %i', (_name, shape, seed) => {
 });
 
 test('difflib ratio equals the dict-based transliteration on random and long strings', () => {
-  const rand = prng(7);
+  const rand = seededRandom(7);
   const alphabet = ['a', 'b', 'c', ' ', 'e', '1', 'é', '😀'];
   const randomText = (n: number) =>
     Array.from({ length: n }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('');

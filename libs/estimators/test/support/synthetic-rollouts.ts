@@ -1,3 +1,5 @@
+// The seeded PRNG the environments use (pure, no dependencies): one implementation for all test data.
+import { seededRandom } from '../../../envs/src/random';
 import type { StepInput } from '../../src/batch/columnar-batch-builder';
 import type {
   Outcome,
@@ -34,18 +36,6 @@ export interface SyntheticShape {
   maxTotalSteps?: number;
 }
 
-/** Small, fast, seedable PRNG (mulberry32): the same seed gives the same batch everywhere. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Agent-like rollouts: each group is one task whose G trajectories walk among
  * a small set of states (so anchor states recur across and within
@@ -55,7 +45,7 @@ export function prng(seed: number): () => number {
  * clusters form around states but do not coincide with them exactly.
  */
 export function generateRollouts(sink: RolloutSink, shape: SyntheticShape, seed: number): void {
-  const rand = prng(seed);
+  const rand = seededRandom(seed);
   const pick = (n: number) => Math.floor(rand() * n);
   const d = shape.embeddingDim ?? 8;
   const S = shape.statesPerGroup ?? 6;
