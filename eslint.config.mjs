@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import jest from 'eslint-plugin-jest';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -9,6 +10,8 @@ export default tseslint.config(
       'node_modules/**',
       'coverage/**',
       'libs/db/src/generated/**',
+      // deliberate mistakes, linted by test/lint-rules.e2e.spec.ts
+      'test/fixtures/lint/**',
     ],
   },
   js.configs.recommended,
@@ -28,6 +31,26 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
       ],
       'no-console': 'error',
+    },
+  },
+  {
+    // Type-aware rules: a promise nobody awaits loses its error (and, in a server, its request).
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
+    // A focused or skipped test silently shrinks the suite.
+    files: ['**/*.spec.ts', '**/*.fixture.ts'],
+    plugins: { jest },
+    rules: {
+      'jest/no-focused-tests': 'error',
+      'jest/no-disabled-tests': 'error',
     },
   },
   {

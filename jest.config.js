@@ -8,7 +8,8 @@ delete swcConfig.$schema;
 
 const shared = {
   rootDir: __dirname,
-  testEnvironment: 'node',
+  // Node's environment, plus: whatever a spec file started is stopped when it ends (test/support).
+  testEnvironment: '<rootDir>/test/support/test-environment.ts',
   transform: { '^.+\\.ts$': ['@swc/jest', swcConfig] },
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
@@ -18,10 +19,20 @@ const shared = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/dist-test/'],
 };
 
+/**
+ * Timeouts, the only place they are set: generous, since CI machines are often loaded (2 cores
+ * shared with other jobs); a test or hook that exceeds them fails, and its processes are stopped.
+ * Hooks (beforeAll starting a server) get the same limit as tests.
+ */
+const TIMEOUT_MS = { unit: 60_000, int: 120_000, e2e: 300_000 };
+
 const tier = (name, suffix) => ({
   ...shared,
   displayName: name,
   testMatch: [`<rootDir>/{apps,libs,test}/**/*.${suffix}.spec.ts`],
+  // Jest reads testTimeout from the global config only; each tier's limit goes through a global.
+  globals: { CREDITLAB_TIMEOUT_MS: TIMEOUT_MS[name] },
+  setupFilesAfterEnv: ['<rootDir>/test/support/timeouts.ts'],
 });
 
 module.exports = {

@@ -59,7 +59,7 @@ beforeAll(async () => {
     keys.aWrite,
   );
   jobA = job.data!.recompute.id;
-}, 60_000);
+});
 
 afterAll(async () => {
   await server?.stop();
@@ -471,7 +471,7 @@ describe('first start of a server with no keys', () => {
     } finally {
       await second.stop();
     }
-  }, 90_000);
+  });
 });
 
 describe('npm run admin', () => {
@@ -526,7 +526,7 @@ describe('npm run admin', () => {
     expect(listed.stdout).not.toContain(key);
     const who = JSON.parse((await admin(['whoami', '--json'], key)).stdout) as { role: string };
     expect(who.role).toBe('write');
-  }, 60_000);
+  });
 
   test('mistakes exit with status 2 and say what is wrong', async () => {
     const badRole = await admin(['create-key', '--project', 'lab-a', '--role', 'owner']);
@@ -541,5 +541,5 @@ describe('npm run admin', () => {
       code: 2,
       stderr: expect.stringContaining('needs a admin key'),
     });
-  }, 60_000);
+  });
 });

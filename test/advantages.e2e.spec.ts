@@ -7,7 +7,7 @@ import {
 } from '@creditlab/estimators';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { sharedDir } from './support/shared-dir';
+import { CONFORMANCE_DIR } from './support/conformance-dir';
 import { gql, startTestServer, type ServerProcess, ADMIN_KEY, api } from './support/test-server';
 
 /**
@@ -18,7 +18,7 @@ let server: ServerProcess & { databaseUrl: string };
 let client: CreditlabClient;
 let runId: string;
 const fixture = JSON.parse(
-  readFileSync(path.join(sharedDir(), 'fixtures/spec/spec-s1-c1.json'), 'utf8'),
+  readFileSync(path.join(CONFORMANCE_DIR, 'spec/spec-s1-c1.json'), 'utf8'),
 ) as { batch: RolloutBatch; expected: AdvantagesDocument[] };
 
 beforeAll(async () => {

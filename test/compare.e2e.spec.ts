@@ -17,7 +17,7 @@ beforeAll(async () => {
   runId = (
     await syntheticRun(server.url, 3, { groups: 6, groupSize: 8, maxSteps: 25, statesPerGroup: 10 })
   ).id;
-}, 60_000);
+});
 afterAll(() => server.stop());
 
 interface Row {
@@ -164,4 +164,4 @@ test('summaries, correlations, sign agreement and the episode-sign analysis matc
   });
   expect(result.againstEpisode[0]!.against).toBe(0);
   expect(result.againstEpisode[1]!.against).toBeGreaterThan(0); // GiGPO does move credit against the episode sign
-}, 60_000);
+});

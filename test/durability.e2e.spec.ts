@@ -78,4 +78,4 @@ test('stop and restart the server with its embedded database: all acknowledged d
   } finally {
     await second.stop();
   }
-}, 120_000);
+});

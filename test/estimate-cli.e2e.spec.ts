@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { sharedDir } from './support/shared-dir';
+import { CONFORMANCE_DIR } from './support/conformance-dir';
 
 /** The real command as a user runs it: `npm run -s estimate -- ...` in a child process. */
 const root = path.resolve(__dirname, '..');
@@ -16,7 +16,7 @@ function estimateCmd(args: string[], input?: string) {
 }
 
 test('reads a fixture file and prints advantages/v1', () => {
-  const file = path.join(sharedDir(), 'fixtures/spec/spec-s1-c3.json');
+  const file = path.join(CONFORMANCE_DIR, 'spec/spec-s1-c3.json');
   const dir = mkdtempSync(path.join(tmpdir(), 'creditlab-estimate-'));
   const batchFile = path.join(dir, 'batch.json');
   writeFileSync(

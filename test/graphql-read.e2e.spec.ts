@@ -47,7 +47,7 @@ beforeAll(async () => {
       data: { status: 'completed', summary: { best: 0.5 } },
     },
   ]);
-}, 60_000);
+});
 afterAll(() => server.stop());
 
 type RunsPage = {

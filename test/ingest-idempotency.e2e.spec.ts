@@ -81,15 +81,17 @@ test('a request cut mid-body stores nothing, and its retry stores everything onc
     req.on('response', () => resolve());
     // Send whole lines up to the middle, wait until the server is writing chunks of them, then cut.
     const cut = body.lastIndexOf('\n', body.length / 2) + 1;
-    req.write(body.slice(0, cut), async () => {
-      for (
-        let i = 0;
-        i < 100 && (await metric(server, 'creditlab_db_statements_total')) < statementsBefore + 5;
-        i++
-      ) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      req.destroy();
+    req.write(body.slice(0, cut), () => {
+      void (async () => {
+        for (
+          let i = 0;
+          i < 100 && (await metric(server, 'creditlab_db_statements_total')) < statementsBefore + 5;
+          i++
+        ) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        req.destroy();
+      })();
     });
   });
   // Give the server a moment to notice and roll back.

@@ -121,4 +121,4 @@ test('SIGTERM during an ingest request: the request completes, then the server e
   );
   expect(ack.accepted).toBeGreaterThan(0);
   expect((await rowCounts(server.databaseUrl)).steps).toBe(steps);
-}, 60_000);
+});

@@ -19,7 +19,7 @@ beforeAll(() => {
   });
   expect(build.stderr).toBe('');
   expect(build.stdout).toMatch(/^compiled \d+ files to dist-test/);
-}, 120_000);
+});
 
 test('the entrypoint refuses to start without DATABASE_URL, saying why', () => {
   const r = spawnSync('sh', [entrypoint], {
@@ -54,4 +54,4 @@ test('the compiled server runs in production mode: migrates, ingests, computes i
   } finally {
     expect(await server.stop()).toBe(0);
   }
-}, 120_000);
+});

@@ -100,7 +100,7 @@ test('a job computes every complete iteration; the set equals the library; askin
   expect(sets.data!.run.advantageSets).toEqual([
     { id: job.advantageSetId, iterations: [0, 1, 2, 3] },
   ]);
-}, 60_000);
+});
 
 test('a job that cannot succeed fails with the estimator’s message', async () => {
   const { id } = await syntheticRun(server.url, 2, {
@@ -117,7 +117,7 @@ test('a job that cannot succeed fails with the estimator’s message', async () 
       `^bipace on run ${id} iteration 0: group "g0", trajectory "g0/t0", step 0 .*method "bipace" needs "embedding" on every step`,
     ),
   );
-}, 60_000);
+});
 
 test('a cancelled job stops between chunks of iterations', async () => {
   // 48 iterations: three chunks of 16, so a cancel right after queueing lands before the last chunk.
@@ -139,7 +139,7 @@ test('a cancelled job stops between chunks of iterations', async () => {
   const after = await waitFor(server.url, job.id, finished);
   expect(after.status).toBe('cancelled');
   expect(after.done).toBeLessThan(48);
-}, 60_000);
+});
 
 test('a job whose server dies mid-way is resumed by another server process, without duplicates', async () => {
   const { id, batches } = await syntheticRun(server.url, 16, {
@@ -176,4 +176,4 @@ test('a job whose server dies mid-way is resumed by another server process, with
     await survivor.stop();
     server = { ...(await spawnServer(env)), databaseUrl: server.databaseUrl };
   }
-}, 150_000);
+});

@@ -144,7 +144,7 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
     );
   }
   expect(byMethod.some((r) => r.pearson !== null)).toBe(true);
-}, 120_000);
+});
 
 function pearsonOf(x: number[], y: number[]): number {
   const mx = x.reduce((a, b) => a + b, 0) / x.length;
@@ -199,7 +199,7 @@ test('a fork replays a run’s config and seed under another method: identical f
   expect(strip(await readIteration(server, child.runId, 0))).toEqual(
     strip(await readIteration(server, parent.runId, 0)),
   );
-}, 120_000);
+});
 
 test('a fork from checkpoint k starts at iteration k with the parent’s weights: its iteration k rollouts are the parent’s (Sokoban)', async () => {
   const parent = await train(
@@ -234,7 +234,7 @@ test('a fork from checkpoint k starts at iteration k with the parent’s weights
   await expect(fork(server_, parent.runId, 'gigpo', {}, {}, {}, 1)).rejects.toThrow(
     /has no checkpoint 1; it has 2, 3/,
   );
-}, 180_000);
+});
 
 test('retrain re-runs a run’s updates on its stored rollouts under another method, in a linked run', async () => {
   const parent = await train(
@@ -265,4 +265,4 @@ test('retrain re-runs a run’s updates on its stored rollouts under another met
   expect(strip(await readIteration(server, child.runId, 1))).toEqual(
     strip(await readIteration(server, parent.runId, 1)),
   );
-}, 120_000);
+});

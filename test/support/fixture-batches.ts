@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RolloutBatch } from '@creditlab/estimators';
-import { sharedDir } from './shared-dir';
+import { CONFORMANCE_DIR } from './conformance-dir';
 
-/** Every rollout batch of shared/fixtures, by file name. */
+/** Every rollout batch of the conformance fixtures, by file name. */
 export function fixtureBatches(): [string, RolloutBatch][] {
-  const root = path.join(sharedDir(), 'fixtures');
+  const root = CONFORMANCE_DIR;
   return ['verl-agent', 'spec'].flatMap((dir) =>
     readdirSync(path.join(root, dir))
       .filter((f) => f.endsWith('.json'))

@@ -1,21 +1,34 @@
-// Relative import: Jest loads global setup without moduleNameMapper.
+// Relative imports: Jest loads global setup without moduleNameMapper.
 import { startEmbeddedPostgres } from '../../libs/db/src/embedded-postgres';
-import { chmod, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
+import { reapOrphans, track } from './process-registry';
 
 /**
  * One PostgreSQL server per test run (the embedded one, in a fresh data
  * directory), unless CREDITLAB_TEST_DATABASE_URL names a server to use. Spec
  * files then create their own database on it (test/support/test-database.ts).
+ * First, whatever an earlier run that was killed outright left running is stopped.
  */
 export default async function globalSetup(): Promise<void> {
+  process.env.CREDITLAB_TEST_RUN = String(process.pid);
+  await reapOrphans();
   if (process.env.CREDITLAB_TEST_DATABASE_URL) return;
   const root = await mkdtemp(path.join(tmpdir(), 'creditlab-test-'));
   await chmod(root, 0o755); // PostgreSQL runs as its own user and must reach pg/ inside
   const dataDir = path.join(root, 'pg');
   const pg = await startEmbeddedPostgres({ dataDir, port: await freePort() });
+  const postmaster = Number(
+    (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0],
+  );
+  track(postmaster, `test PostgreSQL in ${dataDir}`, false, 'run');
   process.env.CREDITLAB_TEST_DATABASE_URL = pg.url;
-  (globalThis as { __creditlabTestPg?: { stop(): Promise<void> } }).__creditlabTestPg = pg;
+  (globalThis as { __creditlabTestPg?: TestPostgres }).__creditlabTestPg = { ...pg, root };
+}
+
+export interface TestPostgres {
+  root: string;
+  stop(): Promise<void>;
 }

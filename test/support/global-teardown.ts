@@ -1,3 +1,11 @@
+import { rm } from 'node:fs/promises';
+import type { TestPostgres } from './global-setup';
+import { stopRun } from './process-registry';
+
+/** Stops the run's PostgreSQL (removing its data) and anything the run started that still runs. */
 export default async function globalTeardown(): Promise<void> {
-  await (globalThis as { __creditlabTestPg?: { stop(): Promise<void> } }).__creditlabTestPg?.stop();
+  const pg = (globalThis as { __creditlabTestPg?: TestPostgres }).__creditlabTestPg;
+  await pg?.stop().catch(() => undefined);
+  await stopRun();
+  if (pg) await rm(pg.root, { recursive: true, force: true });
 }

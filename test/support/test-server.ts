@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { spawnTracked } from './process-registry';
 import { createTestDatabase } from './test-database';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -50,7 +51,7 @@ export async function spawnServer(
   ],
 ): Promise<ServerProcess> {
   const [program, ...args] = command;
-  const child = spawn(program, args, {
+  const child = spawnTracked(program, args, {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -71,9 +72,9 @@ export async function spawnServer(
   );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
-      child.kill('SIGKILL'); // never leave a half-started server behind
-      reject(new Error(`server did not start in 60 s:\n${output}`));
-    }, 60_000);
+      process.kill(-(child.pid as number), 'SIGKILL'); // never leave a half-started server (or its database) behind
+      reject(new Error(`server did not start in 120 s:\n${output}`));
+    }, 120_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const m = /listening on (http:\/\/\S+)/.exec(output);

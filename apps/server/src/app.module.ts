@@ -22,7 +22,6 @@ import {
 import { Metrics } from './metrics/metrics';
 import { MetricsController } from './metrics/metrics.controller';
 import { HealthController } from './health/health.controller';
-import { loggingModule } from './logging/logging.module';
 import { AccessModule } from './access/access.module';
 import { AccessResolver } from './graphql/access.resolver';
 import { CheckpointsModule } from './checkpoints/checkpoints.module';
@@ -52,7 +51,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(config, db),
-        loggingModule(config),
         AccessModule,
         IngestModule,
         AdvantagesModule,

@@ -6,9 +6,8 @@ import {
   startEmbeddedPostgres,
   type RunningPostgres,
 } from '@creditlab/db';
-import { Logger, type LogLevel } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Logger as PinoLogger } from 'nestjs-pino';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
 import { lexicographicSortSchema, printSchema } from 'graphql';
@@ -20,6 +19,7 @@ import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { Metrics } from './metrics/metrics';
+import { RequestLogging } from './logging/request-logging';
 import type { NextFunction, Request, Response } from 'express';
 import type { Server } from 'node:http';
 
@@ -33,8 +33,6 @@ export interface RunningServer {
   /** Stops accepting, closes the app, the pool and the embedded database if this server started it. */
   close(): Promise<void>;
 }
-
-const LEVELS: LogLevel[] = ['error', 'warn', 'log', 'debug', 'verbose'];
 
 /**
  * Brings the server up: the database first (DATABASE_URL, or the embedded
@@ -58,11 +56,11 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     const migrations = await runMigrations(db.pool);
     if (migrations.applied.length)
       logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
+    const logging = new RequestLogging(config);
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
-      bufferLogs: true,
-      logger: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
+      logger: logging.nestLogger(),
     });
-    app.useLogger(app.get(PinoLogger));
+    app.use(logging.middleware());
     app.useBodyParser('json', { limit: '2mb' });
     const metrics = app.get(Metrics);
     app.use((req: Request, res: Response, next: NextFunction) => {

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { sharedDir } from '../../../test/support/shared-dir';
+import { CONFORMANCE_DIR } from '../../../test/support/conformance-dir';
 import {
   columnarBatchFromJson,
   estimate,
@@ -10,7 +10,7 @@ import {
 import { expectClose } from './support/tolerance';
 
 /**
- * Conformance: every expected result in shared/fixtures (verl-agent's reference
+ * Conformance: every expected result in test/fixtures/conformance (verl-agent's reference
  * outputs and the independent spec implementation's) is reproduced within
  * |got − want| ≤ 1e-4·(1 + |want|), read straight from that folder.
  */
@@ -21,7 +21,7 @@ interface Fixture {
 }
 
 const TOL = 1e-4;
-const fixturesDir = path.join(sharedDir(), 'fixtures');
+const fixturesDir = CONFORMANCE_DIR;
 const files = ['verl-agent', 'spec'].flatMap((dir) =>
   readdirSync(path.join(fixturesDir, dir))
     .filter((f) => f.endsWith('.json'))
