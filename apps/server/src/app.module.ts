@@ -8,6 +8,7 @@ import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { DomainErrorFilter } from './errors/domain-error.filter';
 import { complexityLimitPlugin, depthLimitRule } from './graphql/query-limits';
+import { formatError } from './graphql/format-error';
 import { createReadLoaders } from './graphql/read-loaders';
 import { RolloutGroupResolver, TrajectoryResolver } from './graphql/rollouts.resolver';
 import { RunsResolver } from './graphql/runs.resolver';
@@ -62,6 +63,8 @@ export class AppModule {
           sortSchema: true,
           // Every request carries a key, so the schema is shown to key holders only, production included.
           introspection: true,
+          includeStacktraceInErrorResponses: false,
+          formatError,
           context: ({ req }: { req: Request }) => ({ req, loaders: createReadLoaders(db) }),
           validationRules: [depthLimitRule(config.limits.graphqlMaxDepth)],
           plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],

@@ -10,6 +10,14 @@ export enum ErrorCode {
   Forbidden = 'FORBIDDEN',
   RateLimited = 'RATE_LIMITED',
   Conflict = 'CONFLICT',
+  /** The client stopped sending a request body it had started. */
+  RequestTimeout = 'REQUEST_TIMEOUT',
+  /** Too many requests of one kind from one key at once (not the per-minute rate). */
+  TooManyConcurrent = 'TOO_MANY_CONCURRENT_REQUESTS',
+  /** PostgreSQL cannot be reached: retry later. */
+  DatabaseUnavailable = 'DATABASE_UNAVAILABLE',
+  /** A fault of the server; the log has the details under the request id. */
+  Internal = 'INTERNAL',
 }
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -23,6 +31,10 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.RateLimited]: 429,
   [ErrorCode.Conflict]: 409,
+  [ErrorCode.RequestTimeout]: 408,
+  [ErrorCode.TooManyConcurrent]: 429,
+  [ErrorCode.DatabaseUnavailable]: 503,
+  [ErrorCode.Internal]: 500,
 };
 
 export const GRAPHQL_CODE: Record<ErrorCode, string> = {
@@ -36,6 +48,10 @@ export const GRAPHQL_CODE: Record<ErrorCode, string> = {
   [ErrorCode.Forbidden]: 'FORBIDDEN',
   [ErrorCode.RateLimited]: 'RATE_LIMITED',
   [ErrorCode.Conflict]: 'CONFLICT',
+  [ErrorCode.RequestTimeout]: 'REQUEST_TIMEOUT',
+  [ErrorCode.TooManyConcurrent]: 'RATE_LIMITED',
+  [ErrorCode.DatabaseUnavailable]: 'DATABASE_UNAVAILABLE',
+  [ErrorCode.Internal]: 'INTERNAL_SERVER_ERROR',
 };
 
 export class DomainError extends Error {

@@ -304,6 +304,11 @@ export class CompareResolver {
         ErrorCode.InvalidInput,
         `rows: first must be an integer from 1 to 1000, got ${first}`,
       );
+    if (after && !/^\d{1,10}$/.test(after))
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        'rows: "after" is not a cursor this API issued',
+      );
     const from = after ? Number(after) + 1 : 0;
     const to = Math.min(comparison.data.stepCount, from + first);
     const positions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);

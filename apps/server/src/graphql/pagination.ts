@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 
 /** Page sizes are bounded so that no request can ask for an unbounded amount of work. */
@@ -21,15 +22,31 @@ export function encodeCursor(parts: unknown[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, field: string): unknown[] {
+/**
+ * Reads a cursor back and checks it has the shape this field issues (a forged one is the caller's
+ * mistake, never something for the database to choke on).
+ */
+export function decodeCursor<T>(cursor: string, field: string, shape: z.ZodType<T>): T {
+  let parts: unknown;
   try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parts)) return parts;
+    parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // fall through to the error below
+    parts = undefined;
   }
+  const parsed = shape.safeParse(parts);
+  if (parsed.success) return parsed.data;
   throw new DomainError(
     ErrorCode.InvalidInput,
     `${field}: "after" is not a cursor this API issued`,
   );
 }
+
+/** Cursor shapes: a run's (created at, id); a position in an iteration. */
+export const RUN_CURSOR = z.tuple([z.iso.datetime(), z.uuid()]);
+export const POSITION_CURSOR = z.tuple([
+  z
+    .number()
+    .int()
+    .min(-1)
+    .max(2 ** 31 - 1),
+]);

@@ -30,7 +30,7 @@ import {
   RunEventConnection,
   RunFilter,
 } from './models';
-import { decodeCursor, encodeCursor, pageSize } from './pagination';
+import { decodeCursor, encodeCursor, pageSize, POSITION_CURSOR, RUN_CURSOR } from './pagination';
 import type { ReadLoaders } from './read-loaders';
 
 type RunRow = Awaited<ReturnType<Database['prisma']['run']['findFirst']>> & object;
@@ -68,7 +68,7 @@ export class RunsResolver {
       ...(filter?.tags?.length ? { tags: { hasEvery: filter.tags } } : {}),
     };
     if (after) {
-      const [createdAt, id] = decodeCursor(after, 'runs') as [string, string];
+      const [createdAt, id] = decodeCursor(after, 'runs', RUN_CURSOR);
       where.OR = [
         { createdAt: { lt: new Date(createdAt) } },
         { createdAt: new Date(createdAt), id: { lt: id } },
@@ -119,7 +119,7 @@ export class RunsResolver {
     @Args('after', { type: () => String, nullable: true }) after: string | undefined,
   ): Promise<RolloutGroupConnection> {
     const limit = pageSize(first, 20, 100, 'groups');
-    const afterPosition = after ? Number(decodeCursor(after, 'groups')[0]) : -1;
+    const afterPosition = after ? decodeCursor(after, 'groups', POSITION_CURSOR)[0] : -1;
     const rows = await loaders.groups.load({
       runId: run.id,
       iteration,
