@@ -72,6 +72,18 @@ test('the not-ok folder covers the cases the issue names', () => {
     'wrong-embedding-length',
     'oversize-line',
     'unknown-run',
+    // What PostgreSQL cannot store: refused at the edge with the field's path, never a 500.
+    'nul-in-state',
+    'nul-in-extra-key',
+    'nul-in-extra-value',
+    'nul-in-metric-name',
+    'nul-in-summary',
+    'lone-surrogate-in-group-id',
+    'lone-surrogate-in-state',
+    'iteration-beyond-int32',
+    'deep-nesting',
+    'compact-embedding-not-float32',
+    'compact-embedding-nan',
   ]) {
     expect(names).toContain(n);
   }

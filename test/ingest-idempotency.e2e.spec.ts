@@ -94,8 +94,10 @@ test('a request cut mid-body stores nothing, and its retry stores everything onc
       })();
     });
   });
-  // Give the server a moment to notice and roll back.
-  await new Promise((r) => setTimeout(r, 300));
+  // Wait for the server to notice the cut and roll back (it counts the rejected request then).
+  const rejected = () => metric(server, 'creditlab_rejected_requests_total{code="INTERNAL"}');
+  for (let i = 0; i < 200 && (await rejected()) === 0; i++)
+    await new Promise((r) => setTimeout(r, 50));
   // The server did write chunks of the cut request (inside its transaction) before rolling it all back.
   expect(await metric(server, 'creditlab_db_statements_total')).toBeGreaterThan(
     statementsBefore + 5,

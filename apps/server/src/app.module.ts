@@ -7,7 +7,7 @@ import { AppConfigToken } from './config/app-config.provider';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { DomainErrorFilter } from './errors/domain-error.filter';
-import { complexityLimitPlugin, depthLimitRule } from './graphql/query-limits';
+import { complexityLimitPlugin, documentLimitsRule } from './graphql/query-limits';
 import { formatError } from './graphql/format-error';
 import { createReadLoaders } from './graphql/read-loaders';
 import { RolloutGroupResolver, TrajectoryResolver } from './graphql/rollouts.resolver';
@@ -66,7 +66,11 @@ export class AppModule {
           includeStacktraceInErrorResponses: false,
           formatError,
           context: ({ req }: { req: Request }) => ({ req, loaders: createReadLoaders(db) }),
-          validationRules: [depthLimitRule(config.limits.graphqlMaxDepth)],
+          validationRules: [
+            documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
+          ],
+          // Bounds the work of parsing itself: a document longer than this is refused unread.
+          parseOptions: { maxTokens: config.limits.graphqlMaxTokens },
           plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
         }),
       ],

@@ -18,10 +18,18 @@ import { bootstrapAccess } from './access/bootstrap-access';
 import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
+import { backfillEventHashes } from './ingest/event-hash-backfill';
 import { Metrics } from './metrics/metrics';
 import { RequestLogging } from './logging/request-logging';
 import type { NextFunction, Request, Response } from 'express';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+
+/** Requests whose JSON body the framework parses: JSON content type, not a raw-body route. */
+function parsesJsonBody(req: IncomingMessage): boolean {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!(type === 'application/json' || type.endsWith('+json'))) return false;
+  return !(req.method === 'PUT' && /^\/v1\/runs\/[^/]+\/checkpoints\//.test(req.url ?? ''));
+}
 
 export interface RunningServer {
   app: NestExpressApplication;
@@ -51,17 +59,25 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     embedded = await startEmbeddedPostgres({ dataDir, port: config.embeddedPostgres.port });
     databaseUrl = await ensureDatabase(embedded.url, config.embeddedPostgres.database);
   }
-  const db = Database.connect(databaseUrl);
+  const db = Database.connect(databaseUrl, {
+    connections: config.connections.reads,
+    ingestConnections: config.connections.ingest,
+  });
   try {
     const migrations = await runMigrations(db.pool);
     if (migrations.applied.length)
       logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
+    const hashed = await backfillEventHashes(db.pool);
+    if (hashed) logger.log(`computed the body hash of ${hashed} events stored before body hashes`);
     const logging = new RequestLogging(config);
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
       logger: logging.nestLogger(),
+      // JSON bodies only, and not on routes that read the raw body themselves (NDJSON ingest,
+      // checkpoint uploads): those take any bytes, whatever Content-Type a client sends.
+      bodyParser: false,
     });
     app.use(logging.middleware());
-    app.useBodyParser('json', { limit: '2mb' });
+    app.useBodyParser('json', { limit: '2mb', type: parsesJsonBody });
     const metrics = app.get(Metrics);
     app.use((req: Request, res: Response, next: NextFunction) => {
       const end = metrics.httpSeconds.startTimer();

@@ -7,22 +7,73 @@ import { z } from 'zod';
  * rollout-batch/v1; fields beyond it are kept as sent (`extra`).
  */
 const finite = z.number(); // zod rejects NaN and ±Infinity
-const iteration = z.number().int().min(0);
+/** Integers are stored as PostgreSQL `integer`: 0 ≤ n < 2^31. */
+export const MAX_INT32 = 2 ** 31 - 1;
+const iteration = z.number().int().min(0).max(MAX_INT32);
 const key = z.string().min(1).max(512);
 const outcome = z.enum(['success', 'failure', 'truncated']);
+
+/**
+ * A vector of numbers (an embedding, token log-probs), stored as float32: a JSON array of finite
+ * numbers, or — 3 to 5 times smaller on the wire — a base64 string of little-endian float32
+ * values. Either way it comes out as a Float32Array, checked finite.
+ */
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+export const float32Vector = z
+  .preprocess((v, ctx) => {
+    if (typeof v !== 'string') return v;
+    const bytes = BASE64.test(v) ? Buffer.from(v, 'base64') : undefined;
+    if (!bytes || bytes.length % 4 !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        input: v,
+        message:
+          'must be an array of numbers, or base64 of little-endian float32 (a multiple of 4 bytes)',
+      });
+      return z.NEVER;
+    }
+    const values = new Float32Array(bytes.length / 4);
+    for (let i = 0; i < values.length; i++) values[i] = bytes.readFloatLE(i * 4);
+    const bad = values.findIndex((x) => !Number.isFinite(x));
+    if (bad >= 0) {
+      ctx.addIssue({ code: 'custom', input: v, message: `value ${bad} is not a finite number` });
+      return z.NEVER;
+    }
+    return values;
+  }, z.unknown())
+  .transform((v, ctx) => {
+    if (v instanceof Float32Array) return v;
+    if (!Array.isArray(v)) {
+      ctx.addIssue({
+        code: 'custom',
+        input: v,
+        message: 'must be an array of numbers, or base64 of little-endian float32',
+      });
+      return z.NEVER;
+    }
+    const bad = v.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x));
+    if (bad >= 0) {
+      ctx.addIssue({ code: 'custom', input: v, path: [bad], message: 'must be a finite number' });
+      return z.NEVER;
+    }
+    return Float32Array.from(v as number[]);
+  });
 
 export const stepSchema = z.looseObject({
   state: z.string(),
   action: z.string(),
   reward: finite,
   nll: finite.optional(),
-  tokenLogprobs: z.array(finite).optional(),
-  embedding: z.array(finite).min(1).optional(),
+  tokenLogprobs: float32Vector.optional(),
+  embedding: float32Vector
+    .refine((v) => v.length > 0, 'must have at least one dimension')
+    .optional(),
   value: finite.optional(),
   nextState: z.string().optional(),
   nextValue: finite.optional(),
 });
-export type StepPayload = z.infer<typeof stepSchema>;
+/** A step as validated (vectors as Float32Array). */
+export type StepPayload = z.output<typeof stepSchema>;
 
 export const trajectorySchema = z.object({
   id: key,
@@ -38,7 +89,7 @@ export const eventDataSchemas = {
     iteration,
     groupId: key,
     trajectoryId: key,
-    firstStepIndex: z.number().int().min(0),
+    firstStepIndex: z.number().int().min(0).max(MAX_INT32),
     steps: z.array(stepSchema).min(1),
   }),
   'trajectory.finished': z.object({ iteration, groupId: key, trajectoryId: key, outcome }),
@@ -68,6 +119,8 @@ export const eventDataSchemas = {
     status: z.enum(['completed', 'failed', 'aborted']),
     summary: z.record(z.string(), z.unknown()).optional(),
   }),
+  /** Reopens a finished run (as W&B's resume does): events are refused after run.finished until this one. */
+  'run.resumed': z.object({ reason: z.string().max(1000).optional() }),
 } as const;
 
 export type ClientEventType = keyof typeof eventDataSchemas;
@@ -76,10 +129,16 @@ export type EventType = ClientEventType | 'run.created';
 export const CLIENT_EVENT_TYPES = Object.keys(eventDataSchemas) as ClientEventType[];
 export const EVENT_TYPES: EventType[] = ['run.created', ...CLIENT_EVENT_TYPES];
 
-export type EventData<T extends ClientEventType> = z.infer<(typeof eventDataSchemas)[T]>;
+/** An event's data as the server holds it after validation. */
+export type EventData<T extends ClientEventType> = z.output<(typeof eventDataSchemas)[T]>;
 
 /** One event as a client sends it (a line of NDJSON, or an item of `appendEvents`). */
 export type ClientEvent = {
+  [T in ClientEventType]: { id: string; type: T; data: z.input<(typeof eventDataSchemas)[T]> };
+}[ClientEventType];
+
+/** One event after validation: vectors decoded, ids in lower case. */
+export type ValidEvent = {
   [T in ClientEventType]: { id: string; type: T; data: EventData<T> };
 }[ClientEventType];
 

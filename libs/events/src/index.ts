@@ -1,2 +1,4 @@
 export * from './event-schemas';
 export * from './validate-event';
+export * from './storable-json';
+export * from './event-body-hash';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { CLIENT_EVENT_TYPES, eventDataSchemas, type ClientEvent } from './event-schemas';
+import { CLIENT_EVENT_TYPES, eventDataSchemas, type ValidEvent } from './event-schemas';
+import { findUnstorable } from './storable-json';
 
 /** Why one event is invalid: the field path inside the event and what is wrong there. */
 export interface EventIssue {
@@ -7,16 +8,20 @@ export interface EventIssue {
   message: string;
 }
 
-export type EventValidation = { ok: true; event: ClientEvent } | { ok: false; issue: EventIssue };
+export type EventValidation = { ok: true; event: ValidEvent } | { ok: false; issue: EventIssue };
 
 const envelope = z.object({ id: z.uuid(), type: z.string(), data: z.unknown() });
 
 /**
- * Validates one event: envelope first (id must be a UUID, type known), then
- * its data against the type's schema. Reports the first problem with a dotted
- * path such as `data.groups[0].trajectories[1].steps[2].reward`.
+ * Validates one event: what PostgreSQL could not store anywhere in it (NUL, lone surrogates,
+ * deep nesting), the envelope (id must be a UUID, type known), then its data against the type's
+ * schema. Reports the first problem with a dotted path such as
+ * `data.groups[0].trajectories[1].steps[2].reward`.
  */
 export function validateEvent(value: unknown): EventValidation {
+  const unstorable = findUnstorable(value);
+  if (unstorable)
+    return { ok: false, issue: { path: formatPath(unstorable.path), message: unstorable.message } };
   const env = envelope.safeParse(value);
   if (!env.success) return { ok: false, issue: firstIssue(env.error) };
   const { type } = env.data;
@@ -41,7 +46,7 @@ export function validateEvent(value: unknown): EventValidation {
   // UUIDs compare case-insensitively; Postgres hands them back in lower case.
   return {
     ok: true,
-    event: { id: env.data.id.toLowerCase(), type, data: data.data } as ClientEvent,
+    event: { id: env.data.id.toLowerCase(), type, data: data.data } as ValidEvent,
   };
 }
 

@@ -28,7 +28,8 @@ export interface MethodRequest {
 
 /** (run, method, resolved params, estimator version): the identity of an advantage set. */
 export interface AdvantageSet {
-  id: string;
+  /** null: computed for one request and not stored (see `SetStorage`). */
+  id: string | null;
   runId: string;
   method: string;
   params: Record<string, unknown>;
@@ -54,6 +55,16 @@ interface StoredRow {
   summary: Record<string, unknown>;
   computeMs: number;
 }
+
+/**
+ * What a request may store. Keys that may write store every set they compute. A read key stores
+ * only a method at its default parameters (at most one set per method and run: bounded); other
+ * parameters are computed for its request and not kept, unless a writer stored that set already.
+ */
+/** A set that has its row in advantage_sets. */
+export type StoredSet = AdvantageSet & { id: string };
+
+export type SetStorage = 'any' | 'defaults-only';
 
 function noRollouts(runId: string, iteration: number): DomainError {
   return new DomainError(
@@ -96,7 +107,22 @@ export class AdvantageSetsService {
     }
   }
 
-  async ensureSet(runId: string, request: MethodRequest): Promise<AdvantageSet> {
+  /**
+   * The set a request names, stored if `storage` allows it (or if it exists already); else an
+   * unstored set (id null) whose iterations are computed for the request only.
+   */
+  async openSet(runId: string, request: MethodRequest, storage: SetStorage): Promise<AdvantageSet> {
+    const r = this.resolve(request);
+    if (storage === 'any' || isDefault(r.method, r.params)) return this.ensureSet(runId, request);
+    if (!isUuid(runId)) throw runNotFound(runId);
+    const res = await this.db.pool.query<{ id: string }>(
+      `SELECT id FROM advantage_sets WHERE run_id = $1 AND method = $2 AND params_key = $3 AND estimator_version = $4`,
+      [runId, r.method, JSON.stringify(r.params), r.version],
+    );
+    return { id: res.rows[0]?.id ?? null, runId, ...r };
+  }
+
+  async ensureSet(runId: string, request: MethodRequest): Promise<StoredSet> {
     const r = this.resolve(request);
     if (!isUuid(runId)) throw runNotFound(runId);
     const key = JSON.stringify(r.params);
@@ -129,7 +155,7 @@ export class AdvantageSetsService {
     withDiagnostics = true,
   ): Promise<IterationAdvantages> {
     return (
-      (await this.stored(set.id, iteration, withDiagnostics)) ??
+      (set.id === null ? null : await this.stored(set.id, iteration, withDiagnostics)) ??
       (await this.compute(set, iteration))
     );
   }
@@ -176,8 +202,8 @@ export class AdvantageSetsService {
     const batch = await loadIterationBatch(this.db.pool, set.runId, iteration);
     if (!batch) throw noRollouts(set.runId, iteration);
     const row = await this.estimateRow(set, iteration, batch);
-    const inserted = await this.insertRows(set.id, [row]);
-    if (inserted === 0) {
+    const inserted = set.id === null ? 1 : await this.insertRows(set.id, [row]);
+    if (inserted === 0 && set.id !== null) {
       // Another process stored it first: what is stored is what everyone reads.
       return { ...((await this.stored(set.id, iteration)) as IterationAdvantages), reused: false };
     }
@@ -221,6 +247,7 @@ export class AdvantageSetsService {
     // The first failure in iteration order, whichever thread finished first: the same input, the same message.
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
+    if (set.id === null) throw new Error('recompute jobs work on stored sets');
     await this.insertRows(
       set.id,
       results.map((r) => (r as PromiseFulfilledResult<StoredRow>).value),
@@ -305,7 +332,7 @@ export class AdvantageSetsService {
 
   async setsOf(
     runId: string,
-  ): Promise<(AdvantageSet & { iterations: number[]; stepCount: number; createdAt: Date })[]> {
+  ): Promise<(StoredSet & { iterations: number[]; stepCount: number; createdAt: Date })[]> {
     const res = await this.db.pool.query<{
       id: string;
       method: string;
@@ -333,4 +360,10 @@ export class AdvantageSetsService {
       createdAt: r.created_at,
     }));
   }
+}
+
+/** Whether every parameter is at the method's default (the set a bare `{name}` request names). */
+function isDefault(method: string, params: Record<string, unknown>): boolean {
+  const defaults = resolveParams(method, getMethod(method).params, {});
+  return JSON.stringify(defaults) === JSON.stringify(params);
 }

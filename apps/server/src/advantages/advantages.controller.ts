@@ -1,11 +1,12 @@
 import {
   Body,
   Controller,
+  Get,
   HttpCode,
   Inject,
   Param,
-  ParseIntPipe,
   Post,
+  Query,
   Req,
   Res,
   StreamableFile,
@@ -16,16 +17,21 @@ import { z } from 'zod';
 import { firstIssue } from '@creditlab/events';
 import { Database } from '../database/database';
 import { Caller } from '../access/caller.decorator';
-import type { Principal } from '../access/principal';
+import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
+import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { EventAppender } from '../ingest/event-appender.service';
-import { AdvantageSetsService } from './advantage-sets.service';
+import {
+  AdvantageSetsService,
+  type AdvantageSet,
+  type IterationAdvantages,
+} from './advantage-sets.service';
 import { advantagesDocument } from './advantages-document';
 import { iterationStructure } from './iteration-structure';
 
-const requestSchema = z.object({
+const consumeSchema = z.object({
   method: z.string().min(1),
   params: z.record(z.string(), z.unknown()).default({}),
   /** Idempotency key of the advantages.used event this request records (a retried request records it once). */
@@ -33,10 +39,29 @@ const requestSchema = z.object({
   diagnostics: z.boolean().default(false),
 });
 
+const readSchema = z.object({
+  method: z.string().min(1),
+  params: z
+    .string()
+    .default('{}')
+    .transform((text, ctx) => {
+      try {
+        const value = JSON.parse(text) as unknown;
+        if (typeof value === 'object' && value !== null && !Array.isArray(value))
+          return value as Record<string, unknown>;
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"gamma":0.95}' });
+      return z.NEVER;
+    }),
+  diagnostics: z.enum(['true', 'false']).default('false'),
+});
+
 /**
- * The trainer's online path: the advantages of iteration i under a method,
- * computed now or read from the stored set, and an `advantages.used` event in
- * the run's stream saying which set the update consumed.
+ * An iteration's advantages under any method, two ways. `GET` reads them (any key; records
+ * nothing). `POST` is the trainer's consumption: the same answer, plus an `advantages.used`
+ * event in the run's stream saying which set the update consumed (idempotent by `eventId`).
  */
 @Controller('v1/runs/:id/iterations/:iteration/advantages')
 export class AdvantagesController {
@@ -47,47 +72,77 @@ export class AdvantagesController {
     @Inject(ProjectScope) private readonly scope: ProjectScope,
   ) {}
 
+  @Get()
+  @Requires('read')
+  async read(
+    @Caller() caller: Principal,
+    @Param('id') runId: string,
+    @Param('iteration', ParseIterationPipe) iteration: number,
+    @Query() query: unknown,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<unknown> {
+    await this.scope.assertRun(caller, runId);
+    const q = parse(readSchema, query, 'query');
+    const set = await this.sets.openSet(
+      runId,
+      { name: q.method, params: q.params },
+      hasRole(caller, 'write') ? 'any' : 'defaults-only',
+    );
+    const it = await this.sets.iteration(set, iteration);
+    return this.answer(set, it, q.diagnostics === 'true', req, res);
+  }
+
   @Post()
   @HttpCode(200)
   @Requires('write') // it records an advantages.used event in the run's stream
-  async advantages(
+  async consume(
     @Caller() caller: Principal,
     @Param('id') runId: string,
-    @Param('iteration', ParseIntPipe) iteration: number,
+    @Param('iteration', ParseIterationPipe) iteration: number,
     @Body() body: unknown,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
     await this.scope.assertRun(caller, runId);
-    const parsed = requestSchema.safeParse(body ?? {});
-    if (!parsed.success) {
-      const issue = firstIssue(parsed.error);
-      throw new DomainError(ErrorCode.InvalidInput, `${issue.path || 'body'}: ${issue.message}`, {
-        path: issue.path,
-      });
-    }
-    const set = await this.sets.ensureSet(runId, {
-      name: parsed.data.method,
-      params: parsed.data.params,
-    });
+    const b = parse(consumeSchema, body ?? {}, 'body');
+    const set = await this.sets.ensureSet(runId, { name: b.method, params: b.params });
     const it = await this.sets.iteration(set, iteration);
     await this.appender.appendOne(runId, {
-      id: parsed.data.eventId ?? randomUUID(),
+      id: b.eventId ?? randomUUID(),
       type: 'advantages.used',
       data: { iteration, method: set.method, params: set.params, advantageSetId: set.id },
     });
-    res.setHeader('X-Creditlab-Advantage-Set', set.id);
+    return this.answer(set, it, b.diagnostics, req, res);
+  }
+
+  /** Raw little-endian float32 in canonical step order when asked for, else advantages/v1 JSON. */
+  private async answer(
+    set: AdvantageSet,
+    it: IterationAdvantages,
+    withDiagnostics: boolean,
+    req: Request,
+    res: Response,
+  ): Promise<unknown> {
+    if (set.id !== null) res.setHeader('X-Creditlab-Advantage-Set', set.id);
     res.setHeader('X-Creditlab-Reused', String(it.reused));
     if ((req.headers.accept ?? '').includes('application/octet-stream')) {
       res.setHeader('X-Creditlab-Steps', String(it.stepCount));
       return new StreamableFile(
         Buffer.from(it.advantages.buffer, it.advantages.byteOffset, it.advantages.byteLength),
-        {
-          type: 'application/octet-stream',
-        },
+        { type: 'application/octet-stream' },
       );
     }
-    const shape = await iterationStructure(this.db.pool, runId, iteration);
-    return advantagesDocument(set, it, shape, parsed.data.diagnostics);
+    const shape = await iterationStructure(this.db.pool, set.runId, it.iteration);
+    return advantagesDocument(set, it, shape, withDiagnostics);
   }
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = firstIssue(parsed.error);
+  throw new DomainError(ErrorCode.InvalidInput, `${issue.path || where}: ${issue.message}`, {
+    path: issue.path,
+  });
 }

@@ -5,6 +5,7 @@ import {
   AdvantageSetsService,
   type AdvantageSet,
   type MethodRequest,
+  type SetStorage,
 } from './advantage-sets.service';
 import { mean, quantile, std } from './compare-stats';
 import { iterationStructure, type TrajectoryShape } from './iteration-structure';
@@ -58,6 +59,8 @@ export interface Comparison {
 }
 
 const EPISODE_BASELINE: MethodRequest = { name: 'grpo' };
+/** A listed `iterations` argument this long is a mistake or an attack; omit it to mean all. */
+const MAX_LISTED_ITERATIONS = 100_000;
 
 /**
  * Side-by-side statistics of several estimators on the same stored rollouts.
@@ -71,10 +74,15 @@ export class CompareService {
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
   ) {}
 
+  resolve(method: MethodRequest) {
+    return this.sets.resolve(method);
+  }
+
   async compare(
     runId: string,
     methods: MethodRequest[],
-    iterations?: number[],
+    iterations: number[] | undefined,
+    storage: SetStorage,
   ): Promise<Comparison> {
     if (methods.length < 1 || methods.length > 12) {
       throw new DomainError(
@@ -82,10 +90,18 @@ export class CompareService {
         `compare takes 1 to 12 methods, got ${methods.length}`,
       );
     }
-    const resolvedSets = await Promise.all(methods.map((m) => this.sets.ensureSet(runId, m)));
-    const baselineSet = await this.sets.ensureSet(runId, EPISODE_BASELINE);
+    if (iterations && iterations.length > MAX_LISTED_ITERATIONS)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `iterations: at most ${MAX_LISTED_ITERATIONS} entries (omit it for every iteration), got ${iterations.length}`,
+      );
+    const resolvedSets = await Promise.all(
+      methods.map((m) => this.sets.openSet(runId, m, storage)),
+    );
+    const baselineSet = await this.sets.openSet(runId, EPISODE_BASELINE, storage);
     const known = (await this.sets.iterationsOf(runId)).all;
-    const its = iterations ?? known;
+    // Each iteration once, in order, whatever the list repeats.
+    const its = iterations ? [...new Set(iterations)].sort((a, b) => a - b) : known;
     const missing = its.filter((i) => !known.includes(i));
     if (missing.length)
       throw new DomainError(

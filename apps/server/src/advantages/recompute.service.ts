@@ -13,11 +13,7 @@ import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
 import { Metrics } from '../metrics/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import {
-  AdvantageSetsService,
-  type AdvantageSet,
-  type MethodRequest,
-} from './advantage-sets.service';
+import { AdvantageSetsService, type StoredSet, type MethodRequest } from './advantage-sets.service';
 
 const QUEUE = 'recompute';
 /** Iterations read, estimated and stored together (one statement each way). */
@@ -213,14 +209,14 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private async updateProgress(job: RecomputeJob, set: AdvantageSet): Promise<void> {
+  private async updateProgress(job: RecomputeJob, set: StoredSet): Promise<void> {
     await this.db.pool.query(
       `UPDATE recompute_jobs SET done = (SELECT count(*) FROM advantage_set_iterations WHERE set_id = $2 AND iteration = ANY($3)) WHERE id = $1`,
       [job.id, set.id, job.iterations],
     );
   }
 
-  private async setOf(job: RecomputeJob): Promise<AdvantageSet> {
+  private async setOf(job: RecomputeJob): Promise<StoredSet> {
     const res = await this.db.pool.query<{
       method: string;
       params_key: string;

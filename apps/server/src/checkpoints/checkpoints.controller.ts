@@ -4,7 +4,6 @@ import {
   HttpCode,
   Inject,
   Param,
-  ParseIntPipe,
   Put,
   Req,
   Res,
@@ -16,6 +15,7 @@ import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
+import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
@@ -41,13 +41,11 @@ export class CheckpointsController {
   async upload(
     @Caller() caller: Principal,
     @Param('id') runId: string,
-    @Param('iteration', ParseIntPipe) iteration: number,
+    @Param('iteration', ParseIterationPipe) iteration: number,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<CheckpointInfo> {
     await this.scope.assertRun(caller, runId);
-    if (iteration < 0)
-      throw new DomainError(ErrorCode.InvalidInput, `iteration: at least 0, got ${iteration}`);
     const format = String(
       req.headers['x-creditlab-checkpoint-format'] ?? 'application/octet-stream',
     );
@@ -86,7 +84,7 @@ export class CheckpointsController {
   async download(
     @Caller() caller: Principal,
     @Param('id') runId: string,
-    @Param('iteration', ParseIntPipe) iteration: number,
+    @Param('iteration', ParseIterationPipe) iteration: number,
     @Res({ passthrough: true }) res: Response,
   ): Promise<StreamableFile> {
     await this.scope.assertRun(caller, runId);
@@ -96,3 +94,5 @@ export class CheckpointsController {
     return new StreamableFile(data, { type: 'application/octet-stream', length: data.length });
   }
 }
+
+/** Checkpoint numbers are iterations: 0 ≤ k < 2^31. */

@@ -26,45 +26,54 @@ export class CheckpointsService {
     @Inject(EventAppender) private readonly appender: EventAppender,
   ) {}
 
+  /**
+   * Stores checkpoint `iteration` and its `checkpoint.saved` event in one transaction: both or
+   * neither (a finished run refuses both). The same bytes again are acknowledged; other bytes
+   * for the same (run, iteration) are refused.
+   */
   async store(
     runId: string,
     iteration: number,
     format: string,
     data: Buffer,
   ): Promise<{ created: boolean; checkpoint: CheckpointInfo }> {
-    const sha256 = createHash('sha256').update(data).digest();
-    const inserted = await this.db.pool.query<{ created_at: Date }>(
-      `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, data)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
-      [runId, iteration, format, sha256, data.length, data],
-    );
-    const existing = inserted.rows[0] ? undefined : await this.info(runId, iteration);
-    if (existing && existing.sha256 !== sha256.toString('hex')) {
-      throw new DomainError(
-        ErrorCode.Conflict,
-        `run ${runId} already has a different checkpoint ${iteration} (sha256 ${existing.sha256}); checkpoints are immutable`,
-        { iteration, sha256: existing.sha256 },
-      );
-    }
+    const sha256 = createHash('sha256').update(data).digest('hex');
+    const existing = await this.info(runId, iteration);
+    if (existing && existing.sha256 !== sha256) throw differentCheckpoint(runId, existing);
     const checkpoint = existing ?? {
       iteration,
       format,
-      sha256: sha256.toString('hex'),
+      sha256,
       bytes: data.length,
-      createdAt: (inserted.rows[0] as { created_at: Date }).created_at,
+      createdAt: new Date(),
       path: checkpointPath(runId, iteration),
     };
-    await this.appender.appendOne(runId, {
-      id: eventIdOf(runId, iteration),
-      type: 'checkpoint.saved',
-      data: {
-        iteration,
-        uri: checkpoint.path,
-        sha256: checkpoint.sha256,
-        bytes: checkpoint.bytes,
-        format: checkpoint.format,
+    await this.appender.appendOne(
+      runId,
+      {
+        id: eventIdOf(runId, iteration),
+        type: 'checkpoint.saved',
+        data: {
+          iteration,
+          uri: checkpoint.path,
+          sha256: checkpoint.sha256,
+          bytes: checkpoint.bytes,
+          format: checkpoint.format,
+        },
       },
-    });
+      existing
+        ? undefined
+        : async (client) => {
+            const inserted = await client.query<{ created_at: Date }>(
+              `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, data)
+               VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
+              [runId, iteration, format, Buffer.from(sha256, 'hex'), data.length, data],
+            );
+            const row = inserted.rows[0];
+            if (!row) throw differentCheckpoint(runId, { iteration, sha256: 'unknown' });
+            checkpoint.createdAt = row.created_at;
+          },
+    );
     return { created: !existing, checkpoint };
   }
 
@@ -100,6 +109,17 @@ export class CheckpointsService {
     }
     return { info: toInfo(runId, row), data: row.data };
   }
+}
+
+function differentCheckpoint(
+  runId: string,
+  existing: { iteration: number; sha256: string },
+): DomainError {
+  return new DomainError(
+    ErrorCode.Conflict,
+    `run ${runId} already has a different checkpoint ${existing.iteration} (sha256 ${existing.sha256}); checkpoints are immutable`,
+    { iteration: existing.iteration, sha256: existing.sha256 },
+  );
 }
 
 interface Row {

@@ -33,8 +33,14 @@ const schema = z.object({
     .min(1024)
     .max(1024 * mib)
     .default(256 * mib),
+  CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
+  CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
+  CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
+  CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
   CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),
+  CREDITLAB_GRAPHQL_MAX_FIELDS: z.coerce.number().int().min(10).default(10_000),
+  CREDITLAB_GRAPHQL_MAX_TOKENS: z.coerce.number().int().min(100).default(20_000),
   CREDITLAB_SCHEMA_FILE: z.string().optional(),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   CREDITLAB_ESTIMATOR_THREADS: z.coerce.number().int().min(1).max(64).default(2),
@@ -56,13 +62,23 @@ export interface AppConfig {
   port: number;
   databaseUrl?: string;
   embeddedPostgres: { dataDir?: string; port: number; database: string };
+  /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
+  connections: { reads: number; ingest: number };
   limits: {
     maxLineBytes: number;
     maxRequestBytes: number;
+    /** An ingest body that brings no new event for this long gets 408. */
+    idleMs: number;
+    /** Ingest requests one key may have in progress at once in this process (more: 429). */
+    ingestConcurrencyPerKey: number;
     /** Largest checkpoint upload (stored in the database: at most 1 GiB). */
     maxCheckpointBytes: number;
     graphqlMaxDepth: number;
     graphqlMaxCost: number;
+    /** Fields an operation may expand to, fragments spread in place. */
+    graphqlMaxFields: number;
+    /** Tokens a GraphQL document may have (the parser stops there). */
+    graphqlMaxTokens: number;
   };
   /** Where the code-first GraphQL schema is written (committed as schema.gql). */
   schemaFile?: string;
@@ -110,12 +126,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       port: e.CREDITLAB_PG_PORT,
       database: e.CREDITLAB_PG_DATABASE,
     },
+    connections: { reads: e.CREDITLAB_DB_CONNECTIONS, ingest: e.CREDITLAB_INGEST_CONNECTIONS },
     limits: {
       maxLineBytes: e.CREDITLAB_MAX_LINE_BYTES,
       maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,
+      idleMs: e.CREDITLAB_INGEST_IDLE_SECONDS * 1000,
+      ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
       graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,
+      graphqlMaxFields: e.CREDITLAB_GRAPHQL_MAX_FIELDS,
+      graphqlMaxTokens: e.CREDITLAB_GRAPHQL_MAX_TOKENS,
     },
     schemaFile: e.CREDITLAB_SCHEMA_FILE,
     logLevel: e.LOG_LEVEL,

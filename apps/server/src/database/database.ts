@@ -16,21 +16,32 @@ export class Database {
     readonly pool: pg.Pool,
     /** Connection string, for components that keep connections of their own (the job queue). */
     readonly url: string,
+    /**
+     * Connections for ingest transactions only: a request holds one while its body streams in,
+     * so slow or many uploads can use up these, never the connections reads and the online path
+     * use.
+     */
+    readonly ingestPool: pg.Pool = pool,
   ) {
     this.statements.attach(pool);
+    if (ingestPool !== pool) this.statements.attach(ingestPool);
     this.prisma = createPrismaClient(pool);
   }
 
-  static connect(url: string, max = 10): Database {
-    const pool = new pg.Pool({ connectionString: url, max });
-    // An idle client can lose its server (a restart, a failover): pg reports that on the pool, and an
-    // unhandled 'error' event would end the process. The next query simply opens a new connection.
-    pool.on('error', (e) => new Logger('database').warn(`idle connection lost: ${e.message}`));
-    return new Database(pool, url);
+  static connect(url: string, sizes = { connections: 10, ingestConnections: 8 }): Database {
+    const open = (max: number) => {
+      const pool = new pg.Pool({ connectionString: url, max });
+      // An idle client can lose its server (a restart, a failover): pg reports that on the pool, and
+      // an unhandled 'error' event would end the process. The next query opens a new connection.
+      pool.on('error', (e) => new Logger('database').warn(`idle connection lost: ${e.message}`));
+      return pool;
+    };
+    return new Database(open(sizes.connections), url, open(sizes.ingestConnections));
   }
 
   async close(): Promise<void> {
     await this.prisma.$disconnect();
     await this.pool.end();
+    if (this.ingestPool !== this.pool) await this.ingestPool.end();
   }
 }

@@ -10,6 +10,8 @@ export enum ErrorCode {
   Forbidden = 'FORBIDDEN',
   RateLimited = 'RATE_LIMITED',
   Conflict = 'CONFLICT',
+  /** Events sent to a finished run (run.resumed reopens it). */
+  RunFinished = 'RUN_FINISHED',
   /** The client stopped sending a request body it had started. */
   RequestTimeout = 'REQUEST_TIMEOUT',
   /** Too many requests of one kind from one key at once (not the per-minute rate). */
@@ -31,6 +33,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.RateLimited]: 429,
   [ErrorCode.Conflict]: 409,
+  [ErrorCode.RunFinished]: 409,
   [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.TooManyConcurrent]: 429,
   [ErrorCode.DatabaseUnavailable]: 503,
@@ -48,6 +51,7 @@ export const GRAPHQL_CODE: Record<ErrorCode, string> = {
   [ErrorCode.Forbidden]: 'FORBIDDEN',
   [ErrorCode.RateLimited]: 'RATE_LIMITED',
   [ErrorCode.Conflict]: 'CONFLICT',
+  [ErrorCode.RunFinished]: 'CONFLICT',
   [ErrorCode.RequestTimeout]: 'REQUEST_TIMEOUT',
   [ErrorCode.TooManyConcurrent]: 'RATE_LIMITED',
   [ErrorCode.DatabaseUnavailable]: 'DATABASE_UNAVAILABLE',

@@ -86,7 +86,12 @@ export class AdvantageSummary {
 export class MethodComparisonModel {
   @Field() method!: string;
   @Field(() => GraphQLJSON) params!: unknown;
-  @Field(() => ID) advantageSetId!: string;
+  @Field(() => ID, {
+    nullable: true,
+    description:
+      'The stored set compared; null when computed for this request only (a read key, non-default parameters).',
+  })
+  advantageSetId!: string | null;
   @Field(() => AdvantageSummary) summary!: AdvantageSummary;
   @Field(() => GraphQLJSON, {
     description:

@@ -18,6 +18,7 @@ import {
   AdvantageSetsService,
   type IterationAdvantages,
   type MethodRequest,
+  type SetStorage,
 } from '../advantages/advantage-sets.service';
 import {
   CompareService,
@@ -28,7 +29,7 @@ import { pearson, ranks, signAgreement, spearman, topK } from '../advantages/com
 import { RecomputeService, type RecomputeJob } from '../advantages/recompute.service';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { Caller } from '../access/caller.decorator';
-import type { Principal } from '../access/principal';
+import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
 import {
@@ -139,14 +140,16 @@ export class StepAdvantagesResolver {
 
   @ResolveField(() => Number, {
     description:
-      "The step's advantage under a method (float32); computes and stores its iteration's set if needed.",
+      "The step's advantage under a method (float32); computes its iteration's set if needed (stored for writers, and for readers at default parameters).",
+    complexity: 1, // per step: aliasing it many times is priced like asking for many steps
   })
   async advantage(
     @Parent() step: Step,
     @Args('method', { type: () => MethodInput }) method: MethodInput,
     @Context() ctx: Record<string, unknown>,
+    @Caller() caller: Principal,
   ): Promise<number> {
-    const it = await this.loader(ctx).load({
+    const it = await this.loader(ctx, caller).load({
       runId: step.runId,
       iteration: step.iteration,
       method: toRequest(method),
@@ -156,13 +159,15 @@ export class StepAdvantagesResolver {
 
   @ResolveField(() => GraphQLJSON, {
     description: "The method's per-step diagnostics for this step (float32; null where undefined).",
+    complexity: 1,
   })
   async diagnostics(
     @Parent() step: Step,
     @Args('method', { type: () => MethodInput }) method: MethodInput,
     @Context() ctx: Record<string, unknown>,
+    @Caller() caller: Principal,
   ): Promise<Record<string, unknown>> {
-    const it = await this.loader(ctx).load({
+    const it = await this.loader(ctx, caller).load({
       runId: step.runId,
       iteration: step.iteration,
       method: toRequest(method),
@@ -173,7 +178,8 @@ export class StepAdvantagesResolver {
   }
 
   /** One (run, iteration, method) read per request, shared by every step that asks. */
-  private loader(ctx: Record<string, unknown>): AdvantageLoader {
+  private loader(ctx: Record<string, unknown>, caller: Principal): AdvantageLoader {
+    const storage = storageOf(caller);
     return (ctx.advantageLoader ??= new DataLoader<
       { runId: string; iteration: number; method: MethodRequest },
       IterationAdvantages,
@@ -182,12 +188,15 @@ export class StepAdvantagesResolver {
       async (keys) =>
         Promise.all(
           keys.map(async (k) =>
-            this.sets.iteration(await this.sets.ensureSet(k.runId, k.method), k.iteration),
+            this.sets.iteration(await this.sets.openSet(k.runId, k.method, storage), k.iteration),
           ),
         ),
       {
-        cacheKeyFn: (k) =>
-          JSON.stringify([k.runId, k.iteration, k.method.name, this.sets.resolve(k.method).params]),
+        cacheKeyFn: (k) => {
+          const { method, params } = this.sets.resolve(k.method);
+          countMethod(ctx, method, params);
+          return JSON.stringify([k.runId, k.iteration, method, params]);
+        },
       },
     )) as AdvantageLoader;
   }
@@ -206,6 +215,9 @@ export class CompareResolver {
   @Query(() => Comparison, {
     description:
       'Several methods side by side on the same stored rollouts (sets computed as needed).',
+    // Estimator work: priced per method compared.
+    complexity: ({ args, childComplexity }) =>
+      1000 * (Array.isArray(args.methods) ? args.methods.length : 1) + childComplexity,
   })
   @Requires('read')
   async compare(
@@ -225,14 +237,21 @@ export class CompareResolver {
       description: 'Examples listed per method against the episode sign.',
     })
     examples: number,
+    @Context() ctx: Record<string, unknown>,
   ): Promise<ComparisonObject> {
     await this.scope.assertRun(caller, runId);
     if (disagreements > 100 || examples > 100)
       throw new DomainError(ErrorCode.InvalidInput, 'disagreements and examples: at most 100');
+    const requests = methods.map(toRequest);
+    for (const m of requests) {
+      const r = this.compareService.resolve(m);
+      countMethod(ctx, r.method, r.params);
+    }
     const data = await this.compareService.compare(
       runId,
-      methods.map(toRequest),
+      requests,
       iterations ?? undefined,
+      storageOf(caller),
     );
     const names = data.methods.map((m, i) => label(m.set.method, i, data));
     const rank = data.advantages.map((a) => ranks(a));
@@ -411,6 +430,25 @@ export class CompareResolver {
       };
     };
   }
+}
+
+/** Distinct (method, parameters) one GraphQL request may use: each can mean an estimator run per iteration. */
+export const MAX_METHODS_PER_REQUEST = 12;
+
+/** Counts a distinct (method, parameters) of this request; past the cap, the request is refused. */
+function countMethod(ctx: Record<string, unknown>, method: string, params: unknown): void {
+  const seen = (ctx.methodsUsed ??= new Set<string>()) as Set<string>;
+  seen.add(JSON.stringify([method, params]));
+  if (seen.size > MAX_METHODS_PER_REQUEST)
+    throw new DomainError(
+      ErrorCode.InvalidInput,
+      `a request may use at most ${MAX_METHODS_PER_REQUEST} distinct methods or parameter sets; split it`,
+    );
+}
+
+/** What a caller's reads may store (see SetStorage): writers anything, readers default sets only. */
+function storageOf(caller: Principal): SetStorage {
+  return hasRole(caller, 'write') ? 'any' : 'defaults-only';
 }
 
 function toRequest(m: MethodInput): MethodRequest {

@@ -14,8 +14,14 @@ import {
   type ComplexityEstimator,
 } from 'graphql-query-complexity';
 
-/** Rejects operations nested deeper than `maxDepth` fields (fragments followed). */
-export function depthLimitRule(maxDepth: number) {
+/**
+ * Rejects operations nested deeper than `maxDepth` fields, or that expand (fragments spread in
+ * place) to more than `maxFields` fields. Linear in the document: each fragment's depth and size
+ * are worked out once, however often it is spread, so a document of fragments that spread the
+ * next one twice costs no more to check than to read (and is refused before the cost analysis,
+ * which expands fragments, ever sees it).
+ */
+export function documentLimitsRule(maxDepth: number, maxFields: number) {
   return (context: ValidationContext): ASTVisitor => {
     const fragments = new Map<string, FragmentDefinitionNode>(
       context
@@ -23,35 +29,49 @@ export function depthLimitRule(maxDepth: number) {
         .definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
         .map((f) => [f.name.value, f]),
     );
-    const depth = (set: SelectionSetNode | undefined, seen: Set<string>): number => {
-      if (!set) return 0;
-      let max = 0;
-      for (const sel of set.selections) {
-        if (sel.kind === Kind.FIELD)
-          max = Math.max(
-            max,
-            sel.name.value.startsWith('__') ? 0 : 1 + depth(sel.selectionSet, seen),
-          );
-        else if (sel.kind === Kind.INLINE_FRAGMENT)
-          max = Math.max(max, depth(sel.selectionSet, seen));
-        else if (!seen.has(sel.name.value)) {
-          max = Math.max(
-            max,
-            depth(fragments.get(sel.name.value)?.selectionSet, new Set([...seen, sel.name.value])),
-          );
-        }
+    type Measure = { depth: number; fields: number };
+    const memo = new Map<string, Measure>();
+    const open = new Set<string>(); // a cycle is NoFragmentCyclesRule's to report
+    const fragment = (name: string): Measure => {
+      const known = memo.get(name);
+      if (known) return known;
+      if (open.has(name)) return { depth: 0, fields: 0 };
+      open.add(name);
+      const m = measure(fragments.get(name)?.selectionSet);
+      open.delete(name);
+      memo.set(name, m);
+      return m;
+    };
+    const measure = (set: SelectionSetNode | undefined): Measure => {
+      const out = { depth: 0, fields: 0 };
+      for (const sel of set?.selections ?? []) {
+        let m: Measure;
+        if (sel.kind === Kind.FIELD) {
+          const child = measure(sel.selectionSet);
+          m = sel.name.value.startsWith('__')
+            ? { depth: 0, fields: 1 }
+            : { depth: 1 + child.depth, fields: 1 + child.fields };
+        } else if (sel.kind === Kind.INLINE_FRAGMENT) m = measure(sel.selectionSet);
+        else m = fragment(sel.name.value);
+        out.depth = Math.max(out.depth, m.depth);
+        out.fields += m.fields;
       }
-      return max;
+      return out;
     };
     return {
       OperationDefinition(node) {
-        const d = depth(node.selectionSet, new Set());
-        if (d > maxDepth) {
+        const { depth, fields } = measure(node.selectionSet);
+        // Apollo reports every validation failure as GRAPHQL_VALIDATION_FAILED.
+        if (depth > maxDepth)
           context.reportError(
-            // Apollo reports every validation failure as GRAPHQL_VALIDATION_FAILED.
-            new GraphQLError(`query depth ${d} exceeds the limit of ${maxDepth}`),
+            new GraphQLError(`query depth ${depth} exceeds the limit of ${maxDepth}`),
           );
-        }
+        if (fields > maxFields)
+          context.reportError(
+            new GraphQLError(
+              `query expands to ${fields > 1e15 ? fields.toExponential(2) : fields} fields (fragments spread in place), more than the limit of ${maxFields}`,
+            ),
+          );
       },
     };
   };

@@ -1,4 +1,4 @@
-import { validateEvent, type ClientEvent, type StepPayload } from '@creditlab/events';
+import { eventBodyHash, validateEvent, type StepPayload, type ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { copyFloat32, copyNumber, copyRows, copyText, NULL } from './copy-text';
@@ -21,7 +21,10 @@ export interface LockedRun {
   last_seq: string;
   last_iteration: number | null;
   embedding_dim: number | null;
+  status: RunStatus;
 }
+
+export type RunStatus = 'running' | 'completed' | 'failed' | 'aborted';
 
 const STEP_FIELDS = new Set([
   'state',
@@ -56,7 +59,9 @@ const FLUSH_EVENTS = 1000;
 
 interface Pending {
   position: number;
-  event: ClientEvent;
+  event: ValidEvent;
+  /** eventBodyHash of the event: tells a retry (same body) from a reused id (another body). */
+  hash: Buffer;
 }
 
 /** A run of consecutive steps of one trajectory inside one event. */
@@ -81,7 +86,8 @@ interface StepSlice {
 export class AppendSession {
   private readonly texts: TextDictionary;
   private readonly rollouts: RolloutIndex;
-  private readonly seenIds = new Set<string>();
+  /** Event ids of this request → the body hash and line of their first appearance. */
+  private readonly seenIds = new Map<string, { hash: Buffer; position: number }>();
   private pending: Pending[] = [];
   private pendingSteps = 0;
   private lastSeq: number;
@@ -90,7 +96,10 @@ export class AppendSession {
   private accepted = 0;
   private steps = 0;
   private duplicates = 0;
-  private finished: { status: string; summary?: Record<string, unknown> } | undefined;
+  private status: RunStatus;
+  /** The run's new status, summary and finish time, when this request finishes or resumes it. */
+  private statusChange:
+    { status: RunStatus; summary?: Record<string, unknown>; finished: boolean } | undefined;
   /** The chunk being written while the next one is parsed and validated (at most one in flight). */
   private inflight: Promise<void> = Promise.resolve();
 
@@ -105,18 +114,22 @@ export class AppendSession {
     this.lastSeq = Number(run.last_seq);
     this.lastIteration = run.last_iteration;
     this.embeddingDim = run.embedding_dim;
+    this.status = run.status;
   }
 
   async add(item: IncomingEvent): Promise<void> {
     const result = validateEvent(item.value);
     if (!result.ok) this.fail(item.position, result.issue.path, result.issue.message);
     const event = result.event;
-    if (this.seenIds.has(event.id)) {
+    const hash = eventBodyHash(event.type, event.data);
+    const seen = this.seenIds.get(event.id);
+    if (seen) {
+      if (!seen.hash.equals(hash)) this.reusedId(item.position, event.id, `line ${seen.position}`);
       this.duplicates++;
       return;
     }
-    this.seenIds.add(event.id);
-    this.pending.push({ position: item.position, event });
+    this.seenIds.set(event.id, { hash, position: item.position });
+    this.pending.push({ position: item.position, event, hash });
     this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.steps.length, 0);
     if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS)
       await this.startFlush();
@@ -125,18 +138,20 @@ export class AppendSession {
   async finish(): Promise<AppendResult & { steps: number }> {
     await this.startFlush();
     await this.inflight;
+    const change = this.statusChange;
     await this.client.query(
       `UPDATE runs SET last_seq = $2, last_iteration = $3, embedding_dim = $4,
-         status = COALESCE($5, status), summary = COALESCE($6::jsonb, summary),
-         finished_at = CASE WHEN $5::text IS NULL THEN finished_at ELSE now() END
+         status = COALESCE($5, status), summary = CASE WHEN $5::text IS NULL THEN summary ELSE $6::jsonb END,
+         finished_at = CASE WHEN $5::text IS NULL THEN finished_at WHEN $7 THEN now() ELSE NULL END
        WHERE id = $1`,
       [
         this.runId,
         this.lastSeq,
         this.lastIteration,
         this.embeddingDim,
-        this.finished?.status ?? null,
-        this.finished?.summary ? JSON.stringify(this.finished.summary) : null,
+        change?.status ?? null,
+        change?.summary ? JSON.stringify(change.summary) : null,
+        change?.finished ?? false,
       ],
     );
     return {
@@ -188,8 +203,11 @@ export class AppendSession {
       iteration: [] as (number | null)[],
       data: [] as string[],
       steps: [] as number[],
+      hashes: [] as Buffer[],
     };
+    const hashOf = new Map(batch.map((p) => [p.event.id, p.hash]));
     for (const { position, event } of batch) {
+      this.checkStatus(position, event);
       const seq = ++this.lastSeq;
       let stepCount = 0;
       const placed: { path: string; firstStepIndex: number; stepCount: number }[] = [];
@@ -199,7 +217,17 @@ export class AppendSession {
         stepCount += slice.steps.length;
       }
       if (event.type === 'trajectory.finished') this.finishTrajectory(position, event.data);
-      if (event.type === 'run.finished') this.finished = event.data;
+      if (event.type === 'run.finished') {
+        this.status = event.data.status;
+        this.statusChange = {
+          status: event.data.status,
+          summary: event.data.summary,
+          finished: true,
+        };
+      } else if (event.type === 'run.resumed') {
+        this.status = 'running';
+        this.statusChange = { status: 'running', finished: false };
+      }
       const iteration = 'iteration' in event.data ? event.data.iteration : null;
       if (iteration !== null)
         this.lastIteration = Math.max(this.lastIteration ?? iteration, iteration);
@@ -209,12 +237,13 @@ export class AppendSession {
       eventRows.iteration.push(iteration);
       eventRows.data.push(JSON.stringify(storedData(event, placed)));
       eventRows.steps.push(stepCount);
+      eventRows.hashes.push(hashOf.get(event.id) as Buffer);
       this.steps += stepCount;
       this.accepted++;
     }
     await this.client.query(
-      `INSERT INTO events (run_id, seq, id, type, iteration, data, step_count)
-       SELECT $1, * FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::jsonb[], $7::int[])`,
+      `INSERT INTO events (run_id, seq, id, type, iteration, data, step_count, body_hash)
+       SELECT $1, * FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::jsonb[], $7::int[], $8::bytea[])`,
       [
         this.runId,
         eventRows.seq,
@@ -223,6 +252,7 @@ export class AppendSession {
         eventRows.iteration,
         eventRows.data,
         eventRows.steps,
+        eventRows.hashes,
       ],
     );
     await copyRows(this.client, 'steps', STEP_COLUMNS, stepRows);
@@ -307,16 +337,52 @@ export class AppendSession {
     traj.changed = true;
   }
 
+  /**
+   * Drops the events whose id is stored already with the same body (a retry: acknowledged, stored
+   * once); an id stored with another body is the caller's mistake (409). Events stored before
+   * body hashes existed and not yet backfilled count as the same.
+   */
   private async dropStoredDuplicates(batch: Pending[]): Promise<Pending[]> {
     if (batch.length === 0) return batch;
-    const stored = await this.client.query<{ id: string }>(
-      'SELECT id FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])',
+    const stored = await this.client.query<{ id: string; seq: string; body_hash: Buffer | null }>(
+      'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])',
       [this.runId, batch.map((p) => p.event.id)],
     );
     if (stored.rowCount === 0) return batch;
-    const ids = new Set(stored.rows.map((r) => r.id));
-    this.duplicates += ids.size;
-    return batch.filter((p) => !ids.has(p.event.id.toLowerCase()));
+    const byId = new Map(stored.rows.map((r) => [r.id, r]));
+    for (const p of batch) {
+      const row = byId.get(p.event.id);
+      if (row?.body_hash && !row.body_hash.equals(p.hash))
+        this.reusedId(p.position, p.event.id, `event ${row.seq} of this run`);
+    }
+    this.duplicates += byId.size;
+    return batch.filter((p) => !byId.has(p.event.id));
+  }
+
+  /** Events after run.finished are refused until run.resumed reopens the run; resuming a running run is a mistake too. */
+  private checkStatus(position: number, event: ValidEvent): void {
+    if (event.type === 'run.resumed') {
+      if (this.status !== 'running') return;
+      throw new DomainError(
+        ErrorCode.Conflict,
+        `${this.describe(position)}: run ${this.runId} is running; run.resumed reopens a finished run`,
+        { line: position, path: 'type', runStatus: this.status },
+      );
+    }
+    if (this.status === 'running') return;
+    throw new DomainError(
+      ErrorCode.RunFinished,
+      `${this.describe(position)}: run ${this.runId} is ${this.status}; send a run.resumed event first to add to it`,
+      { line: position, path: 'type', runStatus: this.status },
+    );
+  }
+
+  private reusedId(position: number, id: string, where: string): never {
+    throw new DomainError(
+      ErrorCode.Conflict,
+      `${this.describe(position)}: id: event id ${id} is already used by ${where} with another body; give each event its own id (the same id with the same body is a retry and is stored once)`,
+      { line: position, path: 'id', eventId: id },
+    );
   }
 
   private fail(position: number, path: string, reason: string): never {
@@ -332,7 +398,7 @@ export class AppendSession {
   }
 }
 
-function slicesOf(event: ClientEvent): StepSlice[] {
+function slicesOf(event: ValidEvent): StepSlice[] {
   if (event.type === 'steps.appended') {
     const d = event.data;
     return [
@@ -381,7 +447,7 @@ function textsOf(step: StepPayload): string[] {
 
 /** The event as stored: step-bearing events keep their shape, with the steps themselves in `steps`. */
 function storedData(
-  event: ClientEvent,
+  event: ValidEvent,
   placed: { firstStepIndex: number; stepCount: number }[],
 ): unknown {
   if (event.type === 'steps.appended') {

@@ -22,16 +22,10 @@ export function copyNumber(x: number | undefined | null): string {
   return x === undefined || x === null ? NULL : String(x);
 }
 
-/** Packs numbers as little-endian float32 and writes them as a bytea literal. */
-export function copyFloat32(xs: readonly number[] | undefined): string {
+/** Writes float32 values (little-endian, as stored) as a bytea literal. */
+export function copyFloat32(xs: Float32Array | undefined): string {
   if (xs === undefined) return NULL;
-  return `\\\\x${packFloat32(xs).toString('hex')}`;
-}
-
-export function packFloat32(xs: readonly number[]): Buffer {
-  const buf = Buffer.allocUnsafe(xs.length * 4);
-  for (let i = 0; i < xs.length; i++) buf.writeFloatLE(xs[i] as number, i * 4);
-  return buf;
+  return `\\\\x${Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength).toString('hex')}`;
 }
 
 export function unpackFloat32(buf: Buffer): number[] {

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type pg from 'pg';
 import { isUuid } from '../database/uuid';
 import { Database } from '../database/database';
 import { Metrics } from '../metrics/metrics';
@@ -10,11 +11,16 @@ import {
   type LockedRun,
 } from './append-session';
 
+/** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
+export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
+
 /**
  * Appends a request's events to a run's stream, all or nothing: one
  * transaction, the run row locked (FOR UPDATE) so concurrent appenders to one
  * run get gap-free sequence numbers, and a rollback on any error, including
- * a source that fails mid-way (a cut connection).
+ * a source that fails mid-way (a cut connection). The connection and the lock
+ * are taken only once the first event has arrived and parsed, so a client that
+ * opens a request and sends nothing holds neither.
  */
 @Injectable()
 export class EventAppender {
@@ -27,10 +33,11 @@ export class EventAppender {
     runId: string,
     events: AsyncIterable<IncomingEvent>,
     describe: (position: number) => string = (p) => `line ${p}`,
+    alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
     const timer = this.metrics.appendSeconds.startTimer();
     try {
-      const result = await this.appendInTransaction(runId, events, describe);
+      const result = await this.appendInTransaction(runId, events, describe, alsoWrite);
       this.metrics.ingestedEvents.inc(result.accepted);
       this.metrics.ingestedSteps.inc(result.steps);
       this.metrics.duplicateEvents.inc(result.duplicates);
@@ -43,16 +50,22 @@ export class EventAppender {
     }
   }
 
-  /** One event the server writes itself (validated like any other; idempotent on its id). */
+  /**
+   * One event the server writes itself (validated like any other; idempotent on its id), and
+   * optionally rows of its own in the same transaction: written only if the event is accepted.
+   */
   appendOne(
     runId: string,
     event: { id: string; type: string; data: unknown },
+    alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
     return this.append(
       runId,
       (async function* () {
         yield { position: 1, value: event };
       })(),
+      undefined,
+      alsoWrite,
     );
   }
 
@@ -60,27 +73,32 @@ export class EventAppender {
     runId: string,
     events: AsyncIterable<IncomingEvent>,
     describe: (position: number) => string,
+    alsoWrite: AlsoWrite | undefined,
   ): Promise<AppendResult & { steps: number }> {
     if (!isUuid(runId)) throw runNotFound(runId);
-    const client = await this.db.pool.connect();
+    const source = events[Symbol.asyncIterator]();
+    const first = await source.next();
+    const client = await this.db.ingestPool.connect();
     let session: AppendSession | undefined;
     try {
       await client.query('BEGIN');
       const locked = await client.query<LockedRun>(
-        'SELECT last_seq, last_iteration, embedding_dim FROM runs WHERE id = $1 FOR UPDATE',
+        'SELECT last_seq, last_iteration, embedding_dim, status FROM runs WHERE id = $1 FOR UPDATE',
         [runId],
       );
       const run = locked.rows[0];
       if (!run) throw runNotFound(runId);
       session = new AppendSession(client, runId, run, describe);
-      for await (const event of events) await session.add(event);
+      for (let item = first; !item.done; item = await source.next()) await session.add(item.value);
       const result = await session.finish();
+      await alsoWrite?.(client);
       await client.query('COMMIT');
       return result;
     } catch (e) {
       // A chunk may still be writing: let it finish so that nothing lands after the rollback.
       await session?.settle();
       await client.query('ROLLBACK').catch(() => undefined);
+      await source.return?.();
       throw e;
     } finally {
       client.release();

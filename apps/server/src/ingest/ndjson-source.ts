@@ -7,6 +7,8 @@ import type { IncomingEvent } from './append-session';
 export interface NdjsonLimits {
   maxLineBytes: number;
   maxRequestBytes: number;
+  /** A body that brings no new event for this long (blank lines do not count) is answered 408. */
+  idleMs: number;
 }
 
 /**
@@ -14,21 +16,35 @@ export interface NdjsonLimits {
  * the splitting, linear in the line length, so a request is never one string
  * and a 10 MB line is not rescanned per chunk). Blank lines are skipped.
  * Throws DomainError: 400 for a line that is not JSON, 413 past the line or
- * request size limit, and an error if the body ends before the client finished
- * sending it (a cut connection must not look like a short request).
+ * request size limit, 408 for a body that stalls, and an error if the body ends
+ * before the client finished sending it (a cut connection must not look like a
+ * short request).
  */
 export async function* ndjsonEvents(
   req: IncomingMessage,
   limits: NdjsonLimits,
 ): AsyncGenerator<IncomingEvent> {
   const guard = new SizeGuard(limits);
+  // Its failures are reported through `guard.failure` below; an 'error' with no listener left
+  // (readline stops listening once closed) would end the process.
+  guard.on('error', () => undefined);
   const lines = createInterface({ input: req.pipe(guard), crlfDelay: Infinity });
   req.on('error', (e) => guard.destroy(e));
+  const idle = new IdleWatch(limits.idleMs, () => {
+    guard.failure ??= new DomainError(
+      ErrorCode.RequestTimeout,
+      `no complete event arrived for ${limits.idleMs / 1000} s; send the body without pauses`,
+      { idleSeconds: limits.idleMs / 1000 },
+    );
+    guard.destroy(guard.failure);
+    lines.close();
+  });
   let position = 0;
   try {
     for await (const line of lines) {
       position++;
       if (line.trim() === '') continue;
+      if (guard.failure) break;
       let value: unknown;
       try {
         value = JSON.parse(line);
@@ -43,13 +59,49 @@ export async function* ndjsonEvents(
           },
         );
       }
+      // The wait for the next event counts as idle; the time the consumer spends on this one does not.
+      idle.pause();
       yield { position, value };
+      idle.resume();
     }
   } finally {
+    idle.stop();
     lines.close();
   }
   if (guard.failure) throw guard.failure;
   if (!req.complete) throw new Error('request body ended before the client finished sending it');
+}
+
+/** Calls `onIdle` once when `ms` pass with the watch running and no `resume` in between. */
+class IdleWatch {
+  private since = Date.now();
+  private paused = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number, onIdle: () => void) {
+    this.timer = setInterval(
+      () => {
+        if (!this.paused && Date.now() - this.since > ms) {
+          this.stop();
+          onIdle();
+        }
+      },
+      Math.min(1000, Math.max(10, ms / 4)),
+    );
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.since = Date.now();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
 }
 
 /**

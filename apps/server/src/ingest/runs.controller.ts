@@ -10,18 +10,23 @@ import type { AppendResult } from './append-session';
 import { EventAppender } from './event-appender.service';
 import { ndjsonEvents } from './ndjson-source';
 import { RunsService } from './runs.service';
+import { ConcurrencyLimits } from '../access/concurrency-limits';
 
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
 
 /** HTTP ingest: create a run, stream events into it as NDJSON. */
 @Controller('v1/runs')
 export class RunsController {
+  private readonly uploads: ConcurrencyLimits;
+
   constructor(
     @Inject(RunsService) private readonly runs: RunsService,
     @Inject(EventAppender) private readonly appender: EventAppender,
     @Inject(AppConfigToken) private readonly config: AppConfig,
     @Inject(ProjectScope) private readonly scope: ProjectScope,
-  ) {}
+  ) {
+    this.uploads = new ConcurrencyLimits('ingest requests', config.limits.ingestConcurrencyPerKey);
+  }
 
   @Post()
   @HttpCode(201)
@@ -46,6 +51,8 @@ export class RunsController {
         `send events as Content-Type: application/x-ndjson (one JSON event per line), not ${JSON.stringify(type || 'nothing')}`,
       );
     }
-    return this.appender.append(runId, ndjsonEvents(req, this.config.limits));
+    return this.uploads.run(caller, () =>
+      this.appender.append(runId, ndjsonEvents(req, this.config.limits)),
+    );
   }
 }

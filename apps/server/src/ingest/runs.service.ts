@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { firstIssue, runInputSchema } from '@creditlab/events';
+import { eventBodyHash, firstIssue, runInputSchema } from '@creditlab/events';
 import { randomUUID } from 'node:crypto';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
@@ -70,8 +70,8 @@ export class RunsService {
       );
       const id = (inserted.rows[0] as { id: string }).id;
       await client.query(
-        `INSERT INTO events (run_id, seq, id, type, data) VALUES ($1, 1, $2, 'run.created', $3)`,
-        [id, randomUUID(), JSON.stringify(run)],
+        `INSERT INTO events (run_id, seq, id, type, data, body_hash) VALUES ($1, 1, $2, 'run.created', $3, $4)`,
+        [id, randomUUID(), JSON.stringify(run), eventBodyHash('run.created', run)],
       );
       await client.query('COMMIT');
       return { id };

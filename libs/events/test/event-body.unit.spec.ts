@@ -1,0 +1,68 @@
+import { canonicalJson, eventBodyHash, findUnstorable, validateEvent } from '../src';
+
+describe('canonicalJson', () => {
+  test('sorts keys at every level, writes typed arrays as numbers, drops undefined', () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"x":1,"y":2}]},"b":1}',
+    );
+    expect(canonicalJson(new Float32Array([0.5, -2]))).toBe('[0.5,-2]');
+    expect(canonicalJson([Infinity, null])).toBe('[null,null]');
+  });
+
+  test('the hash tells a retry from a reused id: key order and vector encoding do not count', () => {
+    const json = validateEvent({
+      id: '00000000-0000-4000-8000-000000000001',
+      type: 'steps.appended',
+      data: {
+        iteration: 0,
+        groupId: 'g',
+        trajectoryId: 't',
+        firstStepIndex: 0,
+        steps: [{ state: 's', action: 'a', reward: 1, embedding: [0.1, 0.2] }],
+      },
+    });
+    const compact = validateEvent({
+      data: {
+        steps: [
+          {
+            embedding: Buffer.from(new Float32Array([0.1, 0.2]).buffer).toString('base64'),
+            reward: 1,
+            action: 'a',
+            state: 's',
+          },
+        ],
+        firstStepIndex: 0,
+        trajectoryId: 't',
+        groupId: 'g',
+        iteration: 0,
+      },
+      type: 'steps.appended',
+      id: '00000000-0000-4000-8000-000000000001',
+    });
+    if (!json.ok || !compact.ok) throw new Error('both are valid');
+    const hash = (e: typeof json.event) => eventBodyHash(e.type, e.data).toString('hex');
+    expect(hash(compact.event)).toBe(hash(json.event));
+    const other = {
+      ...json.event,
+      data: { ...json.event.data, iteration: 1 },
+    } as typeof json.event;
+    expect(hash(other)).not.toBe(hash(json.event));
+  });
+});
+
+describe('findUnstorable', () => {
+  test('finds NUL and lone surrogates in values and keys, with their path', () => {
+    expect(findUnstorable({ a: [1, { b: 'x\u0000' }] })).toEqual({
+      path: ['a', 1, 'b'],
+      message: 'must not contain the NUL character (\\u0000)',
+    });
+    expect(findUnstorable({ ['k\ud800']: 1 })?.path).toEqual(['k\ud800']);
+    expect(findUnstorable({ ok: 'a pair 😀 is fine' })).toBeUndefined();
+  });
+
+  test('refuses nesting past the limit, and only past it', () => {
+    const nest = (n: number): unknown => (n === 0 ? 1 : [nest(n - 1)]);
+    expect(findUnstorable(nest(64))).toBeUndefined();
+    expect(findUnstorable(nest(65))?.message).toBe('nested deeper than 64 levels');
+  });
+});

@@ -1,0 +1,121 @@
+import { CreditlabClient, newEventId } from '@creditlab/client';
+import { request, type ClientRequest } from 'node:http';
+import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
+
+/**
+ * Clients that open an upload and then dawdle: they hold no connection or lock before their
+ * first event has arrived, stall out with 408, cannot open more than their share of uploads, and
+ * never starve the reads of anybody else.
+ */
+let server: ServerProcess & { databaseUrl: string };
+let client: CreditlabClient;
+beforeAll(async () => {
+  server = await startTestServer({
+    CREDITLAB_INGEST_IDLE_SECONDS: '3',
+    CREDITLAB_INGEST_CONCURRENCY_PER_KEY: '6',
+    CREDITLAB_INGEST_CONNECTIONS: '4',
+    CREDITLAB_DB_CONNECTIONS: '4', // fewer than the uploads below: shared, they would starve reads
+  });
+  client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+});
+afterAll(() => server.stop());
+
+const line = (iteration: number) =>
+  JSON.stringify({
+    id: newEventId(),
+    type: 'metrics.logged',
+    data: { iteration, metrics: { loss: 1 } },
+  }) + '\n';
+
+interface Upload {
+  req: ClientRequest;
+  answer: Promise<{ status: number; body: Record<string, unknown> }>;
+}
+
+/** Opens an upload and sends `first` (maybe nothing), keeping the body open. */
+function openUpload(runId: string, first: string): Upload {
+  const url = new URL(`${server.url}/v1/runs/${runId}/events`);
+  const req = request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-ndjson',
+      'transfer-encoding': 'chunked',
+      authorization: `Bearer ${ADMIN_KEY}`,
+    },
+  });
+  const answer = new Promise<{ status: number; body: Record<string, unknown> }>(
+    (resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || '{}') }),
+        );
+      });
+      req.on('error', reject);
+    },
+  );
+  answer.catch(() => undefined);
+  req.flushHeaders();
+  if (first) req.write(first);
+  return { req, answer };
+}
+
+const appendNow = (runId: string) =>
+  api(`${server.url}/v1/runs/${runId}/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson' },
+    body: line(9),
+  });
+
+test('an upload that sent no event yet holds no lock: another append to the same run goes through', async () => {
+  const { id } = await client.createRun({ name: 'no lock yet', env: 'e', method: 'grpo' });
+  const idle = openUpload(id, '\n'); // a blank line: nothing to parse
+  const res = await appendNow(id);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toMatchObject({ accepted: 1, lastSeq: 2 });
+  idle.req.destroy();
+});
+
+test('a body that brings no new event for the idle limit gets 408, and nothing of it is stored', async () => {
+  const { id } = await client.createRun({ name: 'stalls', env: 'e', method: 'grpo' });
+  const stalled = openUpload(id, line(0));
+  // Blank lines do not count as progress.
+  const blanks = setInterval(() => stalled.req.write('\n'), 500);
+  const answer = await stalled.answer.finally(() => clearInterval(blanks));
+  expect(answer.status).toBe(408);
+  expect(answer.body).toMatchObject({ error: 'REQUEST_TIMEOUT', idleSeconds: 3 });
+  const events = await gql<{ run: { lastSeq: number } }>(
+    server,
+    'query($id: ID!) { run(id: $id) { lastSeq } }',
+    { id },
+  );
+  expect(events.data?.run.lastSeq).toBe(1); // only run.created
+  expect((await appendNow(id)).status).toBe(200); // and the run's lock is free again
+});
+
+test('one key may have only so many uploads open; reads of other runs are never starved', async () => {
+  const runs = await Promise.all(
+    Array.from({ length: 6 }, (_, i) =>
+      client.createRun({ name: `slow ${i}`, env: 'e', method: 'grpo' }),
+    ),
+  );
+  // Six uploads that each sent one event and then dawdle: they hold every ingest connection.
+  const uploads = runs.map((r) => openUpload(r.id, line(0)));
+  await new Promise((r) => setTimeout(r, 500));
+  const seventh = await appendNow(runs[0]!.id);
+  expect(seventh.status).toBe(429);
+  expect(await seventh.json()).toMatchObject({
+    error: 'TOO_MANY_CONCURRENT_REQUESTS',
+    limit: 6,
+  });
+  // Reads use their own connections.
+  const read = await gql<{ runs: { nodes: unknown[] } }>(
+    server,
+    '{ runs(first: 5) { nodes { id } } }',
+  );
+  expect(read.errors).toBeUndefined();
+  for (const u of uploads) u.req.end();
+  const answers = await Promise.all(uploads.map((u) => u.answer));
+  expect(answers.map((a) => a.status)).toEqual(runs.map(() => 200));
+});
