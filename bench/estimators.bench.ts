@@ -137,11 +137,12 @@ Notes:
   ${fmt(clustersPerTask, 1)} clusters per task × 256 dimensions per step). The constant is one fused dot product per cluster
   over a flat Float64Array of unit centroids. For a fixed task size it is linear in the number of tasks, which
   the scaling column shows; a task with more distinct states costs proportionally more per step.
-- Gated-BEPO runs synchronous Bellman sweeps per task group until no value moves more than 1e-10 (the
-  spec's rule); self-loops from invalid actions make that up to ${bepoSweeps} sweeps here, each over the merged
-  successor lists (distinct transitions, not every step).
-- The \`estimate\` command (tsx, compiled on the fly) takes ${fmt(cliMs, 0)} ms per call on the 10-step §4 batch,
-  median of 10 calls including \`npm run\` itself; \`--timing\` splits a call into read+parse, columnar build and estimate.
+- Gated-BEPO runs synchronous Bellman sweeps per task group until no value moves more than 1e-10
+  (\`fixedPointTol\`'s default, docs/estimators.md §2.7); self-loops from invalid actions make that up to ${bepoSweeps}
+  sweeps here, each over the merged successor lists (distinct transitions, not every step).
+- The \`estimate\` command (tsx, compiled on the fly) takes ${fmt(cliMs, 0)} ms per call on the 10-step example of
+  docs/estimators.md §4, median of 10 calls including \`npm run\` itself; \`--timing\` splits a call into
+  read+parse, columnar build and estimate.
 `,
 );
 console.log('wrote docs/benchmarks.md');

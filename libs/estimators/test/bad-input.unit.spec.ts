@@ -8,7 +8,7 @@ import {
 import { KEY_BATCH } from './support/key-fixture';
 
 /**
- * Every rejection case of rollout-batch.md: the batch is refused as a whole
+ * Every rejection case of docs/rollout-batch.md: the batch is refused as a whole
  * with a message that says what is wrong and where (group id, trajectory id,
  * step index, JSON path).
  */

@@ -11,7 +11,7 @@ import { expectClose } from './support/tolerance';
 
 /**
  * Conformance: every expected result in test/fixtures/conformance (verl-agent's reference
- * outputs and the independent spec implementation's) is reproduced within
+ * outputs and those of an independent implementation of docs/estimators.md) is reproduced within
  * |got − want| ≤ 1e-4·(1 + |want|), read straight from that folder.
  */
 interface Fixture {

@@ -19,8 +19,8 @@ import { syntheticBatchJson, type SyntheticShape } from './support/synthetic-rol
 import { expectClose } from './support/tolerance';
 
 /**
- * The optimised columnar estimators against plain-loop transcriptions of the
- * spec, on seeded random batches of several shapes: lone trajectories, long
+ * The optimised columnar estimators against plain-loop transcriptions of
+ * docs/estimators.md, on seeded random batches of several shapes: lone trajectories, long
  * trajectories with many revisits, wide groups, tiny state spaces.
  */
 const SHAPES: [string, SyntheticShape][] = [

@@ -3,7 +3,7 @@ import { expectClose } from './support/tolerance';
 import { A, B, B2, C, KEY_BATCH, perTrajectory } from './support/key-fixture';
 
 /**
- * The worked examples of spec §4 as golden tables: the spec prints 4 decimals,
+ * The worked examples of docs/estimators.md §4 as golden tables: it prints 4 decimals,
  * so values must match to ±5e-5 (±1e-3 through the fixed-point iteration).
  * Rows are the 10 steps in canonical order: τ1·t1..t3, τ2·t1..t3, τ3·t1..t2, τ4·t1..t2.
  */

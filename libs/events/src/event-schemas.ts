@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The events a run's stream holds (docs/architecture.md, "Event model"), as
+ * The events a run's stream holds (docs/events.md), as
  * zod schemas: the single definition of what the server accepts, shared by the
  * server, the client SDK and the trainer. Step payloads follow
  * rollout-batch/v1; fields beyond it are kept as sent (`extra`).

@@ -212,7 +212,7 @@ export class ColumnarBatchBuilder {
     }
     const lp = step.tokenLogprobs;
     this.finiteArray(lp, 'tokenLogprobs');
-    if (lp.length === 0) return NaN; // zero tokens: no H (spec C12)
+    if (lp.length === 0) return NaN; // zero tokens: no H (docs/estimators.md, C12)
     let sum = 0;
     for (let j = 0; j < lp.length; j++) sum += lp[j] as number;
     return -sum / lp.length;

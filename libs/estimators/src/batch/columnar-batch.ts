@@ -1,6 +1,6 @@
 import type { BatchLocation } from '../errors';
 
-/** Terminal kind of a trajectory's last transition (spec §1.2). */
+/** Terminal kind of a trajectory's last transition (docs/estimators.md §1.2). */
 export const OUTCOME = { success: 0, failure: 1, truncated: 2 } as const;
 export type OutcomeCode = (typeof OUTCOME)[keyof typeof OUTCOME];
 export const OUTCOME_NAMES = ['success', 'failure', 'truncated'] as const;

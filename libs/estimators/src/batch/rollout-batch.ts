@@ -1,5 +1,5 @@
 /**
- * The `rollout-batch/v1` interchange format (shared/spec/rollout-batch.md), as
+ * The `rollout-batch/v1` interchange format (docs/rollout-batch.md), as
  * plain JSON types. These describe input *after* validation; raw input is
  * `unknown` until `columnarBatchFromJson` accepts it.
  */

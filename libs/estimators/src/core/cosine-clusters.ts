@@ -10,7 +10,7 @@ export interface Clusters {
 }
 
 /**
- * BiGPO's greedy single-pass cosine clustering (spec §2.9 step 2), per task
+ * BiGPO's greedy single-pass cosine clustering (docs/estimators.md §1.4.4), per task
  * group in batch order. Each record's unit embedding φ goes to the nearest
  * open cluster (distance 1 − φ·ĉ, ties to the lowest index) if that distance
  * is ≤ ε, else founds a new cluster. The centroid ĉ is the normalised sum of

@@ -1,6 +1,6 @@
 /**
  * Python's `difflib.SequenceMatcher(None, a, b).ratio()`, reproduced exactly
- * (spec §2.5): Ratcliff–Obershelp matching blocks with CPython's auto-junk rule
+ * (docs/estimators.md §1.4.3): Ratcliff–Obershelp matching blocks with CPython's auto-junk rule
  * (when len(b) ≥ 200, characters occurring more than ⌊len(b)/100⌋ + 1 times in
  * b cannot seed a match, but can extend one). Strings are compared by Unicode
  * code point, as Python does, not by UTF-16 unit.

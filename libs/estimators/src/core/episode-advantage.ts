@@ -18,7 +18,7 @@ export interface EpisodeTerm {
 }
 
 /**
- * GRPO's group-relative episode advantage (spec §2.2), shared by every method
+ * GRPO's group-relative episode advantage (docs/estimators.md §1.9), shared by every method
  * with an episode term. Per task group, X = {R_i} (`episodeStats =
  * "trajectories"`) or the multiset with each R_i repeated T_i times (`"steps"`,
  * the verl-agent default). |X| = 1 → μ = 0, σ = 1; else μ = mean(X), σ =

@@ -12,7 +12,7 @@ export interface GroupStats {
  * Per-bucket statistics of `values[k]` grouped by `bucketOf[k]` (two passes,
  * O(n + buckets)). A bucket whose members are all equal gets exactly its value
  * as mean and exactly 0 as std, so "all equal → advantage 0" holds exactly,
- * not up to rounding (spec §1.7 keeps the exact answer).
+ * not up to rounding (docs/estimators.md §1.7 keeps the exact answer).
  */
 export function groupStats(
   values: Float64Array,

@@ -1,7 +1,7 @@
 import type { ColumnarBatch } from '../batch/columnar-batch';
 
 /**
- * Discounted reward-to-go per step, no bootstrap (spec §1.3):
+ * Discounted reward-to-go per step, no bootstrap (docs/estimators.md §1.3):
  * g_T = r_T, g_t = r_t + γ·g_{t+1}.
  */
 export function rewardToGo(batch: ColumnarBatch, gamma: number): Float64Array {

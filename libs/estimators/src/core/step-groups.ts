@@ -22,7 +22,7 @@ export function exactStepGroups(batch: ColumnarBatch): StepGroups {
 }
 
 /**
- * GiGPO's greedy similarity groups (spec §2.5): walk the records of a task
+ * GiGPO's greedy similarity groups (docs/estimators.md §1.4.3): walk the records of a task
  * group in batch order; a record joins the *first* group (in creation order)
  * whose representative text r — its first member's, never updated — has
  * ratio(record, r) ≥ θ, else it founds a new group.

@@ -1,7 +1,7 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 
 /**
- * The empirical transition graph of one task group (spec §2.7 step 1), in CSR
+ * The empirical transition graph of one task group (docs/estimators.md §1.4.5), in CSR
  * form with parallel edges merged: node s has distinct successors
  * `succ[rowStart[s] .. rowStart[s+1]-1]`, each with weight (edges to it)/|E(s)|.
  * Nodes 0..K-1 are the group's states (local ids), K, K+1, K+2 the absorbing

@@ -15,7 +15,7 @@ import {
 import { defineMethod } from '../registry/method';
 
 /**
- * BiPACE = BiGPO state clusters + PACE action-conditioned baseline (spec §2.9).
+ * BiPACE = BiGPO state clusters + PACE action-conditioned baseline (docs/estimators.md §2.9).
  *
  * States are grouped by greedy cosine clustering of the policy's hidden state
  * (distance 1 − φ·ĉ ≤ ε, see cosineClusters). In cluster C with members M:

@@ -19,7 +19,7 @@ const slopeParam = (description: string) =>
   ({ type: 'number', default: 2, min: 0, description }) as const;
 
 /**
- * GACA: Granularity-Adaptive Credit Assignment (spec §2.6).
+ * GACA: Granularity-Adaptive Credit Assignment (docs/estimators.md §2.6).
  *
  *   A_{i,t} = λ_t·w·A^S_{i,t} + (1 − λ_t)·A^E_i
  * A^E is the GRPO episode term; A^S the GiGPO step term on exact anchor groups

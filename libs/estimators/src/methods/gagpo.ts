@@ -12,7 +12,7 @@ import {
 import { defineMethod } from '../registry/method';
 
 /**
- * GAGPO: GAE over a non-parametric, group-estimated value (spec §2.8).
+ * GAGPO: GAE over a non-parametric, group-estimated value (docs/estimators.md §2.8).
  *
  *   V̂(s)    = mean{ g_m : m ∈ 𝒢(k, s) }   (every visit of s in the task group, itself included); V̂(⊥) = 0
  *   δ_{i,t} = r_{i,t} + γ·V̂(s_{i,t+1}) − V̂(s_{i,t})                     t < T

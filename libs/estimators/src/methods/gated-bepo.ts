@@ -14,7 +14,7 @@ import {
 import { defineMethod } from '../registry/method';
 
 /**
- * Gated-BEPO: confidence-gated Bellman credit (spec §2.7).
+ * Gated-BEPO: confidence-gated Bellman credit (docs/estimators.md §2.7).
  *
  * Per task group, on the empirical transition graph (states merged by exact
  * text; each step record is one edge s → s' with reward r; a trajectory's
@@ -194,7 +194,7 @@ export function fixedPoint(
   return { V, iterations: maxIter, converged: false };
 }
 
-/** x ÷ (std of its task group + ε), with σ = 1 for a one-record group (spec §1.8). */
+/** x ÷ (std of its task group + ε), with σ = 1 for a one-record group (docs/estimators.md §1.7). */
 function divideByGroupStd(batch: ColumnarBatch, x: Float64Array, epsilon: number): void {
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);

@@ -13,7 +13,7 @@ import {
 import { defineMethod } from '../registry/method';
 
 /**
- * GiGPO: Group-in-Group Policy Optimization (spec §2.5).
+ * GiGPO: Group-in-Group Policy Optimization (docs/estimators.md §2.5).
  *
  *   A_{i,t} = A^E_i + w·A^S_{i,t}
  *   A^E_i     = GRPO episode term (same `normalize`, `episodeStats`)

@@ -4,7 +4,7 @@ import { episodeStatsParam, epsilonParam, normalizeParam } from '../registry/com
 import { defineMethod } from '../registry/method';
 
 /**
- * GRPO: episode-level group-relative advantage (spec §2.2).
+ * GRPO: episode-level group-relative advantage (docs/estimators.md §2.2).
  *
  * For task group k with X = {R_1..R_G} (or, `episodeStats = "steps"`, each R_i
  * repeated once per step record as verl-agent does):

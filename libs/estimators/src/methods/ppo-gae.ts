@@ -5,7 +5,7 @@ import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry
 import { defineMethod } from '../registry/method';
 
 /**
- * PPO with step-level ("turn-level") GAE over a learned critic (spec §2.4).
+ * PPO with step-level ("turn-level") GAE over a learned critic (docs/estimators.md §2.4).
  *
  * Index convention: `value[t]` is V(s_t), the critic's estimate of the state the
  * step's action was taken in; r_t is the reward after that action.

@@ -3,7 +3,7 @@ import { gammaParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
 
 /**
- * REINFORCE without a baseline (spec §2.1).
+ * REINFORCE without a baseline (docs/estimators.md §2.1).
  *
  *   reward_to_go:  A_{i,t} = g_{i,t} = Σ_{u≥t} γ^{u−t} r_{i,u}
  *   episode:       A_{i,t} = R_i     = Σ_u r_{i,u}

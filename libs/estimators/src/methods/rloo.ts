@@ -3,7 +3,7 @@ import { episodeStatsParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
 
 /**
- * RLOO: leave-one-out baseline (spec §2.3).
+ * RLOO: leave-one-out baseline (docs/estimators.md §2.3).
  *
  *   A_i = R_i − (1/(n−1)) Σ_{j≠i} R_j  =  n/(n−1)·(R_i − mean(R))      (n ≥ 2)
  *

@@ -1,6 +1,6 @@
 import type { BooleanParam, EnumParam, NumberParam } from './param-schema';
 
-/** Parameter specs that several methods share (spec §1.8); each method sets its own default. */
+/** Parameter specs that several methods share (docs/estimators.md §1.8); each method sets its own default. */
 
 export const gammaParam = (dflt: number): NumberParam => ({
   type: 'number',

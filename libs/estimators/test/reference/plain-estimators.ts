@@ -1,7 +1,7 @@
 import type { RolloutBatch, RolloutStep } from '../../src';
 
 /**
- * Plain-loop reference implementations, transcribed from the spec on the JSON
+ * Plain-loop reference implementations, transcribed from docs/estimators.md on the JSON
  * batch with string-keyed maps and per-record objects: slow and obvious, so the
  * optimised columnar versions can be checked against them on random batches.
  * They share no code with `src/` beyond the input type.
@@ -54,7 +54,7 @@ interface EpisodeOpts {
   epsilon: number;
 }
 
-/** GRPO's A^E for every record of one group (spec §2.2). */
+/** GRPO's A^E for every record of one group (docs/estimators.md §1.9). */
 export function episodeTerm(recs: Rec[], o: EpisodeOpts): number[] {
   const trajReturns = new Map<number, number>();
   for (const r of recs) trajReturns.set(r.traj, r.R);
@@ -141,7 +141,7 @@ function gae(recs: Rec[], delta: number[], gl: number): number[] {
   return A;
 }
 
-/** Gated-BEPO with per-edge synchronous sweeps over string-keyed nodes (spec §2.7). */
+/** Gated-BEPO with per-edge synchronous sweeps over string-keyed nodes (docs/estimators.md §2.7). */
 export function gatedBepoReference(
   batch: RolloutBatch,
   p: Record<string, any>,

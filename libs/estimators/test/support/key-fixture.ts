@@ -1,6 +1,6 @@
 import type { RolloutBatch } from '../../src';
 
-/** The "get the key" batch of spec §4.1 (G = 4 trajectories, 10 steps). */
+/** The "get the key" batch of docs/estimators.md §4.1 (G = 4 trajectories, 10 steps). */
 export const A = 'You are in room A. Doors lead to B and C.';
 export const B = 'You are in room B. A key lies on the table.';
 export const B2 = 'You are in room B. A key lies on the floor.';

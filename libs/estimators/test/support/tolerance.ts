@@ -1,4 +1,4 @@
-/** The conformance tolerance of spec §1.7: |got − want| ≤ tol·(1 + |want|). */
+/** The conformance tolerance of docs/estimators.md §1.7: |got − want| ≤ tol·(1 + |want|). */
 export function expectClose(
   got: ArrayLike<number>,
   want: ArrayLike<number>,
