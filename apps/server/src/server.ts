@@ -19,6 +19,7 @@ import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { backfillEventHashes } from './ingest/event-hash-backfill';
+import { rebuildOutdatedRuns } from './ingest/projection-rebuild';
 import { Metrics } from './metrics/metrics';
 import { RequestLogging } from './logging/request-logging';
 import type { NextFunction, Request, Response } from 'express';
@@ -67,6 +68,12 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     const migrations = await runMigrations(db.pool);
     if (migrations.applied.length)
       logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
+    const rebuilt = await rebuildOutdatedRuns(db.pool, (runId, r) =>
+      logger.log(
+        `rebuilt the projections of run ${runId} from its ${r.events} events (${r.steps} steps)`,
+      ),
+    );
+    if (rebuilt.length) logger.log(`rebuilt the projections of ${rebuilt.length} runs`);
     const hashed = await backfillEventHashes(db.pool);
     if (hashed) logger.log(`computed the body hash of ${hashed} events stored before body hashes`);
     const logging = new RequestLogging(config);

@@ -98,6 +98,8 @@ export const eventDataSchemas = {
     method: z.string().min(1),
     params: z.record(z.string(), z.unknown()),
     advantageSetId: z.string().optional(),
+    /** The log position of the iteration the advantages were computed from: the version consumed. */
+    inputsSeq: z.number().int().min(1).optional(),
   }),
   'metrics.logged': z.object({ iteration, metrics: z.record(z.string().min(1), finite) }),
   'evaluation.logged': z.object({

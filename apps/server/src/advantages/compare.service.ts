@@ -4,11 +4,12 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
   AdvantageSetsService,
   type AdvantageSet,
+  type IterationAdvantages,
   type MethodRequest,
   type SetStorage,
 } from './advantage-sets.service';
 import { mean, quantile, std } from './compare-stats';
-import { iterationStructure, type TrajectoryShape } from './iteration-structure';
+import type { TrajectoryShape } from './iteration-reader';
 
 /** Where a step sits: enough to name it and to fetch its texts. */
 export interface StepRef {
@@ -16,7 +17,9 @@ export interface StepRef {
   groupId: string;
   trajectoryId: string;
   stepIndex: number;
-  trajectoryDbId: string;
+  /** The trajectory's place in its iteration (the steps table's key). */
+  groupOrd: number;
+  trajOrd: number;
 }
 
 export interface StepText {
@@ -109,36 +112,57 @@ export class CompareService {
         `run ${runId} has no rollouts in iteration ${missing.join(', ')}`,
       );
 
-    const shapes = await Promise.all(its.map((i) => iterationStructure(this.db.pool, runId, i)));
-    const stepCount = shapes.reduce((n, s) => n + s.reduce((m, t) => m + t.length, 0), 0);
-    const load = async (set: AdvantageSet) => {
+    const sets = [...resolvedSets, baselineSet];
+    const perIteration: IterationAdvantages[][] = [];
+    for (const i of its) perIteration.push(await this.consistent(sets, i));
+    const shapes = perIteration.map((versions) => (versions[0] as IterationAdvantages).shape);
+    const stepCount = perIteration.reduce((n, v) => n + (v[0] as IterationAdvantages).stepCount, 0);
+    const concat = (m: number) => {
       const out = new Float32Array(stepCount);
-      const summaries: { stepCount: number; summary: Record<string, unknown> }[] = [];
       let at = 0;
-      for (const i of its) {
-        const it = await this.sets.iteration(set, i, false);
+      for (const versions of perIteration) {
+        const it = versions[m] as IterationAdvantages;
         out.set(it.advantages, at);
         at += it.stepCount;
-        summaries.push({ stepCount: it.stepCount, summary: it.summary });
       }
-      return { values: out, summaries };
+      return out;
     };
-    const loaded: Awaited<ReturnType<typeof load>>[] = [];
-    for (const set of resolvedSets) loaded.push(await load(set));
-    const baseline = await load(baselineSet);
+    const values = sets.map((_, m) => concat(m));
     return {
       runId,
       iterations: its,
       stepCount,
       methods: resolvedSets.map((set, m) => ({
         set,
-        summary: summarize(loaded[m]!.values),
-        rates: poolRates(loaded[m]!.summaries),
+        summary: summarize(values[m] as Float32Array),
+        rates: poolRates(perIteration.map((v) => v[m] as IterationAdvantages)),
       })),
-      advantages: loaded.map((l) => l.values),
+      advantages: values.slice(0, resolvedSets.length),
       ...stepRefs(its, shapes),
-      episodeBaseline: baseline.values,
+      episodeBaseline: values[resolvedSets.length] as Float32Array,
     };
+  }
+
+  /**
+   * Every set's advantages of one iteration, all computed from the same version of it: if steps or
+   * outcomes arrive while they are read, they are read again (a few times at most).
+   */
+  private async consistent(
+    sets: AdvantageSet[],
+    iteration: number,
+  ): Promise<IterationAdvantages[]> {
+    for (let attempt = 0; ; attempt++) {
+      const versions: IterationAdvantages[] = [];
+      for (const set of sets) versions.push(await this.sets.iteration(set, iteration, false));
+      const seqs = new Set(versions.map((v) => v.inputsSeq));
+      if (seqs.size === 1) return versions;
+      if (attempt === 4)
+        throw new DomainError(
+          ErrorCode.Conflict,
+          `iteration ${iteration} kept changing while it was compared; try again`,
+          { iteration },
+        );
+    }
   }
 
   /**
@@ -147,22 +171,31 @@ export class CompareService {
    */
   async referenceValues(comparison: Comparison, field: string): Promise<Float64Array> {
     const out = new Float64Array(comparison.stepCount).fill(NaN);
-    const firstStep = new Map<string, number>();
-    comparison.steps.forEach((s, k) => {
-      if (s.stepIndex === 0) firstStep.set(s.trajectoryDbId, k);
-    });
-    if (firstStep.size === 0) return out;
-    const res = await this.db.pool.query<{ trajectory_id: string; idx: number; v: number }>(
-      `SELECT trajectory_id, idx, (extra->>$2)::float8 AS v FROM steps
-       WHERE trajectory_id = ANY($1::bigint[]) AND jsonb_typeof(extra->$2) = 'number'`,
-      [[...firstStep.keys()], field],
+    const position = new Map<string, number>();
+    comparison.steps.forEach((s, k) =>
+      position.set(stepKey(s.iteration, s.groupOrd, s.trajOrd, s.stepIndex), k),
     );
-    for (const r of res.rows) out[(firstStep.get(String(r.trajectory_id)) as number) + r.idx] = r.v;
+    if (position.size === 0) return out;
+    const res = await this.db.pool.query<{
+      iteration: number;
+      group_ord: number;
+      traj_ord: number;
+      idx: number;
+      v: number;
+    }>(
+      `SELECT iteration, group_ord, traj_ord, idx, (extra->>$3)::float8 AS v FROM steps
+       WHERE run_id = $1 AND iteration = ANY($2::int[]) AND jsonb_typeof(extra->$3) = 'number'`,
+      [comparison.runId, comparison.iterations, field],
+    );
+    for (const r of res.rows) {
+      const k = position.get(stepKey(r.iteration, r.group_ord, r.traj_ord, r.idx));
+      if (k !== undefined) out[k] = r.v; // a step that arrived after the comparison was read is not in it
+    }
     return out;
   }
 
   /** Texts and rewards of the given steps, one statement. */
-  async stepTexts(refs: StepRef[]): Promise<StepText[]> {
+  async stepTexts(runId: string, refs: StepRef[]): Promise<StepText[]> {
     if (refs.length === 0) return [];
     const res = await this.db.pool.query<{
       n: string;
@@ -171,10 +204,18 @@ export class CompareService {
       reward: number;
     }>(
       `SELECT k.n, st.text AS state, ac.text AS action, s.reward
-       FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS k(trajectory_id, idx, n)
-       JOIN steps s ON s.trajectory_id = k.trajectory_id AND s.idx = k.idx
-       JOIN texts st ON st.id = s.state_id JOIN texts ac ON ac.id = s.action_id`,
-      [refs.map((r) => r.trajectoryDbId), refs.map((r) => r.stepIndex)],
+       FROM unnest($2::int[], $3::int[], $4::int[], $5::int[]) WITH ORDINALITY AS k(iteration, group_ord, traj_ord, idx, n)
+       JOIN steps s ON s.run_id = $1 AND s.iteration = k.iteration AND s.group_ord = k.group_ord
+                   AND s.traj_ord = k.traj_ord AND s.idx = k.idx
+       JOIN texts st ON st.run_id = $1 AND st.id = s.state_id
+       JOIN texts ac ON ac.run_id = $1 AND ac.id = s.action_id`,
+      [
+        runId,
+        refs.map((r) => r.iteration),
+        refs.map((r) => r.groupOrd),
+        refs.map((r) => r.trajOrd),
+        refs.map((r) => r.stepIndex),
+      ],
     );
     const out = new Array<StepText>(refs.length);
     for (const r of res.rows)
@@ -206,6 +247,9 @@ function summarize(x: Float32Array) {
     fractionZero: zero / n,
   };
 }
+
+const stepKey = (iteration: number, groupOrd: number, trajOrd: number, idx: number) =>
+  `${iteration}/${groupOrd}/${trajOrd}/${idx}`;
 
 /** Pools per-iteration summaries: counts add up, histograms add element-wise, rates and means are step-weighted. */
 function poolRates(
@@ -248,7 +292,8 @@ function stepRefs(iterations: number[], shapes: TrajectoryShape[][]) {
           groupId: t.groupId,
           trajectoryId: t.trajectoryId,
           stepIndex: j,
-          trajectoryDbId: t.dbId,
+          groupOrd: t.groupOrd,
+          trajOrd: t.trajOrd,
         });
         groupOfList.push(g);
       }

@@ -7,7 +7,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { ColumnarBatch } from '@creditlab/estimators';
+import type { IterationSnapshot } from './iteration-reader';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
@@ -166,8 +166,9 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       [jobId],
     );
     try {
-      const stored = new Set(await this.sets.storedIterations(set.id));
-      const missing = job.iterations.filter((i) => !stored.has(i));
+      // Fresh versions are skipped; stale ones (the iteration changed since) are computed again.
+      const fresh = new Set(await this.sets.freshIterations(set, job.iterations));
+      const missing = job.iterations.filter((i) => !fresh.has(i));
       const started = Date.now();
       const texts = new Map<string, string>(); // a run's texts never change: read each once per turn
       const chunks: number[][] = [];
@@ -175,7 +176,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       // Read chunk i+1 while chunk i is estimated and stored.
       let next = chunks[0] ? this.sets.loadMany(set, chunks[0], texts) : undefined;
       for (let c = 0; c < chunks.length; c++) {
-        const batches = await (next as Promise<Map<number, ColumnarBatch>>);
+        const batches = await (next as Promise<Map<number, IterationSnapshot>>);
         next = undefined;
         if (c > 0 && Date.now() - started >= this.config.recompute.turnMs) {
           await this.updateProgress(job, set);
@@ -210,10 +211,11 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async updateProgress(job: RecomputeJob, set: StoredSet): Promise<void> {
-    await this.db.pool.query(
-      `UPDATE recompute_jobs SET done = (SELECT count(*) FROM advantage_set_iterations WHERE set_id = $2 AND iteration = ANY($3)) WHERE id = $1`,
-      [job.id, set.id, job.iterations],
-    );
+    const fresh = await this.sets.freshIterations(set, job.iterations);
+    await this.db.pool.query('UPDATE recompute_jobs SET done = $2 WHERE id = $1', [
+      job.id,
+      fresh.length,
+    ]);
   }
 
   private async setOf(job: RecomputeJob): Promise<StoredSet> {

@@ -154,7 +154,7 @@ export class StepAdvantagesResolver {
       iteration: step.iteration,
       method: toRequest(method),
     });
-    return it.advantages[step.position] as number;
+    return it.advantages[positionOf(it, step)] as number;
   }
 
   @ResolveField(() => GraphQLJSON, {
@@ -173,7 +173,10 @@ export class StepAdvantagesResolver {
       method: toRequest(method),
     });
     return Object.fromEntries(
-      Object.entries(it.diagnostics).map(([name, d]) => [name, diagnosticValue(d, step.position)]),
+      Object.entries(it.diagnostics).map(([name, d]) => [
+        name,
+        diagnosticValue(d, positionOf(it, step)),
+      ]),
     );
   }
 
@@ -411,7 +414,10 @@ export class CompareResolver {
     positions: number[],
   ): Promise<(k: number) => StepAdvantages> {
     const unique = [...new Set(positions)];
-    const texts = await this.compareService.stepTexts(unique.map((k) => data.steps[k] as StepRef));
+    const texts = await this.compareService.stepTexts(
+      data.runId,
+      unique.map((k) => data.steps[k] as StepRef),
+    );
     const textOf = new Map(
       unique.map((k, i) => [k, texts[i] as { state: string; action: string; reward: number }]),
     );
@@ -430,6 +436,26 @@ export class CompareResolver {
       };
     };
   }
+}
+
+/** Offset of each trajectory in a version of an iteration, worked out once per version. */
+const offsets = new WeakMap<IterationAdvantages, Map<string, number>>();
+
+/**
+ * Where a step's value sits in a version of its iteration: found by its trajectory and index, never
+ * by a position read elsewhere, so a version computed after more steps arrived still lines up
+ * (steps are only ever appended, so the step is in every later version).
+ */
+function positionOf(it: IterationAdvantages, step: Step): number {
+  let byTrajectory = offsets.get(it);
+  if (!byTrajectory) {
+    byTrajectory = new Map(it.shape.map((t) => [t.trajectoryId, t.offset]));
+    offsets.set(it, byTrajectory);
+  }
+  const offset = byTrajectory.get(step.trajectoryId);
+  if (offset === undefined)
+    throw new Error(`trajectory ${step.trajectoryId} is not in iteration ${it.iteration}`);
+  return offset + step.index;
 }
 
 /** Distinct (method, parameters) one GraphQL request may use: each can mean an estimator run per iteration. */

@@ -57,8 +57,7 @@ export class Iteration {
 
 @ObjectType({ description: 'A task group: the G trajectories sampled for one task.' })
 export class RolloutGroup {
-  /** Database id, used by the trajectory loader. */
-  internalId!: string;
+  runId!: string;
   @Field({ description: 'The group id as sent (groups[].id).' }) id!: string;
   @Field(() => Int) iteration!: number;
   @Field(() => Int, { description: 'Position in the iteration (order of first appearance).' })
@@ -73,9 +72,11 @@ export class RolloutGroupConnection {
 
 @ObjectType()
 export class Trajectory {
-  internalId!: string;
   runId!: string;
   iteration!: number;
+  /** Its group's position in the iteration, and its own in the group (the steps' key). */
+  groupPosition!: number;
+  position!: number;
   /** Index of its first step in the iteration's canonical order. */
   offset!: number;
   @Field({ description: 'The trajectory id as sent.' }) id!: string;
@@ -96,8 +97,8 @@ export class Trajectory {
 export class Step {
   runId!: string;
   iteration!: number;
-  /** Index in the iteration's canonical order (where its advantage sits in an advantage set). */
-  position!: number;
+  /** Its trajectory's id: with `index`, where its advantage sits in any version of an advantage set. */
+  trajectoryId!: string;
   @Field(() => Int) index!: number;
   @Field() state!: string;
   @Field() action!: string;

@@ -29,15 +29,15 @@ export function createReadLoaders(db: Database) {
       async (keys) => {
         const res = await pool.query<{
           n: string;
-          id: string;
           key: string;
           iteration: number;
           ord: number;
+          run_id: string;
         }>(
-          `SELECT k.n, g.id, g.key, g.iteration, g.ord
+          `SELECT k.n, g.key, g.iteration, g.ord, g.run_id
            FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) WITH ORDINALITY AS k(run_id, iteration, after_ord, lim, n)
            CROSS JOIN LATERAL (
-             SELECT id, key, iteration, ord FROM rollout_groups g
+             SELECT run_id, key, iteration, ord FROM rollout_groups g
              WHERE g.run_id = k.run_id AND g.iteration = k.iteration AND g.ord > k.after_ord
              ORDER BY g.ord LIMIT k.lim) g
            ORDER BY k.n, g.ord`,
@@ -51,7 +51,7 @@ export function createReadLoaders(db: Database) {
         const out = keys.map(() => [] as RolloutGroup[]);
         for (const r of res.rows) {
           out[Number(r.n) - 1]?.push({
-            internalId: r.id,
+            runId: r.run_id,
             id: r.key,
             iteration: r.iteration,
             position: r.ord,
@@ -62,123 +62,119 @@ export function createReadLoaders(db: Database) {
       { cacheKeyFn: (k) => JSON.stringify(k) },
     ),
 
-    trajectories: new DataLoader<string, Trajectory[]>(async (groupIds) => {
-      // Offsets (where each trajectory starts in canonical order) need every trajectory of the iteration.
-      const res = await pool.query<{
-        id: string;
-        group_id: string;
-        run_id: string;
-        iteration: number;
-        key: string;
-        outcome: string | null;
-        return: number;
-        step_count: number;
-        offset: string;
-      }>(
-        `WITH its AS (SELECT DISTINCT run_id, iteration FROM rollout_groups WHERE id = ANY($1::bigint[])),
-              ordered AS (
-                SELECT t.id, t.group_id, t.run_id, t.iteration, t.key, t.outcome, t.return, t.step_count, g.ord AS g_ord, t.ord,
-                       sum(t.step_count) OVER (PARTITION BY t.run_id, t.iteration ORDER BY g.ord, t.ord) - t.step_count AS offset
-                FROM trajectories t JOIN rollout_groups g ON g.id = t.group_id
-                JOIN its ON its.run_id = t.run_id AND its.iteration = t.iteration)
-         SELECT * FROM ordered WHERE group_id = ANY($1::bigint[]) ORDER BY group_id, ord`,
-        [groupIds],
-      );
-      const byGroup = new Map<string, Trajectory[]>(groupIds.map((g) => [g, []]));
-      for (const r of res.rows) {
-        byGroup.get(r.group_id)?.push({
-          internalId: r.id,
-          runId: r.run_id,
-          iteration: r.iteration,
-          offset: Number(r.offset),
-          id: r.key,
-          outcome: r.outcome ?? (r.return > 0 ? 'success' : 'failure'),
-          outcomeGiven: r.outcome !== null,
-          return: r.return,
-          length: r.step_count,
-        });
-      }
-      return groupIds.map((g) => byGroup.get(g) ?? []);
-    }),
-
-    steps: new DataLoader<string, Omit<Step, 'runId' | 'iteration' | 'position'>[]>(
-      async (trajectoryIds) => {
-        const res = await pool.query<StepRow>(
-          `SELECT s.trajectory_id, s.idx, s.seq, st.text AS state, ac.text AS action, s.reward, s.nll,
-                s.token_logprobs, s.embedding, s.value, ns.text AS next_state, s.next_value, s.extra
-         FROM steps s
-         JOIN texts st ON st.id = s.state_id
-         JOIN texts ac ON ac.id = s.action_id
-         LEFT JOIN texts ns ON ns.id = s.next_state_id
-         WHERE s.trajectory_id = ANY($1::bigint[]) ORDER BY s.trajectory_id, s.idx`,
-          [trajectoryIds],
+    trajectories: new DataLoader<GroupKey, Trajectory[], string>(
+      async (groups) => {
+        // Offsets (where each trajectory starts in canonical order) need every trajectory of the iteration.
+        const res = await pool.query<{
+          run_id: string;
+          iteration: number;
+          group_ord: number;
+          ord: number;
+          key: string;
+          outcome: string;
+          outcome_given: boolean;
+          return: number;
+          step_count: number;
+          offset: string;
+        }>(
+          `WITH its AS (SELECT DISTINCT * FROM unnest($1::uuid[], $2::int[]) AS i(run_id, iteration)),
+                ordered AS (
+                  SELECT t.*, sum(t.step_count) OVER (PARTITION BY t.run_id, t.iteration ORDER BY t.group_ord, t.ord)
+                              - t.step_count AS offset
+                  FROM trajectories t JOIN its USING (run_id, iteration))
+           SELECT o.* FROM ordered o
+           JOIN unnest($1::uuid[], $2::int[], $3::int[]) AS g(run_id, iteration, group_ord) USING (run_id, iteration, group_ord)
+           ORDER BY o.run_id, o.iteration, o.group_ord, o.ord`,
+          [
+            groups.map((g) => g.runId),
+            groups.map((g) => g.iteration),
+            groups.map((g) => g.position),
+          ],
         );
-        const byTrajectory = new Map<string, Omit<Step, 'runId' | 'iteration' | 'position'>[]>(
-          trajectoryIds.map((t) => [t, []]),
-        );
-        for (const r of res.rows) byTrajectory.get(r.trajectory_id)?.push(toStep(r));
-        return trajectoryIds.map((t) => byTrajectory.get(t) ?? []);
+        const byGroup = new Map<string, Trajectory[]>(groups.map((g) => [groupKey(g), []]));
+        for (const r of res.rows) {
+          byGroup
+            .get(groupKey({ runId: r.run_id, iteration: r.iteration, position: r.group_ord }))
+            ?.push({
+              runId: r.run_id,
+              iteration: r.iteration,
+              groupPosition: r.group_ord,
+              position: r.ord,
+              offset: Number(r.offset),
+              id: r.key,
+              outcome: r.outcome,
+              outcomeGiven: r.outcome_given,
+              return: r.return,
+              length: r.step_count,
+            });
+        }
+        return groups.map((g) => byGroup.get(groupKey(g)) ?? []);
       },
+      { cacheKeyFn: groupKey },
+    ),
+
+    steps: new DataLoader<TrajectoryKey, StepRowOut[], string>(
+      async (trajectories) => {
+        const res = await pool.query<StepRow>(
+          `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq, st.text AS state,
+                  ac.text AS action, s.reward, s.nll, s.token_logprobs, s.embedding, s.value,
+                  ns.text AS next_state, s.next_value, s.extra
+           FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) AS k(run_id, iteration, group_ord, traj_ord)
+           JOIN steps s USING (run_id, iteration, group_ord, traj_ord)
+           JOIN texts st ON st.run_id = s.run_id AND st.id = s.state_id
+           JOIN texts ac ON ac.run_id = s.run_id AND ac.id = s.action_id
+           LEFT JOIN texts ns ON ns.run_id = s.run_id AND ns.id = s.next_state_id
+           ORDER BY s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx`,
+          [
+            trajectories.map((t) => t.runId),
+            trajectories.map((t) => t.iteration),
+            trajectories.map((t) => t.groupPosition),
+            trajectories.map((t) => t.position),
+          ],
+        );
+        const byTrajectory = new Map<string, StepRowOut[]>(
+          trajectories.map((t) => [trajectoryKey(t), []]),
+        );
+        for (const r of res.rows) {
+          const key = trajectoryKey({
+            runId: r.run_id,
+            iteration: r.iteration,
+            groupPosition: r.group_ord,
+            position: r.traj_ord,
+          });
+          byTrajectory.get(key)?.push(toStep(r));
+        }
+        return trajectories.map((t) => byTrajectory.get(trajectoryKey(t)) ?? []);
+      },
+      { cacheKeyFn: trajectoryKey },
     ),
 
     iterations: new DataLoader<string, Iteration[]>(async (runIds) => {
-      const [counts, logged] = await Promise.all([
-        pool.query<{
-          run_id: string;
-          iteration: number;
-          groups: number;
-          trajectories: number;
-          steps: string;
-        }>(
-          `SELECT run_id, iteration, count(DISTINCT group_id)::int AS groups, count(*)::int AS trajectories,
-                  sum(step_count) AS steps
-           FROM trajectories WHERE run_id = ANY($1::uuid[]) GROUP BY run_id, iteration`,
-          [runIds],
-        ),
-        pool.query<{
-          run_id: string;
-          iteration: number;
-          type: string;
-          data: Record<string, unknown>;
-        }>(
-          `SELECT run_id, iteration, type, data FROM events
-           WHERE run_id = ANY($1::uuid[]) AND type IN ('metrics.logged', 'evaluation.logged') ORDER BY run_id, seq`,
-          [runIds],
-        ),
-      ]);
-      const byRun = new Map<string, Map<number, Iteration>>(runIds.map((r) => [r, new Map()]));
-      const at = (runId: string, index: number): Iteration => {
-        const its = byRun.get(runId) as Map<number, Iteration>;
-        let it = its.get(index);
-        if (!it) {
-          it = {
-            index,
-            groupCount: 0,
-            trajectoryCount: 0,
-            stepCount: 0,
-            metrics: {},
-            evaluationSuccessRate: null,
-          };
-          its.set(index, it);
-        }
-        return it;
-      };
-      for (const r of counts.rows) {
-        Object.assign(at(r.run_id, r.iteration), {
-          groupCount: r.groups,
-          trajectoryCount: r.trajectories,
-          stepCount: Number(r.steps),
+      const res = await pool.query<{
+        run_id: string;
+        iteration: number;
+        group_count: number;
+        trajectory_count: number;
+        step_count: number;
+        metrics: Record<string, number>;
+        evaluation_success_rate: number | null;
+      }>(
+        `SELECT run_id, iteration, group_count, trajectory_count, step_count, metrics, evaluation_success_rate
+         FROM iterations WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, iteration`,
+        [runIds],
+      );
+      const byRun = new Map<string, Iteration[]>(runIds.map((r) => [r, []]));
+      for (const r of res.rows) {
+        byRun.get(r.run_id)?.push({
+          index: r.iteration,
+          groupCount: r.group_count,
+          trajectoryCount: r.trajectory_count,
+          stepCount: r.step_count,
+          metrics: r.metrics,
+          evaluationSuccessRate: r.evaluation_success_rate,
         });
       }
-      for (const r of logged.rows) {
-        const it = at(r.run_id, r.iteration);
-        if (r.type === 'metrics.logged')
-          Object.assign(it.metrics, r.data.metrics as Record<string, number>);
-        else it.evaluationSuccessRate = r.data.successRate as number;
-      }
-      return runIds.map((r) =>
-        [...(byRun.get(r) as Map<number, Iteration>).values()].sort((a, b) => a.index - b.index),
-      );
+      return runIds.map((r) => byRun.get(r) ?? []);
     }),
 
     events: new DataLoader<EventPageKey, RunEvent[], string>(
@@ -229,8 +225,21 @@ export function createReadLoaders(db: Database) {
 
 export type ReadLoaders = ReturnType<typeof createReadLoaders>;
 
+/** A task group's place: (run, iteration, position in the iteration). */
+type GroupKey = Pick<RolloutGroup, 'runId' | 'iteration' | 'position'>;
+const groupKey = (g: GroupKey) => `${g.runId}/${g.iteration}/${g.position}`;
+/** A trajectory's place: its group's, and its position in the group. */
+type TrajectoryKey = Pick<Trajectory, 'runId' | 'iteration' | 'groupPosition' | 'position'>;
+const trajectoryKey = (t: TrajectoryKey) =>
+  `${t.runId}/${t.iteration}/${t.groupPosition}/${t.position}`;
+
+type StepRowOut = Omit<Step, 'runId' | 'iteration' | 'trajectoryId'>;
+
 interface StepRow {
-  trajectory_id: string;
+  run_id: string;
+  iteration: number;
+  group_ord: number;
+  traj_ord: number;
   idx: number;
   seq: string;
   state: string;
@@ -245,7 +254,7 @@ interface StepRow {
   extra: unknown;
 }
 
-function toStep(r: StepRow): Omit<Step, 'runId' | 'iteration' | 'position'> {
+function toStep(r: StepRow): StepRowOut {
   return {
     index: r.idx,
     seq: Number(r.seq),

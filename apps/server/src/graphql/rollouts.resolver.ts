@@ -11,7 +11,7 @@ export class RolloutGroupResolver {
     @Parent() group: RolloutGroup,
     @Context('loaders') loaders: ReadLoaders,
   ): Promise<Trajectory[]> {
-    return loaders.trajectories.load(group.internalId);
+    return loaders.trajectories.load(group);
   }
 }
 
@@ -22,12 +22,12 @@ export class TrajectoryResolver {
     @Parent() trajectory: Trajectory,
     @Context('loaders') loaders: ReadLoaders,
   ): Promise<Step[]> {
-    const steps = await loaders.steps.load(trajectory.internalId);
+    const steps = await loaders.steps.load(trajectory);
     return steps.map((s) => ({
       ...s,
       runId: trajectory.runId,
       iteration: trajectory.iteration,
-      position: trajectory.offset + s.index,
+      trajectoryId: trajectory.id,
     }));
   }
 }

@@ -4,12 +4,8 @@ import { isUuid } from '../database/uuid';
 import { Database } from '../database/database';
 import { Metrics } from '../metrics/metrics';
 import { DomainError, runNotFound } from '../errors/domain-error';
-import {
-  AppendSession,
-  type AppendResult,
-  type IncomingEvent,
-  type LockedRun,
-} from './append-session';
+import { AppendSession, type AppendResult, type IncomingEvent } from './append-session';
+import { lockRun } from './run-lock';
 
 /** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
 export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
@@ -82,13 +78,9 @@ export class EventAppender {
     let session: AppendSession | undefined;
     try {
       await client.query('BEGIN');
-      const locked = await client.query<LockedRun>(
-        'SELECT last_seq, last_iteration, embedding_dim, status FROM runs WHERE id = $1 FOR UPDATE',
-        [runId],
-      );
-      const run = locked.rows[0];
-      if (!run) throw runNotFound(runId);
-      session = new AppendSession(client, runId, run, describe);
+      const locked = await lockRun(client, runId);
+      if (!locked) throw runNotFound(runId);
+      session = new AppendSession(client, runId, locked.run, locked.now, describe);
       for (let item = first; !item.done; item = await source.next()) await session.add(item.value);
       const result = await session.finish();
       await alsoWrite?.(client);

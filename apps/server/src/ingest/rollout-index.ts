@@ -1,30 +1,41 @@
+import { resolveOutcome, type Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
 
 export interface TrajectoryState {
-  id: string;
   iteration: number;
-  groupKey: string;
   key: string;
+  groupKey: string;
+  groupOrd: number;
+  /** Position in its group (order of first appearance). */
+  ord: number;
   stepCount: number;
   return: number;
-  outcome: string | null;
+  /** The outcome sent (with the trajectory or by trajectory.finished), if any. */
+  outcomeGiven: Outcome | null;
   changed: boolean;
 }
 
 interface GroupState {
-  id: string;
   iteration: number;
   key: string;
+  ord: number;
   trajectoryCount: number;
+  stored: boolean;
+}
+
+export interface RolloutRef {
+  iteration: number;
+  groupKey: string;
+  trajectoryKey: string;
 }
 
 const k = (iteration: number, key: string) => `${iteration}\u0000${key}`;
 
 /**
- * The task groups and trajectories an append touches, loaded once and kept in
- * memory for the transaction: new ones get their order of first appearance
- * (the canonical order), existing ones their current length, so continuation
- * steps are numbered after the stored ones.
+ * The task groups and trajectories an append touches, loaded once and kept in memory for the
+ * transaction: new ones get their order of first appearance (the canonical order), existing ones
+ * their current length, so continuation steps are numbered after the stored ones. Their rows are
+ * written by `save`, one statement for new groups and one for every new or changed trajectory.
  */
 export class RolloutIndex {
   private readonly groups = new Map<string, GroupState>();
@@ -45,156 +56,156 @@ export class RolloutIndex {
     return this.trajectories.get(k(iteration, trajectoryKey));
   }
 
-  /** Loads what is stored for these keys and creates (and inserts) what is missing, in the order given. */
+  /**
+   * Loads what is stored for these keys and creates what is missing, in the order given; returns
+   * the iteration of each group and trajectory it created (for the iterations' counts).
+   */
   async ensure(
-    refs: { iteration: number; groupKey: string; trajectoryKey: string }[],
+    refs: RolloutRef[],
     options = { createMissing: true },
-  ): Promise<void> {
+  ): Promise<{ groups: number[]; trajectories: number[] }> {
+    const created = { groups: [] as number[], trajectories: [] as number[] };
     const unknown = refs.filter((r) => !this.trajectories.has(k(r.iteration, r.trajectoryKey)));
-    if (unknown.length === 0) return;
+    if (unknown.length === 0) return created;
     await this.load(unknown);
-    if (!options.createMissing) return;
-    const newGroups: GroupState[] = [];
-    const newTrajectories: { state: TrajectoryState; group: GroupState; ord: number }[] = [];
+    if (!options.createMissing) return created;
     for (const r of unknown) {
       let group = this.groups.get(k(r.iteration, r.groupKey));
       if (!group) {
-        group = { id: '', iteration: r.iteration, key: r.groupKey, trajectoryCount: 0 };
+        const ord = this.groupsPerIteration.get(r.iteration) ?? 0;
+        this.groupsPerIteration.set(r.iteration, ord + 1);
+        group = { iteration: r.iteration, key: r.groupKey, ord, trajectoryCount: 0, stored: false };
         this.groups.set(k(r.iteration, r.groupKey), group);
-        newGroups.push(group);
+        created.groups.push(r.iteration);
       }
       if (this.trajectories.has(k(r.iteration, r.trajectoryKey))) continue;
-      const state: TrajectoryState = {
-        id: '',
+      this.trajectories.set(k(r.iteration, r.trajectoryKey), {
         iteration: r.iteration,
-        groupKey: r.groupKey,
         key: r.trajectoryKey,
+        groupKey: r.groupKey,
+        groupOrd: group.ord,
+        ord: group.trajectoryCount++,
         stepCount: 0,
         return: 0,
-        outcome: null,
-        changed: false,
-      };
-      this.trajectories.set(k(r.iteration, r.trajectoryKey), state);
-      newTrajectories.push({ state, group, ord: group.trajectoryCount++ });
+        outcomeGiven: null,
+        changed: true,
+      });
+      created.trajectories.push(r.iteration);
     }
-    await this.insertGroups(newGroups);
-    await this.insertTrajectories(newTrajectories);
+    return created;
   }
 
-  /** Writes the length, return and outcome of every trajectory this append changed. */
-  async saveChanges(): Promise<void> {
+  /** Writes the new groups, then every new or changed trajectory (length, return, outcome). */
+  async save(): Promise<void> {
+    const newGroups = [...this.groups.values()].filter((g) => !g.stored);
+    if (newGroups.length > 0) {
+      await this.client.query(
+        `INSERT INTO rollout_groups (run_id, iteration, ord, key)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`,
+        [
+          this.runId,
+          newGroups.map((g) => g.iteration),
+          newGroups.map((g) => g.ord),
+          newGroups.map((g) => g.key),
+        ],
+      );
+      for (const g of newGroups) g.stored = true;
+    }
     const changed = [...this.trajectories.values()].filter((t) => t.changed);
     if (changed.length === 0) return;
     await this.client.query(
-      `UPDATE trajectories t SET step_count = u.step_count, return = u.return, outcome = u.outcome
-       FROM unnest($1::bigint[], $2::int[], $3::float8[], $4::text[]) AS u(id, step_count, return, outcome)
-       WHERE t.id = u.id`,
+      `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
+       ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
+         outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`,
       [
-        changed.map((t) => t.id),
+        this.runId,
+        changed.map((t) => t.iteration),
+        changed.map((t) => t.groupOrd),
+        changed.map((t) => t.ord),
+        changed.map((t) => t.key),
+        changed.map((t) => resolveOutcome(t.outcomeGiven ?? undefined, t.return)),
+        changed.map((t) => t.outcomeGiven !== null),
         changed.map((t) => t.stepCount),
         changed.map((t) => t.return),
-        changed.map((t) => t.outcome),
       ],
     );
     for (const t of changed) t.changed = false;
   }
 
-  private async load(
-    refs: { iteration: number; groupKey: string; trajectoryKey: string }[],
-  ): Promise<void> {
-    const iterations = [...new Set(refs.map((r) => r.iteration))];
+  private async load(refs: RolloutRef[]): Promise<void> {
+    const last = this.lastIterationStored;
+    const stored = refs.filter((r) => last !== null && r.iteration <= last);
+    const iterations = [...new Set(refs.map((r) => r.iteration))].filter(
+      (i) => !this.groupsPerIteration.has(i),
+    );
+    if (stored.length > 0) await this.loadStored(stored);
+    const countable = iterations.filter((i) => last !== null && i <= last);
+    if (countable.length > 0) {
+      const counts = await this.client.query<{ iteration: number; n: number }>(
+        `SELECT iteration, group_count AS n FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])`,
+        [this.runId, countable],
+      );
+      for (const c of counts.rows) this.groupsPerIteration.set(c.iteration, c.n);
+    }
+    for (const i of iterations)
+      if (!this.groupsPerIteration.has(i)) this.groupsPerIteration.set(i, 0);
+  }
+
+  private async loadStored(refs: RolloutRef[]): Promise<void> {
     const groupRows = await this.client.query<{
-      id: string;
       iteration: number;
       key: string;
-      trajectories: number;
+      ord: number;
+      n: number;
     }>(
-      `SELECT g.id, g.iteration, g.key, (SELECT count(*)::int FROM trajectories t WHERE t.group_id = g.id) AS trajectories
+      `SELECT g.iteration, g.key, g.ord,
+              (SELECT count(*)::int FROM trajectories t
+               WHERE t.run_id = g.run_id AND t.iteration = g.iteration AND t.group_ord = g.ord) AS n
        FROM rollout_groups g JOIN unnest($2::int[], $3::text[]) AS r(iteration, key) USING (iteration, key)
        WHERE g.run_id = $1`,
       [this.runId, refs.map((r) => r.iteration), refs.map((r) => r.groupKey)],
     );
     for (const g of groupRows.rows) {
       this.groups.set(k(g.iteration, g.key), {
-        id: g.id,
         iteration: g.iteration,
         key: g.key,
-        trajectoryCount: g.trajectories,
+        ord: g.ord,
+        trajectoryCount: g.n,
+        stored: true,
       });
     }
     const trajRows = await this.client.query<{
-      id: string;
       iteration: number;
       key: string;
       group_key: string;
+      group_ord: number;
+      ord: number;
       step_count: number;
       return: number;
-      outcome: string | null;
+      outcome: Outcome;
+      outcome_given: boolean;
     }>(
-      `SELECT t.id, t.iteration, t.key, g.key AS group_key, t.step_count, t.return, t.outcome
-       FROM trajectories t JOIN rollout_groups g ON g.id = t.group_id
+      `SELECT t.iteration, t.key, g.key AS group_key, t.group_ord, t.ord, t.step_count, t.return,
+              t.outcome, t.outcome_given
+       FROM trajectories t
+       JOIN rollout_groups g ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
        JOIN unnest($2::int[], $3::text[]) AS r(iteration, key) ON r.iteration = t.iteration AND r.key = t.key
        WHERE t.run_id = $1`,
       [this.runId, refs.map((r) => r.iteration), refs.map((r) => r.trajectoryKey)],
     );
     for (const t of trajRows.rows) {
       this.trajectories.set(k(t.iteration, t.key), {
-        id: t.id,
         iteration: t.iteration,
-        groupKey: t.group_key,
         key: t.key,
+        groupKey: t.group_key,
+        groupOrd: t.group_ord,
+        ord: t.ord,
         stepCount: t.step_count,
         return: t.return,
-        outcome: t.outcome,
+        outcomeGiven: t.outcome_given ? t.outcome : null,
         changed: false,
       });
     }
-    const missingCounts = iterations.filter((i) => !this.groupsPerIteration.has(i));
-    if (missingCounts.length > 0) {
-      const counts = await this.client.query<{ iteration: number; n: number }>(
-        `SELECT r.iteration, (SELECT count(*)::int FROM rollout_groups g WHERE g.run_id = $1 AND g.iteration = r.iteration) AS n
-         FROM unnest($2::int[]) AS r(iteration)`,
-        [this.runId, missingCounts],
-      );
-      for (const c of counts.rows) this.groupsPerIteration.set(c.iteration, c.n);
-    }
-  }
-
-  private async insertGroups(groups: GroupState[]): Promise<void> {
-    if (groups.length === 0) return;
-    const ords = groups.map((g) => {
-      const n = this.groupsPerIteration.get(g.iteration) ?? 0;
-      this.groupsPerIteration.set(g.iteration, n + 1);
-      return n;
-    });
-    const res = await this.client.query<{ id: string; iteration: number; key: string }>(
-      `INSERT INTO rollout_groups (run_id, iteration, ord, key)
-       SELECT $1, iteration, ord, key FROM unnest($2::int[], $3::int[], $4::text[]) AS u(iteration, ord, key)
-       RETURNING id, iteration, key`,
-      [this.runId, groups.map((g) => g.iteration), ords, groups.map((g) => g.key)],
-    );
-    for (const row of res.rows)
-      (this.groups.get(k(row.iteration, row.key)) as GroupState).id = row.id;
-  }
-
-  private async insertTrajectories(
-    items: { state: TrajectoryState; group: GroupState; ord: number }[],
-  ): Promise<void> {
-    if (items.length === 0) return;
-    const res = await this.client.query<{ id: string; iteration: number; key: string }>(
-      `INSERT INTO trajectories (run_id, group_id, iteration, ord, key)
-       SELECT $1, group_id, iteration, ord, key FROM unnest($2::bigint[], $3::int[], $4::int[], $5::text[])
-         AS u(group_id, iteration, ord, key)
-       RETURNING id, iteration, key`,
-      [
-        this.runId,
-        items.map((i) => i.group.id),
-        items.map((i) => i.state.iteration),
-        items.map((i) => i.ord),
-        items.map((i) => i.state.key),
-      ],
-    );
-    for (const row of res.rows)
-      (this.trajectories.get(k(row.iteration, row.key)) as TrajectoryState).id = row.id;
   }
 }

@@ -1,44 +1,46 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
+/** A text's id: the first 8 bytes of its SHA-256 as a signed bigint (decimal), derived from the text alone. */
+export function textId(text: string): string {
+  return createHash('sha256').update(text).digest().readBigInt64BE(0).toString();
+}
+
 /**
- * The run's dictionary of state and action texts: each distinct text is stored
- * once per run and steps reference it by id. Resolving a set of texts costs one
- * statement; ids already seen in this session come from memory.
+ * The run's dictionary of state and action texts: each distinct text is stored once per run and
+ * steps reference it by id. Ids come from the texts themselves, so resolving needs no round trip
+ * and a rebuild gives every text the same id; writing the texts new to this session costs one
+ * statement per chunk.
  */
 export class TextDictionary {
   private readonly ids = new Map<string, string>();
+  private pending: [string, string][] = [];
 
   constructor(
     private readonly client: pg.PoolClient,
     private readonly runId: string,
   ) {}
 
-  get(text: string): string {
-    const id = this.ids.get(text);
-    if (id === undefined) throw new Error('text not resolved');
+  /** The id of `text`, queued to be stored if this session has not stored it yet. */
+  id(text: string): string {
+    let id = this.ids.get(text);
+    if (id === undefined) {
+      id = textId(text);
+      this.ids.set(text, id);
+      this.pending.push([id, text]);
+    }
     return id;
   }
 
-  async resolve(texts: Iterable<string>): Promise<void> {
-    const missing = [...new Set(texts)].filter((t) => !this.ids.has(t));
-    if (missing.length === 0) return;
-    const hashes = missing.map((t) => createHash('sha256').update(t).digest());
-    const byHash = new Map(hashes.map((h, i) => [h.toString('hex'), missing[i] as string]));
-    // Insert what is new; the second branch sees the rows that existed before this statement.
-    const res = await this.client.query<{ id: string; hash: Buffer }>(
-      `WITH input AS (SELECT * FROM unnest($2::bytea[], $3::text[]) AS t(hash, text)),
-            inserted AS (
-              INSERT INTO texts (run_id, hash, text) SELECT $1, hash, text FROM input
-              ON CONFLICT (run_id, hash) DO NOTHING RETURNING id, hash)
-       SELECT id, hash FROM inserted
-       UNION ALL
-       SELECT t.id, t.hash FROM texts t JOIN input i ON t.hash = i.hash WHERE t.run_id = $1`,
-      [this.runId, hashes, missing],
+  /** Stores the texts queued since the last save (those already stored are left as they are). */
+  async save(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    await this.client.query(
+      `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+       ON CONFLICT DO NOTHING`,
+      [this.runId, batch.map(([id]) => id), batch.map(([, text]) => text)],
     );
-    for (const row of res.rows) {
-      const text = byHash.get(row.hash.toString('hex'));
-      if (text !== undefined) this.ids.set(text, row.id);
-    }
   }
 }

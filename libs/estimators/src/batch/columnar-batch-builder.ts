@@ -1,6 +1,7 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
 import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
 import type { Outcome } from './rollout-batch';
+import { resolveOutcome } from './resolve-outcome';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -126,7 +127,7 @@ export class ColumnarBatchBuilder {
         path: `${this.trajectoryPath()}.steps`,
       });
     }
-    const outcome = this.trajectoryOutcome ?? (this.trajectoryReturn > 0 ? 'success' : 'failure');
+    const outcome = resolveOutcome(this.trajectoryOutcome, this.trajectoryReturn);
     this.outcomes.push(OUTCOME[outcome]);
     this.nextStateText.push(this.lastStep?.nextState);
     this.nextValue.push(this.lastStep?.nextValue ?? NaN);
