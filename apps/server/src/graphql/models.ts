@@ -158,6 +158,12 @@ export class RunFilter {
 
 @InputType()
 export class CreateRunInput {
+  @Field(() => ID, {
+    nullable: true,
+    description:
+      'A UUID the client chooses: the same id and input again return that run; the same id with other input is a CONFLICT.',
+  })
+  id?: string;
   @Field() name!: string;
   @Field({ nullable: true }) project?: string;
   @Field() env!: string;

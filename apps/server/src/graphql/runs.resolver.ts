@@ -167,7 +167,10 @@ export class RunsResolver {
     };
   }
 
-  @Mutation(() => Run, { description: 'Creates a run (same as POST /v1/runs).' })
+  @Mutation(() => Run, {
+    description:
+      'Creates a run (same as POST /v1/runs); with an `id` already used for the same input, returns that run.',
+  })
   @Requires('write')
   async createRun(
     @Caller() caller: Principal,
