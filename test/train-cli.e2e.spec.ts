@@ -213,6 +213,43 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
   });
 });
 
+test('a trainer killed outright leaves its run running, and npm run admin -- finish-run finishes it', async () => {
+  const cli = startTsx(
+    'apps/trainer/src/train-main.ts',
+    ['--iterations', '1000', ...TINY, '--checkpoint-every', '0'],
+    env,
+  );
+  const runId = (await cli.stderrMatching(/run (\S+): iterations/))[1]!;
+  await cli.stderrMatching(/iteration 1\/1000/);
+  cli.child.kill('SIGKILL');
+  await cli.result;
+  expect((await runView(runId)).status).toBe('running');
+  const finish = (status: string) =>
+    npmRun('admin', ['finish-run', runId, '--status', status, '--reason', 'node lost'], env);
+  const done = await finish('failed');
+  expect(done).toMatchObject({
+    code: 0,
+    stdout: expect.stringContaining(`run ${runId} marked failed`),
+  });
+  const run = await runView(runId);
+  expect(run).toMatchObject({
+    status: 'failed',
+    summary: { reason: 'node lost', finishedBy: 'npm run admin -- finish-run' },
+  });
+  expect(run.events.nodes.at(-1)).toMatchObject({
+    type: 'run.finished',
+    data: { status: 'failed' },
+  });
+  // the same again changes nothing; another status is refused
+  expect((await finish('failed')).code).toBe(0);
+  const refused = await finish('completed');
+  expect(refused).toMatchObject({
+    code: 2,
+    stderr: expect.stringMatching(/^admin: .*is already failed/),
+  });
+  expect((await runView(runId)).events.nodes).toHaveLength(run.events.nodes.length);
+});
+
 test('what cannot be done exits 2 with one line and creates nothing', async () => {
   const before = await runIds();
   for (const [args, message] of [

@@ -1,4 +1,4 @@
-import { Field, Float, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
+import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import GraphQLJSON from 'graphql-type-json';
 
 @ObjectType({ description: 'Cursor pagination state of a connection.' })
@@ -175,3 +175,14 @@ export class CreateRunInput {
   @Field(() => ID, { nullable: true }) parentRunId?: string;
   @Field(() => Int, { nullable: true }) forkIteration?: number;
 }
+
+export const RunFinishStatus = {
+  completed: 'completed',
+  failed: 'failed',
+  aborted: 'aborted',
+} as const;
+export type RunFinishStatus = (typeof RunFinishStatus)[keyof typeof RunFinishStatus];
+registerEnumType(RunFinishStatus, {
+  name: 'RunFinishStatus',
+  description: 'How a run ended, as its run.finished event says.',
+});
