@@ -1,5 +1,6 @@
 import { helpText } from '@creditlab/client';
 import type { AdminCommand } from './admin-command';
+import { env } from './env-command';
 import { createKey, keys, revokeKey, whoami } from './key-commands';
 import { createProject, projects } from './project-commands';
 import { finishRun } from './run-commands';
@@ -7,6 +8,7 @@ import { finishRun } from './run-commands';
 /** Every `npm run admin -- <command>`, in the order the help lists them. */
 export const COMMANDS: AdminCommand[] = [
   whoami,
+  env,
   projects,
   createProject,
   keys,
