@@ -211,6 +211,24 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
     expect(run.status).toBe('aborted');
     expect(run.advantageSets[0]!.iterations.length).toBeLessThan(100);
   });
+
+  test('experiment, which writes no report then', async () => {
+    const out = await mkdtemp(path.join(tmpdir(), 'creditlab-experiment-'));
+    const cli = startTsx(
+      'apps/trainer/src/experiment-main.ts',
+      [
+        ...['--server', server.url, '--iterations', '1000', ...TINY, '--truth-iterations', '0'],
+        '--out',
+        out,
+      ],
+      env,
+    );
+    const runId = (await cli.stderrMatching(/run (\S+): 1000 iterations/))[1]!;
+    cli.child.kill('SIGINT');
+    expect((await cli.result).code).toBe(130);
+    expect((await runView(runId)).status).toBe('aborted');
+    await expect(stat(path.join(out, 'experiments.md'))).rejects.toThrow('ENOENT');
+  });
 });
 
 test('a trainer killed outright leaves its run running, and npm run admin -- finish-run finishes it', async () => {

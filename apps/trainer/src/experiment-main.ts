@@ -10,6 +10,7 @@ import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
 import { writeReport, type RunResult, type TruthRow } from './experiment-report';
+import type { RunStart } from './iteration';
 import { connectionRefused, stopOnSignal } from './stop-signal';
 
 /**
@@ -61,7 +62,10 @@ async function main(argv: string[]): Promise<number> {
     });
     const hooks = {
       shouldStop: stop.requested,
-      onStart: (r: { runId: string }) => (stop.current = r.runId),
+      onStart: (r: RunStart) => {
+        stop.current = r.runId;
+        process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
+      },
     };
     if (plan.truthIterations > 0 && textEnvironment(plan.env).exact) {
       const config = { ...base('grpo', 1), iterations: plan.truthIterations, trueAdvantages: true };
