@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
 import { Kind, parse } from 'graphql';
+import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
 import { resolveConnection } from './credentials';
 
 export interface ClientOptions {
@@ -33,30 +34,6 @@ export interface AppendProgress {
 export interface AppendSummary extends AppendProgress {
   requests: number;
   retries: number;
-}
-
-/** An answer the server gave on purpose (4xx): not retried, carries the server's JSON body. */
-export class CreditlabApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: Record<string, unknown>,
-  ) {
-    super(`${status} ${String(body.error ?? '')}: ${String(body.message ?? JSON.stringify(body))}`);
-  }
-}
-
-export interface GraphQLErrorItem {
-  message: string;
-  extensions?: { code?: string } & Record<string, unknown>;
-}
-
-/** GraphQL errors of an answer; `codes` are their `extensions.code` (NOT_FOUND, FORBIDDEN, ...). */
-export class CreditlabGraphQLError extends Error {
-  readonly codes: string[];
-  constructor(readonly errors: GraphQLErrorItem[]) {
-    super(errors.map((e) => e.message).join('; '));
-    this.codes = errors.map((e) => e.extensions?.code ?? 'UNKNOWN');
-  }
 }
 
 /**

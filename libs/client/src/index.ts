@@ -1,3 +1,4 @@
+export * from './client-errors';
 export * from './creditlab-client';
 export * from './rollout-events';
 export * from './credentials';
