@@ -22,6 +22,12 @@ function expectHelp(r: CliResult, flags: string[]): void {
   for (const line of lines) expect(line).toMatch(/\(default: .+\)$/);
 }
 
+/**
+ * The commands' environment: db:migrate gets a database nothing listens on, so that if it ever
+ * went past its arguments it would fail at once rather than start an embedded PostgreSQL.
+ */
+const ENV = { DATABASE_URL: 'postgres://creditlab@127.0.0.1:9/none' };
+
 function expectMistake(r: CliResult, message: RegExp): void {
   expect(r.code).toBe(2);
   expect(r.stdout).toBe('');
@@ -57,7 +63,7 @@ test.concurrent.each([
   ['estimate', [], ['--method', '--param', '--input', '--no-diagnostics', '--list', '--json']],
   ['db:migrate', [], []],
 ])('npm run %s -- %j --help', async (script, command, flags) => {
-  expectHelp(await npmRun(script, [...command, '--help']), flags);
+  expectHelp(await npmRun(script, [...command, '--help'], ENV), flags);
 });
 
 test('npm run admin -- --help lists every command', async () => {
@@ -102,5 +108,5 @@ test.concurrent.each([
   ['estimate', ['--method', 'nope'], /^estimate: unknown method "nope"/],
   ['db:migrate', ['--frobnicate'], /^db:migrate: Unknown option '--frobnicate'/],
 ])('npm run %s -- %j exits 2 with one line', async (script, args, message) => {
-  expectMistake(await npmRun(script, args), message);
+  expectMistake(await npmRun(script, args, ENV), message);
 });
