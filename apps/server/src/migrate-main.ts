@@ -1,14 +1,50 @@
 import {
+  helpText,
+  parseCommandLine,
+  reportUsageError,
+  UsageError,
+  type Command,
+} from '@creditlab/client';
+import {
   defaultDataDir,
   ensureDatabase,
   runMigrations,
   startEmbeddedPostgres,
 } from '@creditlab/db';
 import pg from 'pg';
-import { loadConfig } from './config/app-config';
+import { ConfigError, loadConfig } from './config/app-config';
+
+const MIGRATE_COMMAND: Command<Record<string, never>> = {
+  invocation: 'npm run db:migrate --',
+  name: 'db:migrate',
+  synopsis: ['[--help]'],
+  summary:
+    'Applies the pending migrations (migrations/, in order, under an advisory lock) without starting the server, to DATABASE_URL, or else to the embedded PostgreSQL the server would start. The server applies them on start too.',
+  flags: {},
+  examples: [
+    'npm run db:migrate',
+    'DATABASE_URL=postgres://creditlab@db.internal/creditlab npm run db:migrate',
+  ],
+  notes: `environment (as for the server):
+  DATABASE_URL            the PostgreSQL to migrate (default: unset, the embedded one)
+  CREDITLAB_PG_DIR        the embedded database's folder (default: ~/.creditlab/pg, or $TMPDIR/creditlab/pg as root)
+  CREDITLAB_PG_PORT       its port (default: 54329)
+  CREDITLAB_PG_DATABASE   its database (default: creditlab)
+
+exit status: 0 done, 1 a migration or the database failed, 2 bad usage or configuration`,
+};
 
 /** `npm run db:migrate`: applies pending migrations to DATABASE_URL, or to the embedded database. */
-async function main(): Promise<void> {
+async function main(argv: string[]): Promise<number> {
+  try {
+    if (parseCommandLine(MIGRATE_COMMAND, argv).help) {
+      process.stdout.write(helpText(MIGRATE_COMMAND));
+      return 0;
+    }
+  } catch (e) {
+    if (e instanceof UsageError) return reportUsageError('db:migrate', e);
+    throw e;
+  }
   const config = loadConfig();
   const embedded = config.databaseUrl
     ? undefined
@@ -25,13 +61,17 @@ async function main(): Promise<void> {
     process.stdout.write(
       `applied: ${result.applied.join(', ') || 'none'}; already applied: ${result.alreadyApplied.length}\n`,
     );
+    return 0;
   } finally {
     await pool.end();
     await embedded?.stop();
   }
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`${(e as Error).message}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`db:migrate: ${(e as Error).message}\n`);
+    process.exit(e instanceof ConfigError ? 2 : 1);
+  },
+);

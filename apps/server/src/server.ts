@@ -94,7 +94,9 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       });
       next();
     });
-    app.use(authenticate(app.get(ApiKeysService), app.get(RateLimits)));
+    app.use(
+      authenticate(app.get(ApiKeysService), app.get(RateLimits), config.access.credentialsFile),
+    );
     await app.listen(config.port, config.host);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     await bootstrapAccess(

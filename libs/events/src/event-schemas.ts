@@ -145,6 +145,11 @@ export type ValidEvent = {
 }[ClientEventType];
 
 export const runInputSchema = z.object({
+  /**
+   * The run's id, chosen by the client (optional): creating a run again with the same id and the
+   * same body answers with that run, so a retried request never makes a second one.
+   */
+  id: z.uuid().optional(),
   name: z.string().min(1).max(200),
   /** Omitted: the key's project ("default" for an admin key over every project). */
   project: z.string().min(1).max(100).optional(),

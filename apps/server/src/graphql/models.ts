@@ -1,4 +1,4 @@
-import { Field, Float, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
+import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import GraphQLJSON from 'graphql-type-json';
 
 @ObjectType({ description: 'Cursor pagination state of a connection.' })
@@ -159,6 +159,12 @@ export class RunFilter {
 
 @InputType()
 export class CreateRunInput {
+  @Field(() => ID, {
+    nullable: true,
+    description:
+      'A UUID the client chooses: the same id and input again return that run; the same id with other input is a CONFLICT.',
+  })
+  id?: string;
   @Field() name!: string;
   @Field({ nullable: true }) project?: string;
   @Field() env!: string;
@@ -170,3 +176,14 @@ export class CreateRunInput {
   @Field(() => ID, { nullable: true }) parentRunId?: string;
   @Field(() => Int, { nullable: true }) forkIteration?: number;
 }
+
+export const RunFinishStatus = {
+  completed: 'completed',
+  failed: 'failed',
+  aborted: 'aborted',
+} as const;
+export type RunFinishStatus = (typeof RunFinishStatus)[keyof typeof RunFinishStatus];
+registerEnumType(RunFinishStatus, {
+  name: 'RunFinishStatus',
+  description: 'How a run ended, as its run.finished event says.',
+});

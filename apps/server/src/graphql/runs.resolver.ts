@@ -1,4 +1,5 @@
 import { Inject } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { isUuid } from '../database/uuid';
 import {
   Args,
@@ -29,6 +30,7 @@ import {
   RunConnection,
   RunEventConnection,
   RunFilter,
+  RunFinishStatus,
 } from './models';
 import { decodeCursor, encodeCursor, pageSize, POSITION_CURSOR, RUN_CURSOR } from './pagination';
 import type { ReadLoaders } from './read-loaders';
@@ -167,7 +169,10 @@ export class RunsResolver {
     };
   }
 
-  @Mutation(() => Run, { description: 'Creates a run (same as POST /v1/runs).' })
+  @Mutation(() => Run, {
+    description:
+      'Creates a run (same as POST /v1/runs); with an `id` already used for the same input, returns that run.',
+  })
   @Requires('write')
   async createRun(
     @Caller() caller: Principal,
@@ -175,6 +180,41 @@ export class RunsResolver {
   ): Promise<Run> {
     const { id } = await this.runService.create(stripNulls(input), caller);
     return (await this.run(caller, id)) as Run;
+  }
+
+  @Mutation(() => Run, {
+    nullable: true,
+    description:
+      'Finishes a run whose trainer died without saying so: appends its run.finished event. A run already finished with this status is returned as it is; with another status, CONFLICT.',
+  })
+  @Requires('write')
+  async finishRun(
+    @Caller() caller: Principal,
+    @Args('runId', { type: () => ID }) runId: string,
+    @Args('status', { type: () => RunFinishStatus }) status: RunFinishStatus,
+    @Args('summary', { type: () => GraphQLJSON, nullable: true }) summary: unknown,
+  ): Promise<Run | null> {
+    await this.scope.assertRun(caller, runId);
+    if (
+      summary !== null &&
+      summary !== undefined &&
+      (typeof summary !== 'object' || Array.isArray(summary))
+    )
+      throw new DomainError(ErrorCode.InvalidInput, 'summary: must be a JSON object', {
+        path: 'summary',
+      });
+    const current = await this.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    if (current.status !== 'running') {
+      if (current.status === status) return toRun(current);
+      throw new DomainError(
+        ErrorCode.Conflict,
+        `run ${runId} is already ${current.status} (finished at ${current.finishedAt?.toISOString() ?? '?'})`,
+        { status: current.status },
+      );
+    }
+    const data = { status, ...(summary === null || summary === undefined ? {} : { summary }) };
+    await this.appender.appendOne(runId, { id: randomUUID(), type: 'run.finished', data });
+    return this.run(caller, runId);
   }
 
   @Mutation(() => AppendEventsResult, {

@@ -1,5 +1,5 @@
-import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
-import type { Request } from 'express';
+import { Body, Controller, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { Caller } from '../access/caller.decorator';
@@ -28,11 +28,18 @@ export class RunsController {
     this.uploads = new ConcurrencyLimits('ingest requests', config.limits.ingestConcurrencyPerKey);
   }
 
+  /** 201 with the new run's id; 200 with the same answer when a run with the body's `id` and body exists. */
   @Post()
   @HttpCode(201)
   @Requires('write')
-  create(@Caller() caller: Principal, @Body() body: unknown): Promise<{ id: string }> {
-    return this.runs.create(body, caller);
+  async create(
+    @Caller() caller: Principal,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<{ id: string }> {
+    const { id, created } = await this.runs.create(body, caller);
+    if (!created) res.status(200);
+    return { id };
   }
 
   @Post(':id/events')
