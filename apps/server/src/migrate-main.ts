@@ -5,21 +5,17 @@ import {
   UsageError,
   type Command,
 } from '@creditlab/client';
-import {
-  defaultDataDir,
-  ensureDatabase,
-  runMigrations,
-  startEmbeddedPostgres,
-} from '@creditlab/db';
+import { defaultDataDir, ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
 import pg from 'pg';
 import { ConfigError, loadConfig } from './config/app-config';
+import { prepareDatabase } from './database/prepare-database';
 
 const MIGRATE_COMMAND: Command<Record<string, never>> = {
   invocation: 'npm run db:migrate --',
   name: 'db:migrate',
   synopsis: ['[--help]'],
   summary:
-    'Applies the pending migrations (migrations/, in order, under an advisory lock) without starting the server, to DATABASE_URL, or else to the embedded PostgreSQL the server would start. The server applies them on start too.',
+    'Applies the pending migrations (migrations/, in order, under an advisory lock) and the data steps they leave to the code (projections rebuilt from the event log, body hashes of old events) without starting the server, to DATABASE_URL, or else to the embedded PostgreSQL the server would start. The server does the same on start.',
   flags: {},
   examples: [
     'npm run db:migrate',
@@ -57,10 +53,12 @@ async function main(argv: string[]): Promise<number> {
     (await ensureDatabase((embedded as { url: string }).url, config.embeddedPostgres.database));
   const pool = new pg.Pool({ connectionString: url });
   try {
-    const result = await runMigrations(pool);
-    process.stdout.write(
-      `applied: ${result.applied.join(', ') || 'none'}; already applied: ${result.alreadyApplied.length}\n`,
-    );
+    let said = false;
+    await prepareDatabase(pool, (line) => {
+      said = true;
+      process.stdout.write(`${line}\n`);
+    });
+    if (!said) process.stdout.write('the database is up to date\n');
     return 0;
   } finally {
     await pool.end();

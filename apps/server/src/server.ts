@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import {
   defaultDataDir,
   ensureDatabase,
-  runMigrations,
   startEmbeddedPostgres,
   type RunningPostgres,
 } from '@creditlab/db';
@@ -18,8 +17,7 @@ import { bootstrapAccess } from './access/bootstrap-access';
 import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
-import { backfillEventHashes } from './ingest/event-hash-backfill';
-import { rebuildOutdatedRuns } from './ingest/projection-rebuild';
+import { prepareDatabase } from './database/prepare-database';
 import { Metrics } from './metrics/metrics';
 import { RequestLogging } from './logging/request-logging';
 import type { NextFunction, Request, Response } from 'express';
@@ -65,17 +63,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     ingestConnections: config.connections.ingest,
   });
   try {
-    const migrations = await runMigrations(db.pool);
-    if (migrations.applied.length)
-      logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
-    const rebuilt = await rebuildOutdatedRuns(db.pool, (runId, r) =>
-      logger.log(
-        `rebuilt the projections of run ${runId} from its ${r.events} events (${r.steps} steps)`,
-      ),
-    );
-    if (rebuilt.length) logger.log(`rebuilt the projections of ${rebuilt.length} runs`);
-    const hashed = await backfillEventHashes(db.pool);
-    if (hashed) logger.log(`computed the body hash of ${hashed} events stored before body hashes`);
+    await prepareDatabase(db.pool, (line) => logger.log(line));
     const logging = new RequestLogging(config);
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
       logger: logging.nestLogger(),
