@@ -25,9 +25,11 @@ log = logging.getLogger("creditlab")
 
 
 class SenderStats:
-    """What the sender did so far (read it any time; the sender thread writes it)."""
+    """What the sender did so far (read it any time; the sender thread writes it): `events` went up in
+    `requests`, of which the server stored `accepted` and had already stored `duplicates`."""
 
     def __init__(self) -> None:
+        self.logged = 0  # events handed to the sender
         self.requests = 0
         self.events = 0
         self.accepted = 0
@@ -104,6 +106,7 @@ class Sender:
         with self._submit_lock:  # the spool's order is the queue's order
             end = self.durable.append(lines, self.fsync) if self.durable else None
             self._put(_Item(lines, end))
+            self.stats.logged += len(lines)
 
     def flush(self, timeout: Optional[float] = None, require_sent: bool = False) -> None:
         """Waits until everything submitted so far is stored by the server, or spooled."""
@@ -291,6 +294,7 @@ class OfflineSink:
 
     def submit(self, lines: List[bytes]) -> None:
         self.spool.append(lines, self.fsync)
+        self.stats.logged += len(lines)
         self.stats.spooled += len(lines)
 
     def flush(self, timeout: Optional[float] = None, require_sent: bool = False) -> None:
