@@ -18,6 +18,13 @@ ROOT = Path(__file__).resolve().parents[3]
 CONFORMANCE = ROOT / "test" / "fixtures" / "conformance"
 
 
+def cli_env(**extra: str) -> dict:
+    """The environment for `python -m creditlab` in a subprocess: this package importable, plus `extra`."""
+    src = str(Path(creditlab.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def conformance_fixtures(kind: str = "*") -> List[Path]:
     return sorted(CONFORMANCE.glob(f"{kind}/*.json"))
 

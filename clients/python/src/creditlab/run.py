@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 from . import events as ev
 from .advantages import from_document
 from .errors import CreditlabError, InvalidInput
+from .sender import OfflineSink
 
 log = logging.getLogger("creditlab")
 STATUSES = ("completed", "failed", "aborted")
@@ -173,7 +174,9 @@ class Run:
         self.finished = status
         self._sink.close(timeout)
         self._client._forget(self)
-        if self._sink.spooling:
+        if isinstance(self._sink, OfflineSink):
+            log.info("creditlab: offline run %s is in %s (`creditlab sync` uploads it)", self.id, self.spool_folder)
+        elif self._sink.spooling:
             log.warning(
                 "creditlab: run %s finished while the server was unreachable; upload it with `creditlab sync %s`",
                 self.id,

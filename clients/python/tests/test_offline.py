@@ -1,0 +1,56 @@
+"""Offline mode: a run written to the spool only, uploaded later by `creditlab sync`, exactly once and in order."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import creditlab
+from conftest import cli_env, conformance_fixtures, events_of, load, run_info
+
+
+def sync(path, server, *extra):
+    env = cli_env(CREDITLAB_URL=server[0], CREDITLAB_API_KEY=server[1])
+    return subprocess.run(
+        [sys.executable, "-m", "creditlab", "sync", str(path), *extra], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_offline_run_then_sync_stores_everything_once_in_order(server, tmp_path):
+    spool_dir = tmp_path / "spool"
+    offline = creditlab.Client(*server, mode="offline", spool_dir=str(spool_dir), max_event_bytes=8_000)
+    batch = load(conformance_fixtures("spec")[0])["batch"]
+    with offline.create_run(name="offline", env="fixtures", method="gigpo", tags=["offline"]) as run:
+        for it in range(3):
+            run.log_rollouts(it, batch)
+            run.log({"loss": 1.0 / (it + 1)}, iteration=it)
+    logged = run.stats.logged
+    assert logged > 3 * 2 + 1  # the small event limit split each batch
+    online = creditlab.Client(*server, spool_dir=str(tmp_path / "online"))
+    assert online.graphql("query($id: ID!) { run(id: $id) { id } }", {"id": run.id})["run"] is None  # nothing sent yet
+
+    first = sync(spool_dir, server)
+    assert first.returncode == 0, first.stderr
+    # A sync cut short after the server stored events but before the spool noted it (a crash), resumed.
+    meta = Path(run.spool_folder, "sent")
+    meta.write_text("0")
+    again = sync(run.spool_folder, server)
+    assert again.returncode == 0, again.stderr
+    assert f"{logged} events uploaded" in again.stdout and f"(0 stored, {logged} already there)" in again.stdout
+
+    run_id = first.stdout.split()[1].rstrip(":")  # the id the server gave the run
+    info = run_info(online, run_id)
+    steps = sum(len(t["steps"]) for g in batch["groups"] for t in g["trajectories"])
+    assert [i["stepCount"] for i in info["iterations"]] == [steps] * 3
+    assert info["status"] == "completed"
+    stream = [e for e in events_of(online, run_id, []) if e["type"] != "run.created"]
+    assert len(stream) == logged
+    order = [(e["type"], (e["data"] or {}).get("iteration")) for e in stream]
+    assert order == sorted(order, key=lambda x: (x[1] if x[1] is not None else 99, x[0] == "metrics.logged"))
+
+
+def test_sync_refuses_a_folder_without_runs(tmp_path, server):
+    res = sync(tmp_path, server)
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"creditlab: {tmp_path}: no spooled runs here (a run's folder holds run.json and events.ndjson)"
