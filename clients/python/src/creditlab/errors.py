@@ -28,7 +28,7 @@ class ApiError(CreditlabError):
         self.path: Optional[str] = body.get("path") if isinstance(body, dict) else None
         self.reason: Optional[str] = body.get("reason") if isinstance(body, dict) else None
         message = body.get("message") if isinstance(body, dict) else None
-        where = f" ({method} {path})" if method else ""
+        where = f" ({method} {path.split('?')[0]})" if method else ""
         super().__init__(f"{status} {self.error or ''}: {message or body}{where}".replace("  ", " "))
 
 
