@@ -118,15 +118,3 @@ def test_compare_gives_tables_of_methods_pairs_and_steps(client):
     want = next(e for e in fixture["expected"] if e["method"] == "grpo" and e["params"]["normalize"] == "mean-std")
     assert_close([s["grpo"] for s in steps], flat_expected(want)[0], "compare rows, grpo column")
     assert len(steps) == cmp.step_count
-
-
-def test_export_csv(client, tmp_path):
-    fixture = load(conformance_fixtures("spec")[0])
-    run = client.create_run(name="export", env="fixtures", method="gigpo")
-    run.log_rollouts(0, fixture["batch"])
-    table = run.export(iterations=[0], methods=["grpo"])
-    rows = table if isinstance(table, list) else table.to_dict("records")
-    assert len(rows) == sum(len(t["steps"]) for g in fixture["batch"]["groups"] for t in g["trajectories"])
-    path = run.export(methods=["grpo"], path=str(tmp_path / "run.csv"))
-    assert path.read_text().count("\n") >= len(rows)
-    run.finish()

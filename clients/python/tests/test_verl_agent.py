@@ -80,6 +80,22 @@ def test_token_level_advantages_in_the_callers_row_order(client, path):
     run.finish()
 
 
+def test_rows_copied_to_pad_the_batch_get_their_steps_advantage(client):
+    """verl-agent's adjust_batch appends copies of random rows to make the batch divisible by the GPUs."""
+    fixture = load(conformance_fixtures("verl-agent")[2])
+    data = verl_rows(fixture["batch"], seed=7)
+    copies = np.random.default_rng(0).choice(len(data["rows"]), 5, replace=False)
+    padded = {k: (np.concatenate([v, v[copies]]) if isinstance(v, np.ndarray) else v + [v[i] for i in copies]) for k, v in data.items()}
+    expected = fixture["expected"][7]
+    run = client.create_run(name="verl-agent padded", env="fixtures", method="gigpo")
+    got = compute_advantages(run, 0, expected["method"], expected["params"], **inputs(padded))
+    want = expected_tokens(expected, padded)
+    assert got.shape[0] == len(data["rows"]) + 5
+    assert (np.abs(got - want) / (1 + np.abs(want))).max() <= 1e-4
+    assert sum(e["stepCount"] for e in events_of(client, run.id, ["rollouts.appended"])) == len(data["rows"])
+    run.finish()
+
+
 def test_without_a_step_index_row_order_within_a_trajectory_is_step_order(client):
     fixture = load(conformance_fixtures("verl-agent")[0])
     data = verl_rows(fixture["batch"], seed=3)

@@ -168,6 +168,7 @@ class Client:
         with self._lock:
             runs = list(self._runs)
         for run in runs:
+            self._forget(run)
             try:
                 run._sink.close(timeout)
             except Exception as e:

@@ -91,6 +91,7 @@ class Sender:
         self.error: Optional[CreditlabError] = None
         self.fallback: Optional[Spool] = None
         self._spooling = False
+        self._closed = False
         self._synced_to = 0
         self._queue: deque = deque()
         self._queued_bytes = 0
@@ -103,6 +104,8 @@ class Sender:
 
     def submit(self, lines: List[bytes]) -> None:
         self.raise_error()
+        if self._closed:
+            raise CreditlabError(f"run {self.run_id}: its sender is closed")
         with self._submit_lock:  # the spool's order is the queue's order
             end = self.durable.append(lines, self.fsync) if self.durable else None
             self._put(_Item(lines, end))
@@ -110,6 +113,9 @@ class Sender:
 
     def flush(self, timeout: Optional[float] = None, require_sent: bool = False) -> None:
         """Waits until everything submitted so far is stored by the server, or spooled."""
+        if self._closed:
+            self.raise_error()
+            return
         marker = _Marker()
         self._put(marker)
         if not marker.done.wait(timeout):
@@ -122,9 +128,12 @@ class Sender:
             )
 
     def close(self, timeout: Optional[float] = None) -> None:
+        if self._closed:
+            return
         try:
             self.flush(timeout)
         finally:
+            self._closed = True
             self._put(_STOP)
             self._thread.join(timeout)
             if self.durable:

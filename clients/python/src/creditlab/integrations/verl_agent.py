@@ -10,7 +10,8 @@ verl-agent keeps one batch row per step (one model turn) with the data its advan
 - `non_tensor_batch['anchor_obs']`: the observation the step was taken in, without the prompt's history.
 
 Rows carry no step index: within a `traj_uid`, steps are in row order, unless `step_index` says otherwise
-(pass it whenever rows may have been reordered, e.g. by balance_batch). The adapter builds rollout-batch/v1
+(pass it whenever rows may have been reordered or copied, as balance_batch and adjust_batch do; rows with
+the same trajectory and step index are one step, sent once, and all of them get its advantage). The adapter builds rollout-batch/v1
 groups from the rows (groups and trajectories in order of first appearance), streams them to the run (as
 many `rollouts.appended` events as the line limit needs), asks the server for the method's advantages, and
 returns them shaped like verl-agent's: rows × response length, the step's advantage on each of its response
@@ -64,7 +65,8 @@ def compute_advantages(
     rewards: per-row step reward (verl-agent's `non_tensor_batch['rewards']`). Without it, each
       trajectory's episode score (the sum of its last row's `token_level_rewards`) is its last step's
       reward and the other steps get 0, which is what episode-level methods need.
-    step_index: per-row step index within its trajectory (default: row order within each `traj_uid`).
+    step_index: per-row step index within its trajectory (default: row order within each `traj_uid`); rows
+      with the same `traj_uid` and step index are copies of one step (adjust_batch pads batches so).
     actions: per-row canonical action text (default ""): methods that compare actions need it.
     nll / old_log_probs: per-row mean negative log-likelihood, or the rows × length log-probs it is the
       masked mean of (GACA needs one). embeddings: rows × d hidden states (BiPACE). values: per-row V(s) (PPO-GAE).
@@ -175,11 +177,15 @@ class _RowBatch:
                 self.step[i] = int(given[i])
             for trajs in self.order.values():
                 for tid, members in trajs.items():
-                    members.sort(key=lambda i: self.step[i])
-                    found = [self.step[i] for i in members]
-                    if found != list(range(len(members))):
+                    # Rows copied to pad the batch (verl-agent's adjust_batch) are the same step: sent once.
+                    unique = {}
+                    for i in sorted(members, key=lambda i: self.step[i]):
+                        unique.setdefault(self.step[i], i)
+                    members[:] = list(unique.values())
+                    found = list(unique)
+                    if found != list(range(len(found))):
                         raise InvalidInput(
-                            f"step_index: trajectory {tid!r} has steps {found}; expected 0..{len(members) - 1}, each once"
+                            f"step_index: trajectory {tid!r} has steps {found}; expected 0..{len(found) - 1}, each once"
                         )
 
     def keys(self) -> List[Tuple[str, int]]:
