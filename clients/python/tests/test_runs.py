@@ -118,3 +118,19 @@ def test_compare_gives_tables_of_methods_pairs_and_steps(client):
     want = next(e for e in fixture["expected"] if e["method"] == "grpo" and e["params"]["normalize"] == "mean-std")
     assert_close([s["grpo"] for s in steps], flat_expected(want)[0], "compare rows, grpo column")
     assert len(steps) == cmp.step_count
+
+
+def test_a_refusal_before_the_body_is_read_is_reported_not_retried(client, server, tmp_path):
+    """A read key's ingest request is refused (403) before the server reads its large body."""
+    key = client.graphql('mutation { createApiKey(input: { role: read, project: "default" }) { key } }')["createApiKey"]["key"]
+    run = client.create_run(name="read key", env="fixtures", method="grpo")
+    reader = creditlab.Client(server[0], key, spool_dir=str(tmp_path), retry=creditlab.RetryPolicy(budget=30))
+    other = reader.run(run.id)
+    rng = np.random.default_rng(0)
+    steps = [{"state": "s", "action": "a", "reward": 0.0, "embedding": rng.standard_normal(4096)} for _ in range(300)]
+    other.log_rollouts(0, [{"id": "g", "trajectories": [{"id": "t", "steps": steps}]}])
+    with pytest.raises(creditlab.ApiError) as refused:
+        other.flush()
+    assert refused.value.status == 403, refused.value
+    assert other.stats.retries == 0
+    run.finish()

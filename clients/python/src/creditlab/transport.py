@@ -98,10 +98,28 @@ class Transport:
 
     def _send(self, method: str, path: str, body: Optional[bytes], headers: dict) -> Response:
         conn = self._connection()
-        conn.request(method, path, body=body, headers=headers)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+        except (BrokenPipeError, ConnectionResetError) as e:
+            # A server that refuses a request (403, 409, 413, ...) may answer and close before it has read
+            # the whole body: the answer is what the caller needs, not a retry of the same refusal.
+            early = self._early_answer(conn)
+            if early is None:
+                raise e
+            return early
         res = conn.getresponse()
         data = res.read()
         if res.getheader("connection", "").lower() == "close":
+            self._drop_connection()
+        return Response(res.status, {k.lower(): v for k, v in res.getheaders()}, data)
+
+    def _early_answer(self, conn: http.client.HTTPConnection) -> Optional[Response]:
+        try:
+            res = conn.getresponse()
+            data = res.read()
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
             self._drop_connection()
         return Response(res.status, {k.lower(): v for k, v in res.getheaders()}, data)
 
