@@ -121,3 +121,10 @@ def test_spool_drops_a_line_cut_by_a_crash(tmp_path):
     assert spool.events_file.read_bytes() == b'{"a":1}\n{"b":2}\n{"c":3}\n'
     batches = list(Spool(spool.folder).pending(12))
     assert [len(b) for b, _ in batches] == [1, 1, 1] and batches[-1][1] == spool.size()
+
+
+def test_step_index_by_row_order():
+    from creditlab.integrations.verl_agent import step_index_by_row_order
+
+    got = step_index_by_row_order(np.array(["a", "b", "a", "c", "b", "a"], dtype=object))
+    assert got.tolist() == [0, 0, 1, 0, 1, 2]

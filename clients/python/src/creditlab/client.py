@@ -9,7 +9,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 from urllib.parse import urlencode
 
 from . import events as ev
@@ -25,6 +25,14 @@ from .transport import RetryPolicy, Transport
 
 log = logging.getLogger("creditlab")
 MiB = 1 << 20
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit, every client flushes its open runs (what cannot reach the server stays spooled)."""
+    for client in list(_open_clients):
+        client.close()
 
 
 class Client:
@@ -79,7 +87,7 @@ class Client:
         self.resync_interval = resync_interval
         self._runs: "weakref.WeakSet[Run]" = weakref.WeakSet()
         self._lock = threading.Lock()
-        atexit.register(self.close)
+        _open_clients.add(self)
 
     def __repr__(self) -> str:
         return f"Client(url={self.url!r}, mode={self.mode!r})"
@@ -116,7 +124,7 @@ class Client:
         ):
             if v is not None:
                 body[k] = dict(v) if isinstance(v, Mapping) else v
-        payload = json.dumps(body, default=ev._json_default).encode()
+        payload = json.dumps(body, default=ev.json_default).encode()
         if self.mode == "offline":
             Spool.create(self.spool_dir, body["id"], body, created=False, url=self.url)
             return self._open(body["id"], name, body)
@@ -216,7 +224,7 @@ class Client:
             res = self.transport.request(
                 "POST",
                 "/graphql",
-                json.dumps({"query": query, "variables": dict(variables or {})}, default=ev._json_default).encode(),
+                json.dumps({"query": query, "variables": dict(variables or {})}, default=ev.json_default).encode(),
                 content_type="application/json",
                 idempotent=not mutation,
             ).json()

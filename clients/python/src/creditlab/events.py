@@ -37,10 +37,10 @@ def _line(type_: str, data_json: str) -> bytes:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False, default=_json_default)
+    return json.dumps(value, separators=(",", ":"), allow_nan=False, default=json_default)
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
     value = plain(value)
     if HAS_NUMPY and hasattr(value, "tolist"):
         return value.tolist()

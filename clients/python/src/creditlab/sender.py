@@ -92,6 +92,7 @@ class Sender:
         self.fallback: Optional[Spool] = None
         self._spooling = False
         self._closed = False
+        self._reported = False
         self._synced_to = 0
         self._queue: deque = deque()
         self._queued_bytes = 0
@@ -132,6 +133,9 @@ class Sender:
             return
         try:
             self.flush(timeout)
+        except CreditlabError:
+            if not self._reported:  # the caller has seen it already otherwise
+                raise
         finally:
             self._closed = True
             self._put(_STOP)
@@ -151,6 +155,7 @@ class Sender:
 
     def raise_error(self) -> None:
         if self.error is not None:
+            self._reported = True
             raise self.error
 
     def _put(self, item) -> None:

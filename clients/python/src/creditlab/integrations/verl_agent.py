@@ -97,8 +97,22 @@ def compute_advantages(
         warnings.warn(f"Creditlab unreachable ({e}); using the fallback estimator for iteration {iteration}")
         return fallback()
     per_row = np.asarray(in_row_order(adv, index, rows.keys()), dtype=np.float32)
-    out = per_row[:, None] * (mask > 0)
+    out = np.where(mask > 0, per_row[:, None], np.float32(0))
     return _like(out.astype(np.float32), token_level_rewards)
+
+
+def step_index_by_row_order(traj_uid: Any):
+    """
+    Each row's step index within its trajectory, by row order: record it right after the rollout (where rows
+    are in time order within each `traj_uid`), before balance_batch reorders rows or adjust_batch copies them.
+    """
+    seen: Dict[str, int] = {}
+    out = []
+    for t in _plain(traj_uid):
+        k = seen.get(str(t), 0)
+        out.append(k)
+        seen[str(t)] = k + 1
+    return np.asarray(out, dtype=np.int64) if np is not None else out
 
 
 def apply_to_batch(
