@@ -43,10 +43,11 @@ function pytest(module: string): Promise<{ code: number | null; output: string }
 test.each([
   ['test_units.py', 'connection resolution, event splitting, compact floats, spool'],
   ['test_conformance.py', 'every conformance fixture through the client'],
+  ['test_compact.py', 'embeddings and token log-probs as base64 float32'],
   ['test_verl_agent.py', 'the verl-agent adapter on shuffled, padded rows'],
   ['test_runs.py', 'runs, logging calls, with-block failure, resume, compare'],
   ['test_retries_and_spool.py', 'a server killed mid-request; spooling while it is gone'],
-  ['test_offline.py', 'offline runs, then creditlab sync, exactly once'],
+  ['test_offline.py', 'offline and durable runs, then creditlab sync, exactly once'],
   ['test_install.py', "offline install on Debian's Python; no numpy"],
 ])('pytest %s (%s)', async (module) => {
   const { code, output } = await pytest(module);

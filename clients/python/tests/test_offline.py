@@ -54,3 +54,36 @@ def test_sync_refuses_a_folder_without_runs(tmp_path, server):
     res = sync(tmp_path, server)
     assert res.returncode == 2
     assert res.stderr.strip() == f"creditlab: {tmp_path}: no spooled runs here (a run's folder holds run.json and events.ndjson)"
+
+
+CRASHING_TRAINER = """
+import os, signal, sys, numpy as np, creditlab
+client = creditlab.Client(sys.argv[1], sys.argv[2], durable=True, spool_dir=sys.argv[3], max_event_bytes=64_000)
+run = client.create_run(name="durable crash", env="synthetic", method="grpo")
+print(run.id, flush=True)
+rng = np.random.default_rng(0)
+for it in range(30):
+    run.log_rollouts(it, [{"id": f"g{it}", "trajectories": [{"id": f"t{it}-{t}", "steps": [
+        {"state": "s", "action": "a", "reward": 1.0, "embedding": rng.standard_normal(512)} for _ in range(20)]}
+        for t in range(8)]}])
+    if it == 29:
+        os.kill(os.getpid(), signal.SIGKILL)  # dies with events still queued, and maybe one on the wire
+"""
+
+
+def test_durable_run_killed_mid_stream_is_completed_by_sync_exactly_once(server, tmp_path):
+    spool_dir = tmp_path / "spool"
+    crashed = subprocess.run(
+        [sys.executable, "-c", CRASHING_TRAINER, *server, str(spool_dir)], env=cli_env(), capture_output=True, text=True, timeout=300
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    run_id = crashed.stdout.strip()
+    folder = spool_dir / run_id
+    assert int((folder / "sent").read_text() if (folder / "sent").exists() else 0) < (folder / "events.ndjson").stat().st_size
+
+    synced = sync(folder, server)
+    assert synced.returncode == 0, synced.stderr
+    client = creditlab.Client(*server, spool_dir=str(tmp_path / "reader"))
+    assert [i["stepCount"] for i in run_info(client, run_id)["iterations"]] == [8 * 20] * 30
+    appended = events_of(client, run_id, ["rollouts.appended"])
+    assert len(appended) == len((folder / "events.ndjson").read_bytes().splitlines())

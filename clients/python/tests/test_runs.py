@@ -134,3 +134,13 @@ def test_a_refusal_before_the_body_is_read_is_reported_not_retried(client, serve
     assert refused.value.status == 403, refused.value
     assert other.stats.retries == 0
     run.finish()
+
+
+def test_finish_raises_what_the_server_refused_in_the_background(client, server, tmp_path):
+    key = client.graphql('mutation { createApiKey(input: { role: read, project: "default" }) { key } }')["createApiKey"]["key"]
+    run = client.create_run(name="read key finish", env="fixtures", method="grpo")
+    other = creditlab.Client(server[0], key, spool_dir=str(tmp_path)).run(run.id)
+    other.log({"loss": 1.0}, iteration=0)
+    with pytest.raises(creditlab.ApiError, match="403 FORBIDDEN"):
+        other.finish()
+    run.finish()

@@ -131,10 +131,11 @@ class Sender:
     def close(self, timeout: Optional[float] = None) -> None:
         if self._closed:
             return
+        seen = self._reported  # an error the caller was already given is not raised again
         try:
             self.flush(timeout)
         except CreditlabError:
-            if not self._reported:  # the caller has seen it already otherwise
+            if not seen:
                 raise
         finally:
             self._closed = True
@@ -142,6 +143,8 @@ class Sender:
             self._thread.join(timeout)
             if self.durable:
                 self.durable.close()
+                if not self._spooling and self.error is None and self.durable.sent() == self.durable.size():
+                    shutil.rmtree(self.durable.folder, ignore_errors=True)  # all acknowledged: nothing to keep
             if self.fallback:
                 self.fallback.close()
 
