@@ -53,6 +53,19 @@ function measure(url: string, key: string): Result[] {
     .map((r) => ({ ...r, label: r.label.replace(/_/g, ' ') }));
 }
 
+/** `Python 3.11.7, numpy 2.4.6`: the interpreter the measurement ran on. */
+function pythonLine(): string {
+  const probe = spawnSync(
+    'python3',
+    [
+      '-c',
+      'import sys, numpy; print(f"Python {sys.version.split()[0]}, numpy {numpy.__version__}")',
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  return probe.stdout.trim() || 'Python 3';
+}
+
 function row(r: Result): string {
   const encoding = r.dim === 0 ? '—' : r.compact ? 'compact (base64 float32)' : 'JSON numbers';
   if (!r.client || !r.raw) {
@@ -79,9 +92,9 @@ async function main(): Promise<void> {
     `
 ## Python client (\`npx tsx bench/python-client.bench.ts\`)
 
-Machine: ${machineLine()}, Python 3. Run on ${new Date().toISOString().slice(0, 10)}.
+Machine: ${machineLine()}, ${pythonLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
 Command: \`npx tsx bench/python-client.bench.ts\` (\`BENCH_PY_STEPS\`, default 100,000; \`BENCH_PY_256_STEPS\`, 40,000;
-\`BENCH_PY_4096_STEPS\`, 6,400). The script is \`bench/python-client.bench.py\`, with numpy.
+\`BENCH_PY_4096_STEPS\`, 6,400). The script is \`bench/python-client.bench.py\`.
 
 Synthetic iterations (16 tasks × G = 8 rollouts × 20–40 steps, observations of about 200 characters, NLL and
 critic value on every step; with embeddings, also 24 token log-probs per step) go through \`run.log_rollouts\`
