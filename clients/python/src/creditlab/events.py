@@ -96,6 +96,7 @@ class StepEncoder:
         if not isinstance(step, Mapping):
             raise InvalidInput(f"{where}: a step must be a mapping (state, action, reward, ...), got {type(step).__name__}")
         out = {}
+        spliced = []  # base64 needs no JSON escaping: appended to the text as is, not scanned by json.dumps
         for name, value in step.items():
             if value is None:
                 continue  # absent, as rollout-batch/v1 says (never null)
@@ -107,13 +108,18 @@ class StepEncoder:
             elif name in _STEP_NUMBERS:
                 out[name] = number(value, path)
             elif name in _STEP_ARRAYS:
-                out[name] = self._floats(name, value, path)
+                floats = self._floats(name, value, path)
+                if isinstance(floats, str):
+                    spliced.append(f',"{name}":"{floats}"')
+                else:
+                    out[name] = floats
             else:
                 out[name] = value
         for required in ("state", "action", "reward"):
             if required not in out:
                 raise InvalidInput(f"{where}.{required}: required field is missing")
-        return _dumps(out)
+        text = _dumps(out)
+        return text[:-1] + "".join(spliced) + "}" if spliced else text
 
     def _floats(self, name: str, value: Any, where: str):
         values = finite_floats(value, where)
