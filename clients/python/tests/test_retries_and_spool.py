@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -63,19 +64,27 @@ def test_killed_mid_request_every_event_is_stored_exactly_once(second, server, t
         retry=creditlab.RetryPolicy(budget=600, max_delay=1.0),
     )
     run = client.create_run(name="killed mid-request", env="synthetic", method="grpo")
+    killed = {}
+
+    def kill_mid_request():  # watches the sender while the trainer logs; kills once a request is on the wire
+        deadline = time.monotonic() + 240
+        while not (run.stats.requests >= 2 and run.stats.in_flight):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.0005)
+        second.kill()
+        killed["after"] = run.stats.requests
+
+    watcher = threading.Thread(target=kill_mid_request)
+    watcher.start()
     iterations = 24
-    for it in range(iterations // 2):
+    for it in range(iterations):  # logging goes on whether the server is up or not
         run.log_rollouts(it, synthetic_groups(it))
-    deadline = time.monotonic() + 120
-    while not (run.stats.requests >= 2 and run.stats.in_flight):  # a request is on the wire right now
-        assert time.monotonic() < deadline, f"the sender never got going: {run.stats}"
-        time.sleep(0.0005)
-    second.kill()
-    killed_after = run.stats.requests
-    for it in range(iterations // 2, iterations):  # logging goes on while the server is down
-        run.log_rollouts(it, synthetic_groups(it))
+    watcher.join()
+    assert "after" in killed, f"never caught a request on the wire: {run.stats}"
     second.start()
     run.finish(timeout=600)
+    killed_after = killed["after"]
 
     assert run.stats.retries > 0 and killed_after < run.stats.requests, run.stats
     assert run.spool_folder is None  # nothing had to wait on disk: the retries were enough
