@@ -73,6 +73,18 @@ def test_rollouts_split_under_the_limit_and_reassemble_in_order(compact):
     assert seen == [(g["id"], t["id"], s["reward"]) for g in groups for t in g["trajectories"] for s in t["steps"]]
 
 
+def test_envelopes_are_counted_in_full():
+    """Many one-step trajectories in many groups, a long iteration number: the overheads, not the steps, fill events."""
+    groups = [{"id": f"group-{g}", "trajectories": [{"id": f"g{g}t{t}", "outcome": "truncated", "steps": [
+        {"state": "s", "action": "a", "reward": 0}]} for t in range(3)]} for g in range(200)]
+    for limit in (300, 1_000, 5_000):
+        lines = rollout_lines(9_999_999_999, groups, StepEncoder(True), limit)
+        assert max(len(x) for x in lines) <= limit
+        assert sum(len(t["steps"]) for x in lines for g in json.loads(x)["data"]["groups"] for t in g["trajectories"]) == 600
+    lines = steps_lines(9_999_999_999, "g" * 100, "t" * 100, 9_999_999, [{"state": "s", "action": "a", "reward": 0}] * 50, StepEncoder(True), 600)
+    assert len(lines) > 1 and max(len(x) for x in lines) <= 600
+
+
 def test_compact_floats_are_little_endian_float32():
     [line] = rollout_lines(0, [{"id": "g", "trajectories": [{"id": "t", "steps": [
         {"state": "s", "action": "a", "reward": 0, "embedding": [1.5, -2.0, 0.1], "tokenLogprobs": np.array([-0.5])}]}]}],

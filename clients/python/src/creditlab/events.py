@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from typing import Any, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .arrays import HAS_NUMPY, encode_f32, finite_floats, plain, to_list
 from .errors import InvalidInput
@@ -138,28 +138,53 @@ class StepEncoder:
 # ---- step-bearing events, split by size --------------------------------------------------------
 
 
+# Bytes an event's envelope, a group and a trajectory add around their contents (upper bounds), so that
+# the size of an event is known before it is rendered.
+_ENVELOPE = 150  # {"id":"<uuid>","type":"rollouts.appended","data":{"iteration":<int>,"groups":[ ... ]}}\n
+_GROUP = 28  # {"id":<id>,"trajectories":[ ... ]}, and a comma
+_TRAJECTORY = 16  # <head>,"steps":[ ... ]}, and a comma
+
+
 class _RolloutEvent:
     """One `rollouts.appended` event being filled: groups → trajectories → serialised steps."""
 
     def __init__(self, iteration_: int):
         self.iteration = iteration_
         self.groups: List[list] = []  # [group id JSON, [[trajectory head JSON, [step JSON...]]]]
-        self.size = 120
+        self.size = _ENVELOPE
         self.steps = 0
 
-    def open_group(self, group_id: str) -> None:
-        text = _dumps(group_id)
-        self.groups.append([text, []])
-        self.size += len(text) + 24
+    def open_group(self, gid: str) -> None:
+        self.groups.append([gid, []])
+        self.size += len(gid) + _GROUP
 
     def open_trajectory(self, head: str) -> None:
         self.groups[-1][1].append([head, []])
-        self.size += len(head) + 12
+        self.size += len(head) + _TRAJECTORY
 
     def add_step(self, text: str) -> None:
         self.groups[-1][1][-1][1].append(text)
         self.size += len(text) + 1
         self.steps += 1
+
+    def split(self, carry: int) -> "Tuple[bytes, _RolloutEvent]":
+        """
+        This event rendered, and the next one, which continues the last group (carry ≥ 1) and its last
+        trajectory (carry = 2): the server appends to both. A group or trajectory carried over while still
+        empty here is left out here.
+        """
+        gid, trajs = self.groups[-1]
+        head = trajs[-1][0] if trajs else None
+        if carry == 2 and not trajs[-1][1]:
+            trajs.pop()
+        if carry >= 1 and not trajs:
+            self.groups.pop()
+        nxt = _RolloutEvent(self.iteration)
+        if carry >= 1:
+            nxt.open_group(gid)
+        if carry == 2:
+            nxt.open_trajectory(head)
+        return self.render(), nxt
 
     def render(self) -> bytes:
         groups = ",".join(
@@ -167,14 +192,6 @@ class _RolloutEvent:
             for gid, trajs in self.groups
         )
         return _line("rollouts.appended", '{"iteration":%d,"groups":[%s]}' % (self.iteration, groups))
-
-    def continued(self) -> "_RolloutEvent":
-        """The next event, continuing the current group and trajectory (the server appends to both)."""
-        nxt = _RolloutEvent(self.iteration)
-        gid, trajs = self.groups[-1]
-        nxt.groups.append([gid, [[trajs[-1][0], []]]])
-        nxt.size += len(gid) + len(trajs[-1][0]) + 36
-        return nxt
 
 
 def _trajectory(head: str, steps: List[str]) -> str:
@@ -191,11 +208,20 @@ def rollout_lines(
         raise InvalidInput("groups: must be a list of groups (or a rollout-batch/v1 document)")
     lines: List[bytes] = []
     event = _RolloutEvent(iteration_)
+
+    def room(extra: int, carry: int) -> None:
+        nonlocal event
+        if event.steps and event.size + extra > max_event_bytes:
+            line, event = event.split(carry)
+            lines.append(line)
+
     for gi, group in enumerate(groups):
         where = f"groups[{gi}]"
         if not isinstance(group, Mapping):
             raise InvalidInput(f"{where}: must be a mapping with id and trajectories")
-        event.open_group(key(group.get("id"), f"{where}.id"))
+        gid = _dumps(key(group.get("id"), f"{where}.id"))
+        room(len(gid) + _GROUP, 0)
+        event.open_group(gid)
         for ti, traj in enumerate(_list(group.get("trajectories"), f"{where}.trajectories")):
             twhere = f"{where}.trajectories[{ti}]"
             if not isinstance(traj, Mapping):
@@ -203,12 +229,12 @@ def rollout_lines(
             head = {"id": key(traj.get("id"), f"{twhere}.id")}
             if outcome(traj.get("outcome"), f"{twhere}.outcome"):
                 head["outcome"] = traj["outcome"]
-            event.open_trajectory(_dumps(head)[:-1])
+            head_text = _dumps(head)[:-1]
+            room(len(head_text) + _TRAJECTORY, 1)
+            event.open_trajectory(head_text)
             for si, step in enumerate(_list(traj.get("steps"), f"{twhere}.steps")):
                 text = encoder.encode(step, f"{twhere}.steps[{si}]")
-                if event.steps and event.size + len(text) > max_event_bytes:
-                    lines.append(event.render())
-                    event = event.continued()
+                room(len(text) + 1, 2)
                 event.add_step(text)
     if event.groups:
         lines.append(event.render())
@@ -228,13 +254,13 @@ def steps_lines(
     head = f'{{"iteration":{iteration_},"groupId":{_dumps(group_id)},"trajectoryId":{_dumps(trajectory_id)},'
     lines: List[bytes] = []
     batch: List[str] = []
-    size, first = len(head) + 120, first_step_index
+    size, first = len(head) + _ENVELOPE, first_step_index
     for k, step in enumerate(steps):
         text = encoder.encode(step, f"steps[{k}]")
         if batch and size + len(text) > max_event_bytes:
             lines.append(_steps_line(head, first, batch))
             first += len(batch)
-            batch, size = [], len(head) + 120
+            batch, size = [], len(head) + _ENVELOPE
         batch.append(text)
         size += len(text) + 1
     if batch:
