@@ -11,7 +11,7 @@ import pytest
 
 from creditlab import InvalidInput, in_row_order
 from creditlab.credentials import resolve_connection, same_server
-from creditlab.events import StepEncoder, rollout_lines, steps_lines
+from creditlab.events import StepEncoder, iteration, rollout_lines, steps_lines
 from creditlab.spool import Spool
 
 
@@ -140,3 +140,13 @@ def test_step_index_by_row_order():
 
     got = step_index_by_row_order(np.array(["a", "b", "a", "c", "b", "a"], dtype=object))
     assert got.tolist() == [0, 0, 1, 0, 1, 2]
+
+
+def test_text_postgres_cannot_store_is_refused_at_the_call():
+    enc = StepEncoder(True)
+    with pytest.raises(InvalidInput, match=r"^steps\[0\]\.state: contains the NUL character \(U\+0000\) at 3$"):
+        steps_lines(0, "g", "t", 0, [{"state": "abc\x00", "action": "a", "reward": 0}], enc, 1 << 20)
+    with pytest.raises(InvalidInput, match=r"^groups\[0\]\.id: contains a lone surrogate at 1$"):
+        rollout_lines(0, [{"id": "g\ud800", "trajectories": []}], enc, 1 << 20)
+    with pytest.raises(InvalidInput, match=r"^iteration: must be an integer in \[0, 2\^31 - 1\], got 2147483648$"):
+        iteration(2**31)

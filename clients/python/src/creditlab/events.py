@@ -52,10 +52,13 @@ def json_default(value: Any) -> Any:
 # ---- field checks ------------------------------------------------------------------------------
 
 
+MAX_INT32 = 2**31 - 1  # the server stores iterations and step indexes as PostgreSQL integers
+
+
 def iteration(value: Any, where: str = "iteration") -> int:
     value = plain(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{where}: must be an integer ≥ 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT32:
+        raise InvalidInput(f"{where}: must be an integer in [0, 2^31 - 1], got {value!r}")
     return value
 
 
@@ -66,6 +69,17 @@ def key(value: Any, where: str) -> str:
         value = str(value)
     if not isinstance(value, str) or not 1 <= len(value) <= 512:
         raise InvalidInput(f"{where}: must be a string of 1 to 512 characters, got {value!r}")
+    return storable(value, where)
+
+
+def storable(value: str, where: str) -> str:
+    """Text PostgreSQL can store: no NUL character, no lone surrogate (half of a UTF-16 pair)."""
+    if "\x00" in value:
+        raise InvalidInput(f"{where}: contains the NUL character (U+0000) at {value.index(chr(0))}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidInput(f"{where}: contains a lone surrogate at {e.start}") from None
     return value
 
 
@@ -104,7 +118,7 @@ class StepEncoder:
             if name in _STEP_TEXTS:
                 if not isinstance(value, str):
                     raise InvalidInput(f"{path}: must be a string, got {type(value).__name__}")
-                out[name] = value
+                out[name] = storable(value, path)
             elif name in _STEP_NUMBERS:
                 out[name] = number(value, path)
             elif name in _STEP_ARRAYS:

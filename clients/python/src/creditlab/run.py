@@ -98,7 +98,7 @@ class Run:
         for name, value in metrics.items():
             if not isinstance(name, str) or not name:
                 raise InvalidInput(f"metrics: names must be non-empty strings, got {name!r}")
-            data[name] = ev.number(value, f"metrics[{name!r}]")
+            data[ev.storable(name, f"metrics[{name!r}]")] = ev.number(value, f"metrics[{name!r}]")
         self._submit([ev.line("metrics.logged", {"iteration": it, "metrics": data})])
 
     def log_evaluation(self, iteration: int, success_rate: float, tasks: Optional[Iterable[Mapping[str, Any]]] = None) -> None:
