@@ -74,7 +74,20 @@ function row(r: Result): string {
   }
   const client = r.steps / r.client.seconds;
   const raw = r.steps / r.raw.seconds;
-  return `| ${r.label} | ${encoding} | ${r.steps.toLocaleString('en')} | ${fmt(r.raw.bytes / r.steps, 0)} B | ${fmt(client / 1000, 1)}k | ${fmt(raw / 1000, 1)}k | ${fmt(client / raw)} | ${fmt((100 * r.client.blocked) / r.client.seconds, 0)} % |`;
+  const rate = (x: number) => Math.round(x).toLocaleString('en');
+  return `| ${r.label} | ${encoding} | ${r.steps.toLocaleString('en')} | ${fmt(r.raw.bytes / r.steps, 0)} B | ${rate(client)} | ${rate(raw)} | ${fmt(client / raw)} | ${fmt((100 * r.client.blocked) / r.client.seconds, 0)} % |`;
+}
+
+/** How much smaller the compact encoding makes a step, per embedding size. */
+function savings(results: Result[]): string {
+  const parts = results
+    .filter((r) => r.dim > 0 && r.compact)
+    .map((c) => {
+      const json = results.find((r) => r.dim === c.dim && !r.compact);
+      const size = (r?: Result) => (r?.raw ? r.raw.bytes / r.steps : (r?.bytesPerStep ?? NaN));
+      return `${fmt(size(json) / size(c), 1)}× smaller at ${c.dim} dimensions`;
+    });
+  return parts.length ? `The compact encoding makes a step ${parts.join(' and ')}.` : '';
 }
 
 async function main(): Promise<void> {
@@ -85,7 +98,7 @@ async function main(): Promise<void> {
   } finally {
     await bench.close();
   }
-  for (const r of results) console.log(row(r));
+  for (const r of results) console.log(JSON.stringify(r));
   const refused = results.find((r) => r.refused);
   writeSection(
     'python-client',
@@ -102,11 +115,14 @@ once per iteration, then \`run.flush()\`: "client" is that whole time (checking 
 thread, the background sender, HTTP, the server's ingest into an embedded PostgreSQL). "Raw HTTP" posts the
 very same NDJSON requests, encoded beforehand, back to back on one connection: the server's ingest rate for
 those bytes. "Caller busy" is the share of the client time spent inside \`log_rollouts\` (encoding), the
-time a trainer's loop is held; the rest overlaps with sending.
+time a trainer's loop is held; the rest overlaps with sending. Client, server and PostgreSQL share this machine's
+two cores, so the client's encoding slows the server down here; on a trainer's own machine it would not.
 
 | steps | floats as | steps sent | NDJSON per step | client steps/s | raw HTTP steps/s | client ÷ raw | caller busy |
 |---|---|---:|---:|---:|---:|---:|---:|
 ${results.map(row).join('\n')}
+
+${savings(results)}
 ${refused ? `\nRows "refused by this server": the server did not accept the compact encoding yet (${refused.refused?.split(':').slice(0, 2).join(':')}); their size per step is computed by the client.\n` : ''}`,
   );
   console.log('wrote docs/benchmarks.md');
