@@ -4,7 +4,6 @@ import {
   getMethod,
   resolveParams,
   type ColumnarBatch,
-  type DiagnosticKind,
 } from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
