@@ -59,6 +59,8 @@ export class AppendSession {
     /** The transaction's time: every event of the request is recorded at it. */
     private readonly now: Date,
     private readonly describe: (position: number) => string,
+    /** Whose events these are: only the server writes run.created. */
+    private readonly from: 'client' | 'server',
   ) {
     this.projector = new RunProjector(client, runId, run, (position, path, reason) =>
       this.fail(position, path, reason),
@@ -66,7 +68,7 @@ export class AppendSession {
   }
 
   async add(item: IncomingEvent): Promise<void> {
-    const result = validateEvent(item.value);
+    const result = validateEvent(item.value, this.from);
     if (!result.ok) this.fail(item.position, result.issue.path, result.issue.message);
     const event = result.event;
     const hash = eventBodyHash(event.type, event.data);

@@ -7,6 +7,8 @@ import { DomainError, runNotFound } from '../errors/domain-error';
 import { AppendSession, type AppendResult, type IncomingEvent } from './append-session';
 import { lockRun } from './run-lock';
 
+const describeLine = (position: number) => `line ${position}`;
+
 /** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
 export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
 
@@ -28,7 +30,7 @@ export class EventAppender {
   async append(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
-    describe: (position: number) => string = (p) => `line ${p}`,
+    describe: (position: number) => string = describeLine,
     alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
     const timer = this.metrics.appendSeconds.startTimer();
@@ -65,6 +67,29 @@ export class EventAppender {
     );
   }
 
+  /**
+   * The server's own events, in a transaction the caller holds (run creation writes `run.created`
+   * in the transaction that inserts the run's row): validated and projected like any other.
+   */
+  async appendWithin(
+    client: pg.PoolClient,
+    runId: string,
+    event: { id: string; type: string; data: unknown },
+  ): Promise<AppendResult> {
+    const locked = await lockRun(client, runId);
+    if (!locked) throw runNotFound(runId);
+    const session = new AppendSession(
+      client,
+      runId,
+      locked.run,
+      locked.now,
+      describeLine,
+      'server',
+    );
+    await session.add({ position: 1, value: event });
+    return session.finish();
+  }
+
   private async appendInTransaction(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
@@ -80,7 +105,7 @@ export class EventAppender {
       await client.query('BEGIN');
       const locked = await lockRun(client, runId);
       if (!locked) throw runNotFound(runId);
-      session = new AppendSession(client, runId, locked.run, locked.now, describe);
+      session = new AppendSession(client, runId, locked.run, locked.now, describe, 'client');
       for (let item = first; !item.done; item = await source.next()) await session.add(item.value);
       const result = await session.finish();
       await alsoWrite?.(client);

@@ -26,8 +26,7 @@ export async function backfillEventHashes(pool: pg.Pool): Promise<number> {
     );
     if (res.rows.length === 0) return done;
     const hashes = res.rows.map((row) => {
-      if (row.type === 'run.created') return eventBodyHash(row.type, row.data);
-      const valid = validateEvent(wireEvent(row));
+      const valid = validateEvent(wireEvent(row), 'server');
       if (!valid.ok)
         throw new Error(
           `event ${row.seq} of run ${row.run_id} no longer validates: ${valid.issue.path}: ${valid.issue.message}`,

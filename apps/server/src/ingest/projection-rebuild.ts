@@ -98,11 +98,7 @@ async function replay(projector: RunProjector, runId: string, rows: StoredEvent[
   const batch: SequencedEvent[] = [];
   for (const row of rows) {
     const seq = Number(row.seq);
-    if (row.type === 'run.created') {
-      projector.passOver(seq); // the run's identity, kept in its row: nothing to project
-      continue;
-    }
-    const valid = validateEvent(wireEvent(row));
+    const valid = validateEvent(wireEvent(row), 'server');
     if (!valid.ok)
       throw new Error(
         `event ${seq} of run ${runId} no longer validates: ${valid.issue.path}: ${valid.issue.message}`,

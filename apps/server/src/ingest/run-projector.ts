@@ -139,11 +139,6 @@ export class RunProjector {
     return placed;
   }
 
-  /** An event with nothing to project (the server's run.created): only the stream position moves. */
-  passOver(seq: number): void {
-    this.state.lastSeq = seq;
-  }
-
   /** Writes the run's summary columns. */
   async finish(): Promise<void> {
     const s = this.state;

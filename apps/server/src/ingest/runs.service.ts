@@ -1,5 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { eventBodyHash, firstIssue, runInputSchema, type ParsedRunInput } from '@creditlab/events';
+import {
+  findUnstorable,
+  firstIssue,
+  formatPath,
+  runInputSchema,
+  type ParsedRunInput,
+} from '@creditlab/events';
+import { EventAppender } from './event-appender.service';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { Database } from '../database/database';
@@ -21,7 +28,10 @@ type RunRecord = Omit<ParsedRunInput, 'id'> & { project: string };
  */
 @Injectable()
 export class RunsService {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(EventAppender) private readonly appender: EventAppender,
+  ) {}
 
   async create(input: unknown, caller: Principal): Promise<{ id: string; created: boolean }> {
     const { id: requested, ...fields } = parseRunInput(input);
@@ -46,10 +56,12 @@ export class RunsService {
         await client.query('ROLLBACK');
         return { id: requested as string, created: false };
       }
-      await client.query(
-        `INSERT INTO events (run_id, seq, id, type, data, body_hash) VALUES ($1, 1, $2, 'run.created', $3, $4)`,
-        [id, randomUUID(), JSON.stringify(run), eventBodyHash('run.created', run)],
-      );
+      // The stream's first event, through the appender like every other (seq 1, hashed, projected).
+      await this.appender.appendWithin(client, id, {
+        id: randomUUID(),
+        type: 'run.created',
+        data: run,
+      });
       await client.query('COMMIT');
       return { id, created: true };
     } catch (e) {
@@ -62,6 +74,14 @@ export class RunsService {
 }
 
 function parseRunInput(input: unknown): ParsedRunInput {
+  const unstorable = findUnstorable(input);
+  if (unstorable) {
+    const path = formatPath(unstorable.path);
+    throw new DomainError(ErrorCode.InvalidInput, `${path || 'body'}: ${unstorable.message}`, {
+      path,
+      reason: unstorable.message,
+    });
+  }
   const parsed = runInputSchema.safeParse(input);
   if (parsed.success) return parsed.data;
   const issue = firstIssue(parsed.error);
@@ -95,7 +115,7 @@ async function insertRun(
 ): Promise<string | undefined> {
   const inserted = await client.query<{ id: string }>(
     `INSERT INTO runs (id, name, project, env, method, params, config, seed, tags, parent_run_id, fork_iteration, last_seq)
-     VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1)
+     VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     [
       id ?? null,
