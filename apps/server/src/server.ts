@@ -1,11 +1,5 @@
 import 'reflect-metadata';
-import {
-  defaultDataDir,
-  ensureDatabase,
-  runMigrations,
-  startEmbeddedPostgres,
-  type RunningPostgres,
-} from '@creditlab/db';
+import { runMigrations } from '@creditlab/db';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -18,6 +12,7 @@ import { bootstrapAccess } from './access/bootstrap-access';
 import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
+import { startDatabase } from './database/start-database';
 import { Metrics } from './metrics/metrics';
 import { RequestLogging } from './logging/request-logging';
 import type { NextFunction, Request, Response } from 'express';
@@ -28,6 +23,8 @@ export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:4000 */
   url: string;
   db: Database;
+  /** Which database it uses, and where its data is (for the start-up banner). */
+  database: string;
   /** The GraphQL schema as SDL (what schema.gql holds). */
   schemaSdl(): string;
   /** Stops accepting, closes the app, the pool and the embedded database if this server started it. */
@@ -41,16 +38,7 @@ export interface RunningServer {
  */
 export async function startServer(config: AppConfig): Promise<RunningServer> {
   const logger = new Logger('creditlab');
-  let embedded: RunningPostgres | undefined;
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    const dataDir = config.embeddedPostgres.dataDir ?? defaultDataDir();
-    logger.log(
-      `starting embedded PostgreSQL in ${dataDir} on port ${config.embeddedPostgres.port}`,
-    );
-    embedded = await startEmbeddedPostgres({ dataDir, port: config.embeddedPostgres.port });
-    databaseUrl = await ensureDatabase(embedded.url, config.embeddedPostgres.database);
-  }
+  const { url: databaseUrl, embedded, where } = await startDatabase(config);
   const db = Database.connect(databaseUrl);
   try {
     const migrations = await runMigrations(db.pool);
@@ -84,6 +72,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       app,
       url,
       db,
+      database: where,
       schemaSdl: () => printSchema(lexicographicSortSchema(app.get(GraphQLSchemaHost).schema)),
       close: () =>
         (closed ??= (async () => {
