@@ -1,15 +1,23 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 
 /** What the system says about another process: read from /proc on Linux, from `ps` elsewhere. */
 
+/** Whether a process runs: it exists (EPERM: it belongs to someone else) and is not a zombie. */
 export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    // EPERM: it exists but belongs to someone else.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  // A process that ended but was not reaped yet (its new parent, pid 1 of a container, may take
+  // its time) still answers signals; it has state Z.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
   }
 }
 
