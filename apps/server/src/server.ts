@@ -38,15 +38,20 @@ export interface RunningServer {
  */
 export async function startServer(config: AppConfig): Promise<RunningServer> {
   const logger = new Logger('creditlab');
+  const logging = new RequestLogging(config);
+  // Start-up's own lines (the embedded database's among them) are JSON lines at LOG_LEVEL already.
+  Logger.overrideLogger(logging.nestLogger());
   const { url: databaseUrl, embedded, where } = await startDatabase(config);
   const db = Database.connect(databaseUrl);
   try {
     const migrations = await runMigrations(db.pool);
     if (migrations.applied.length)
       logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
-    const logging = new RequestLogging(config);
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
       logger: logging.nestLogger(),
+      // A module that cannot be created rejects here (and start-up says why, then stops the
+      // database), instead of Nest ending the process on the spot.
+      abortOnError: false,
     });
     app.use(logging.middleware());
     app.useBodyParser('json', { limit: '2mb' });
