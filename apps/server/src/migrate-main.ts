@@ -1,25 +1,24 @@
-import {
-  defaultDataDir,
-  ensureDatabase,
-  runMigrations,
-  startEmbeddedPostgres,
-} from '@creditlab/db';
+import { runMigrations } from '@creditlab/db';
+import { Logger } from '@nestjs/common';
 import pg from 'pg';
-import { loadConfig } from './config/app-config';
+import { loadConfig, type AppConfig } from './config/app-config';
+import { startDatabase } from './database/start-database';
+import { startupFailure } from './startup-failure';
+
+let config: AppConfig | undefined;
 
 /** `npm run db:migrate`: applies pending migrations to DATABASE_URL, or to the embedded database. */
 async function main(): Promise<void> {
-  const config = loadConfig();
-  const embedded = config.databaseUrl
-    ? undefined
-    : await startEmbeddedPostgres({
-        dataDir: config.embeddedPostgres.dataDir ?? defaultDataDir(),
-        port: config.embeddedPostgres.port,
-      });
-  const url =
-    config.databaseUrl ??
-    (await ensureDatabase((embedded as { url: string }).url, config.embeddedPostgres.database));
-  const pool = new pg.Pool({ connectionString: url });
+  config = loadConfig();
+  // The embedded database's own lines only at LOG_LEVEL=debug, as for the server.
+  Logger.overrideLogger(
+    config.logLevel === 'debug' ? ['error', 'warn', 'log', 'debug'] : ['error', 'warn', 'log'],
+  );
+  // The same database the server would use: the same data directory (moved from an old default
+  // first, if it has to be), and an EmbeddedPostgresError if it cannot start.
+  const database = await startDatabase(config);
+  const pool = new pg.Pool({ connectionString: database.url });
+  pool.on('error', () => undefined); // an idle connection lost: the next query says so
   try {
     const result = await runMigrations(pool);
     process.stdout.write(
@@ -27,11 +26,12 @@ async function main(): Promise<void> {
     );
   } finally {
     await pool.end();
-    await embedded?.stop();
+    await database.embedded?.stop();
   }
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`${(e as Error).message}\n`);
-  process.exit(1);
+  const { message, status } = startupFailure(e, config);
+  process.stderr.write(`${message}\n`);
+  process.exit(status);
 });
