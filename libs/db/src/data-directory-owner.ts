@@ -90,7 +90,7 @@ export async function claimDataDirectory(
     const parent = await parentPid(postmaster);
     throw new EmbeddedPostgresError(
       what,
-      `a PostgreSQL that no Creditlab server started is already running on it (pid ${postmaster}${parent ? `, started by process ${parent}` : ''})`,
+      `a PostgreSQL is already running on it (pid ${postmaster}${parent ? `, started by process ${parent}` : ''}) that no Creditlab server recorded in ${OWNER_FILE} (an older Creditlab, or started by hand)`,
       `Stop it (kill -INT ${postmaster}), or give this server another CREDITLAB_PG_DIR and CREDITLAB_PG_PORT.`,
     );
   }
