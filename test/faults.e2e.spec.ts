@@ -1,6 +1,8 @@
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import type { ClientEvent } from '@creditlab/events';
-import { chmod } from 'node:fs/promises';
+import { startEmbeddedPostgres } from '@creditlab/db';
+import { chmod, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import {
   alive,
@@ -209,5 +211,23 @@ test('a second server on the same data directory refuses to start, naming the se
     expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
   } finally {
     expect(await first.stop()).toBe(0);
+  }
+});
+
+test('a PostgreSQL that no Creditlab server recorded on the data directory is left alone, and start-up names it', async () => {
+  const pg = await privateEmbeddedPostgres();
+  // Started by this test as a server would, then its record removed: as if an older Creditlab
+  // (which kept no record) or someone by hand had started it.
+  const foreign = await startEmbeddedPostgres({ dataDir: pg.dataDir, port: pg.port });
+  try {
+    const pid = await trackPostmaster(pg.dataDir);
+    await rm(path.join(pg.dataDir, 'creditlab.pid'));
+    const { code, output } = await runServerToExit(pg.env);
+    expect(code).toBe(1);
+    expect(output).toContain(`a PostgreSQL is already running on it (pid ${pid}`);
+    expect(output).not.toMatch(/^\s+at /m);
+    expect(alive(pid)).toBe(true);
+  } finally {
+    await foreign.stop();
   }
 });
