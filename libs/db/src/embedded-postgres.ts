@@ -9,7 +9,7 @@ import { postgresUser, runningAsRoot } from './postgres-user';
 import { describeExit } from './child-process-output';
 import { initialiseCluster } from './initdb';
 import { Postmaster } from './postmaster';
-import { PostmasterSupervisor } from './postmaster-supervisor';
+import { PostmasterSupervisor, type SupervisorEvents } from './postmaster-supervisor';
 
 export { defaultDataDir, defaultDataDirs, chooseDataDir } from './data-directory';
 export { EmbeddedPostgresError } from './embedded-postgres-error';
@@ -56,6 +56,28 @@ async function usableBinaries(
   return binaries;
 }
 
+/** What the supervisor reports, as notices for the owner's log. */
+function supervisorNotices(
+  notice: (n: EmbeddedPostgresNotice) => void,
+  dataDir: string,
+  port: number,
+): SupervisorEvents {
+  return {
+    crashed: (pid, exit, lines) =>
+      notice({
+        level: 'warn',
+        message: `embedded PostgreSQL (pid ${pid}) exited unexpectedly (it ${describeExit(exit)}); restarting it. Its last lines: ${lines.slice(-3).join(' | ') || 'none'}`,
+      }),
+    restarted: (pid) =>
+      notice({ level: 'log', message: `embedded PostgreSQL restarted (pid ${pid})` }),
+    restartFailed: (error, retryInMs) =>
+      notice({
+        level: 'warn',
+        message: `could not restart the embedded PostgreSQL: ${explainStartFailure(error, dataDir, port).reason}; trying again in ${retryInMs / 1000} s`,
+      }),
+  };
+}
+
 /**
  * Starts a real PostgreSQL from the `embedded-postgres` package's binaries, initialising the data
  * directory on first use, and keeps it running (restarting it if it dies) until `stop()`.
@@ -94,20 +116,11 @@ export async function startEmbeddedPostgres(
   const first = await launch().catch((e: unknown) => {
     throw explainStartFailure(e, dataDir, port);
   });
-  const supervisor = new PostmasterSupervisor(first, launch, {
-    crashed: (pid, exit, lines) =>
-      notice({
-        level: 'warn',
-        message: `embedded PostgreSQL (pid ${pid}) exited unexpectedly (it ${describeExit(exit)}); restarting it. Its last lines: ${lines.slice(-3).join(' | ') || 'none'}`,
-      }),
-    restarted: (pid) =>
-      notice({ level: 'log', message: `embedded PostgreSQL restarted (pid ${pid})` }),
-    restartFailed: (error, retryInMs) =>
-      notice({
-        level: 'warn',
-        message: `could not restart the embedded PostgreSQL: ${explainStartFailure(error, dataDir, port).reason}; trying again in ${retryInMs / 1000} s`,
-      }),
-  });
+  const supervisor = new PostmasterSupervisor(
+    first,
+    launch,
+    supervisorNotices(notice, dataDir, port),
+  );
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     pid: () => supervisor.pid(),
