@@ -1,6 +1,11 @@
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { fixtureBatches } from './support/fixture-batches';
-import { portOpen, privateEmbeddedPostgres, trackPostmaster } from './support/private-postgres';
+import {
+  portOpen,
+  privateEmbeddedPostgres,
+  removePrivateDirectories,
+  trackPostmaster,
+} from './support/private-postgres';
 import { readIteration } from './support/read-back';
 import { gql, spawnServer, ADMIN_KEY, api } from './support/test-server';
 
@@ -9,6 +14,8 @@ import { gql, spawnServer, ADMIN_KEY, api } from './support/test-server';
  * embedded PostgreSQL in a persistent data directory. Everything acknowledged
  * survives a stop and a restart, and stopping the server stops the database.
  */
+afterAll(removePrivateDirectories);
+
 test('stop and restart the server with its embedded database: all acknowledged data is there', async () => {
   const { env, port: pgPort } = await privateEmbeddedPostgres();
   const [name, batch] = fixtureBatches()[4]!;

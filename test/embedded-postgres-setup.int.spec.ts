@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { chmod, cp, lstat, mkdir, mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
+import { cp, lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chooseDataDir, defaultDataDir } from '../libs/db/src/data-directory';
 import { installBinaries, packagedBinaries } from '../libs/db/src/postgres-binaries';
 import { postgresUser, runningAsRoot } from '../libs/db/src/postgres-user';
+import { privateDirectory, removePrivateDirectories } from './support/private-postgres';
 
 /**
  * Where the embedded PostgreSQL's binaries and data live. As root (rented GPU machines,
@@ -13,11 +14,9 @@ import { postgresUser, runningAsRoot } from '../libs/db/src/postgres-user';
  * 700) is out of its reach, and the temp dir is no place for data.
  */
 
-async function tempDir(mode = 0o755): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-setup-'));
-  await chmod(dir, mode);
-  return dir;
-}
+afterAll(removePrivateDirectories);
+
+const tempDir = (mode = 0o755) => privateDirectory(mode);
 
 /** Runs `postgres --version` as the user the embedded PostgreSQL runs as. */
 async function versionAsPostgresUser(postgresBinary: string): Promise<string> {

@@ -11,6 +11,7 @@ import {
   runServerToExit,
   trackPostmaster,
   waitFor,
+  removePrivateDirectories,
 } from './support/private-postgres';
 import { ADMIN_KEY, api, gql, spawnServer, type ServerProcess } from './support/test-server';
 
@@ -18,6 +19,8 @@ import { ADMIN_KEY, api, gql, spawnServer, type ServerProcess } from './support/
  * Hostile days for the embedded default: its PostgreSQL killed outright (under load and idle),
  * the server killed outright (leaving its PostgreSQL behind), two servers on one data directory.
  */
+
+afterAll(removePrivateDirectories);
 
 const SHAPE = { groups: 12, groupSize: 8, maxSteps: 20, statesPerGroup: 8 };
 

@@ -1,6 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnTracked, track } from './support/process-registry';
 import {
@@ -9,6 +7,7 @@ import {
   privateEmbeddedPostgres,
   trackPostmaster,
   waitFor,
+  removePrivateDirectories,
 } from './support/private-postgres';
 import { ADMIN_KEY } from './support/test-server';
 
@@ -17,6 +16,8 @@ import { ADMIN_KEY } from './support/test-server';
  * started: the server and its embedded PostgreSQL. npm 11 runs the script through `sh -c`, and
  * forwards SIGTERM and SIGINT only to its direct child.
  */
+afterAll(removePrivateDirectories);
+
 const ROOT = path.resolve(__dirname, '..');
 
 interface NpmStart {
@@ -30,7 +31,6 @@ interface NpmStart {
 
 async function npmStart(): Promise<NpmStart> {
   const pg = await privateEmbeddedPostgres();
-  const credentials = await mkdtemp(path.join(tmpdir(), 'creditlab-npm-start-'));
   const npm = spawnTracked('npm', ['start'], {
     cwd: ROOT,
     env: {
@@ -40,7 +40,7 @@ async function npmStart(): Promise<NpmStart> {
       PORT: '0',
       DATABASE_URL: undefined,
       CREDITLAB_ADMIN_KEY: ADMIN_KEY,
-      CREDITLAB_CREDENTIALS: path.join(credentials, 'credentials.json'),
+      CREDITLAB_CREDENTIALS: path.join(path.dirname(pg.dataDir), 'credentials.json'),
       ...pg.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

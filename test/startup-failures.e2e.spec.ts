@@ -1,15 +1,20 @@
-import { chmod, mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './support/free-port';
-import { privateEmbeddedPostgres, runServerToExit } from './support/private-postgres';
+import {
+  privateDirectory,
+  privateEmbeddedPostgres,
+  removePrivateDirectories,
+  runServerToExit,
+} from './support/private-postgres';
 import { createTestDatabase } from './support/test-database';
 
 /**
  * A start-up that cannot succeed ends with exit status 1 and one paragraph saying which step failed,
  * why and what to do — never a stack trace.
  */
+
+afterAll(removePrivateDirectories);
 
 const STACK_LINE = /^\s+at /m;
 
@@ -52,8 +57,7 @@ test('the embedded PostgreSQL’s port is taken: the message names the port and 
 test('a data directory PostgreSQL cannot have: the message names the directory and CREDITLAB_PG_DIR', async () => {
   // Mode 500: its owner may enter but not write; nobody else may enter (as root, root may write,
   // but PostgreSQL runs as user postgres, which may not enter).
-  const closed = await mkdtemp(path.join(tmpdir(), 'creditlab-closed-'));
-  await chmod(closed, 0o500);
+  const closed = await privateDirectory(0o500);
   const dataDir = path.join(closed, 'pg');
   const { code, output } = await runServerToExit({
     CREDITLAB_PG_DIR: dataDir,

@@ -1,11 +1,29 @@
 import { processAlive } from '../../libs/db/src/process-info';
 import { track } from './process-registry';
-import { chmod, mkdtemp, readFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
 import { spawnServer } from './test-server';
+
+const made: string[] = [];
+
+/**
+ * Removes the directories this spec file made (privateDirectory) (a cluster is some 40 MB): call it in `afterAll`,
+ * once the servers and their PostgreSQL are stopped.
+ */
+export async function removePrivateDirectories(): Promise<void> {
+  for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true });
+}
+
+/** A fresh directory with `mode` under the temp dir, removed by removePrivateDirectories. */
+export async function privateDirectory(mode: number): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-private-'));
+  made.push(dir);
+  await chmod(dir, mode);
+  return dir;
+}
 
 /**
  * A data directory and port of its own for a server that starts the embedded PostgreSQL (no
@@ -16,8 +34,7 @@ export async function privateEmbeddedPostgres(): Promise<{
   port: number;
   env: { CREDITLAB_PG_DIR: string; CREDITLAB_PG_PORT: string };
 }> {
-  const root = await mkdtemp(path.join(tmpdir(), 'creditlab-embedded-'));
-  await chmod(root, 0o755); // PostgreSQL runs as its own user when the tests run as root
+  const root = await privateDirectory(0o755); // PostgreSQL runs as its own user (tests as root)
   const dataDir = path.join(root, 'pg');
   const port = await freePort();
   return { dataDir, port, env: { CREDITLAB_PG_DIR: dataDir, CREDITLAB_PG_PORT: String(port) } };
