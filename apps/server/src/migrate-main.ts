@@ -5,10 +5,9 @@ import {
   UsageError,
   type Command,
 } from '@creditlab/client';
-import { defaultDataDir, ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
-import pg from 'pg';
-import { ConfigError, loadConfig } from './config/app-config';
-import { prepareDatabase } from './database/prepare-database';
+import { loadConfig, type AppConfig } from './config/app-config';
+import { withCommandDatabase } from './database/command-database';
+import { startupFailure } from './startup-failure';
 
 const MIGRATE_COMMAND: Command<Record<string, never>> = {
   invocation: 'npm run db:migrate --',
@@ -23,14 +22,16 @@ const MIGRATE_COMMAND: Command<Record<string, never>> = {
   ],
   notes: `environment (as for the server):
   DATABASE_URL            the PostgreSQL to migrate (default: unset, the embedded one)
-  CREDITLAB_PG_DIR        the embedded database's folder (default: ~/.creditlab/pg, or $TMPDIR/creditlab/pg as root)
+  CREDITLAB_PG_DIR        the embedded database's folder (default: ~/.creditlab/pg, or /var/lib/creditlab/pg as root)
   CREDITLAB_PG_PORT       its port (default: 54329)
   CREDITLAB_PG_DATABASE   its database (default: creditlab)
 
 exit status: 0 done, 1 a migration or the database failed, 2 bad usage or configuration`,
 };
 
-/** `npm run db:migrate`: applies pending migrations to DATABASE_URL, or to the embedded database. */
+let config: AppConfig | undefined;
+
+/** `npm run db:migrate`: brings DATABASE_URL, or the embedded database, up to date. */
 async function main(argv: string[]): Promise<number> {
   try {
     if (parseCommandLine(MIGRATE_COMMAND, argv).help) {
@@ -41,35 +42,18 @@ async function main(argv: string[]): Promise<number> {
     if (e instanceof UsageError) return reportUsageError('db:migrate', e);
     throw e;
   }
-  const config = loadConfig();
-  const embedded = config.databaseUrl
-    ? undefined
-    : await startEmbeddedPostgres({
-        dataDir: config.embeddedPostgres.dataDir ?? defaultDataDir(),
-        port: config.embeddedPostgres.port,
-      });
-  const url =
-    config.databaseUrl ??
-    (await ensureDatabase((embedded as { url: string }).url, config.embeddedPostgres.database));
-  const pool = new pg.Pool({ connectionString: url });
-  try {
-    let said = false;
-    await prepareDatabase(pool, (line) => {
-      said = true;
-      process.stdout.write(`${line}\n`);
-    });
-    if (!said) process.stdout.write('the database is up to date\n');
+  config = loadConfig();
+  return withCommandDatabase(config, async () => {
+    process.stdout.write('the database is up to date\n');
     return 0;
-  } finally {
-    await pool.end();
-    await embedded?.stop();
-  }
+  });
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    process.stderr.write(`db:migrate: ${(e as Error).message}\n`);
-    process.exit(e instanceof ConfigError ? 2 : 1);
+    const { message, status } = startupFailure(e, config);
+    process.stderr.write(`db:migrate: ${message}\n`);
+    process.exit(status);
   },
 );

@@ -5,11 +5,11 @@ import {
   UsageError,
   type Command,
 } from '@creditlab/client';
-import { defaultDataDir, ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
-import pg from 'pg';
-import { ConfigError, loadConfig } from './config/app-config';
-import { prepareDatabase } from './database/prepare-database';
+import { loadConfig, type AppConfig } from './config/app-config';
+import { withCommandDatabase } from './database/command-database';
 import { isUuid } from './database/uuid';
+import { DomainError } from './errors/domain-error';
+import { startupFailure } from './startup-failure';
 import { rebuildRun } from './ingest/projection-rebuild';
 
 const REBUILD_COMMAND = {
@@ -30,6 +30,8 @@ const REBUILD_COMMAND = {
   notes: 'exit status: 0 done, 1 the database or a run failed, 2 bad usage or configuration',
 } satisfies Command<{ run: { type: 'string'; value: string; help: string; byDefault: string } }>;
 
+let config: AppConfig | undefined;
+
 /** `npm run db:rebuild [-- --run ID]`: projections rebuilt from the event log. */
 async function main(argv: string[]): Promise<number> {
   let only: string | undefined;
@@ -45,19 +47,8 @@ async function main(argv: string[]): Promise<number> {
     if (e instanceof UsageError) return reportUsageError('db:rebuild', e);
     throw e;
   }
-  const config = loadConfig();
-  const embedded = config.databaseUrl
-    ? undefined
-    : await startEmbeddedPostgres({
-        dataDir: config.embeddedPostgres.dataDir ?? defaultDataDir(),
-        port: config.embeddedPostgres.port,
-      });
-  const url =
-    config.databaseUrl ??
-    (await ensureDatabase((embedded as { url: string }).url, config.embeddedPostgres.database));
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
-  try {
-    await prepareDatabase(pool, (line) => process.stdout.write(`${line}\n`));
+  config = loadConfig();
+  return withCommandDatabase(config, async (pool) => {
     const ids = only
       ? [only]
       : (await pool.query<{ id: string }>('SELECT id FROM runs ORDER BY created_at, id')).rows.map(
@@ -69,16 +60,16 @@ async function main(argv: string[]): Promise<number> {
     }
     process.stdout.write(`rebuilt ${ids.length} runs\n`);
     return 0;
-  } finally {
-    await pool.end();
-    await embedded?.stop();
-  }
+  });
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    process.stderr.write(`db:rebuild: ${(e as Error).message}\n`);
-    process.exit(e instanceof ConfigError ? 2 : 1);
+    // A run that is not there is the caller's mistake; anything else, a database that would not start.
+    const { message, status } =
+      e instanceof DomainError ? { message: e.message, status: 1 } : startupFailure(e, config);
+    process.stderr.write(`db:rebuild: ${message}\n`);
+    process.exit(status);
   },
 );

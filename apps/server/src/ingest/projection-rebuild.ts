@@ -1,5 +1,6 @@
 import { validateEvent } from '@creditlab/events';
 import type pg from 'pg';
+import { runNotFound } from '../errors/domain-error';
 import { wireEvent } from './event-body';
 import { lockRun } from './run-lock';
 import { RunProjector, type RunSummary, type SequencedEvent } from './run-projector';
@@ -39,7 +40,7 @@ export async function rebuildRun(
   try {
     await client.query('BEGIN');
     await client.query(`SET LOCAL creditlab.rebuild = 'on'`);
-    if (!(await lockRun(client, runId))) throw new Error(`run ${runId} not found`);
+    if (!(await lockRun(client, runId))) throw runNotFound(runId);
     if (options.onlyIfOutdated) {
       // Another server starting at the same time may have rebuilt it while this one waited.
       const v = await client.query<{ v: number }>(
