@@ -10,7 +10,7 @@ import { withCommandDatabase } from './database/command-database';
 import { isUuid } from './database/uuid';
 import { DomainError } from './errors/domain-error';
 import { startupFailure } from './startup-failure';
-import { rebuildRun } from './ingest/projection-rebuild';
+import { rebuildRun } from './rollouts/projection-rebuild';
 
 const REBUILD_COMMAND = {
   invocation: 'npm run db:rebuild --',

@@ -13,8 +13,8 @@ import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
-import { Metrics } from './metrics/metrics';
-import { RequestLogging } from './logging/request-logging';
+import { Metrics } from './operations/metrics';
+import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, Server } from 'node:http';
 

@@ -7,7 +7,7 @@ import {
 } from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
-import { Metrics } from '../metrics/metrics';
+import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
 import { encodeDiagnostics, packFloat32Array } from './advantage-codec';
 import {

@@ -21,7 +21,7 @@ import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { EventAppender } from '../ingest/event-appender.service';
+import { EventAppender } from '../rollouts/event-appender.service';
 import {
   AdvantageSetsService,
   type AdvantageSet,

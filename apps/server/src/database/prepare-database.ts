@@ -1,7 +1,7 @@
 import { runMigrations } from '@creditlab/db';
 import type pg from 'pg';
-import { backfillEventHashes } from '../ingest/event-hash-backfill';
-import { rebuildOutdatedRuns } from '../ingest/projection-rebuild';
+import { backfillEventHashes } from '../rollouts/event-hash-backfill';
+import { rebuildOutdatedRuns } from '../rollouts/projection-rebuild';
 
 /**
  * Brings a database to what this code expects: pending migrations (under their advisory lock),

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Database } from '../database/database';
-import { unpackFloat32 } from '../ingest/copy-text';
-import type { Iteration, RolloutGroup, RunEvent, Step, Trajectory } from './models';
+import { unpackFloat32 } from './copy-text';
+import type { RolloutGroup, Step, Trajectory } from './rollout.models';
 
 export interface GroupPageKey {
   runId: string;
@@ -10,19 +10,12 @@ export interface GroupPageKey {
   limit: number;
 }
 
-export interface EventPageKey {
-  runId: string;
-  afterSeq: number;
-  types: string[] | null;
-  limit: number;
-}
-
 /**
- * Per-request batch loaders: whatever the page sizes, a nested query costs one
- * statement per level (groups, trajectories, steps with their texts), because
- * every parent's request at a level is answered by a single SQL statement.
+ * Per-request batch loaders of the rollouts: whatever the page sizes, a nested query costs one
+ * statement per level (groups, trajectories, steps with their texts), because every parent's
+ * request at a level is answered by a single SQL statement.
  */
-export function createReadLoaders(db: Database) {
+export function createRolloutLoaders(db: Database) {
   const pool = db.pool;
   return {
     groups: new DataLoader<GroupPageKey, RolloutGroup[], string>(
@@ -148,82 +141,10 @@ export function createReadLoaders(db: Database) {
       },
       { cacheKeyFn: trajectoryKey },
     ),
-
-    iterations: new DataLoader<string, Iteration[]>(async (runIds) => {
-      const res = await pool.query<{
-        run_id: string;
-        iteration: number;
-        group_count: number;
-        trajectory_count: number;
-        step_count: number;
-        metrics: Record<string, number>;
-        evaluation_success_rate: number | null;
-      }>(
-        `SELECT run_id, iteration, group_count, trajectory_count, step_count, metrics, evaluation_success_rate
-         FROM iterations WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, iteration`,
-        [runIds],
-      );
-      const byRun = new Map<string, Iteration[]>(runIds.map((r) => [r, []]));
-      for (const r of res.rows) {
-        byRun.get(r.run_id)?.push({
-          index: r.iteration,
-          groupCount: r.group_count,
-          trajectoryCount: r.trajectory_count,
-          stepCount: r.step_count,
-          metrics: r.metrics,
-          evaluationSuccessRate: r.evaluation_success_rate,
-        });
-      }
-      return runIds.map((r) => byRun.get(r) ?? []);
-    }),
-
-    events: new DataLoader<EventPageKey, RunEvent[], string>(
-      async (keys) => {
-        const res = await pool.query<{
-          n: string;
-          seq: string;
-          id: string;
-          type: string;
-          iteration: number | null;
-          data: unknown;
-          step_count: number;
-          recorded_at: Date;
-        }>(
-          `SELECT k.n, e.seq, e.id, e.type, e.iteration, e.data, e.step_count, e.recorded_at
-           FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::int[]) WITH ORDINALITY AS k(run_id, after_seq, types, lim, n)
-           CROSS JOIN LATERAL (
-             SELECT * FROM events e
-             WHERE e.run_id = k.run_id AND e.seq > k.after_seq
-               AND (k.types IS NULL OR e.type = ANY(string_to_array(k.types, ',')))
-             ORDER BY e.seq LIMIT k.lim) e
-           ORDER BY k.n, e.seq`,
-          [
-            keys.map((k) => k.runId),
-            keys.map((k) => k.afterSeq),
-            keys.map((k) => k.types?.join(',') ?? null),
-            keys.map((k) => k.limit),
-          ],
-        );
-        const out = keys.map(() => [] as RunEvent[]);
-        for (const r of res.rows) {
-          out[Number(r.n) - 1]?.push({
-            seq: Number(r.seq),
-            id: r.id,
-            type: r.type,
-            iteration: r.iteration,
-            data: r.data,
-            stepCount: r.step_count,
-            recordedAt: r.recorded_at,
-          });
-        }
-        return out;
-      },
-      { cacheKeyFn: (k) => JSON.stringify(k) },
-    ),
   };
 }
 
-export type ReadLoaders = ReturnType<typeof createReadLoaders>;
+export type RolloutLoaders = ReturnType<typeof createRolloutLoaders>;
 
 /** A task group's place: (run, iteration, position in the iteration). */
 type GroupKey = Pick<RolloutGroup, 'runId' | 'iteration' | 'position'>;

@@ -1,9 +1,9 @@
 import { Inject } from '@nestjs/common';
 import { Args, ID, Mutation, Query, Resolver } from '@nestjs/graphql';
-import { ApiKeysService } from '../access/api-keys.service';
-import { Caller } from '../access/caller.decorator';
-import type { Principal } from '../access/principal';
-import { Requires } from '../access/requires.decorator';
+import { ApiKeysService } from './api-keys.service';
+import { Caller } from './caller.decorator';
+import type { Principal } from './principal';
+import { Requires } from './requires.decorator';
 import { ApiKey, CreateApiKeyInput, CreatedApiKey, Project, Viewer } from './access.models';
 
 /** Who am I, projects and keys. Key management needs an admin key, confined to its project if it has one. */

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type pg from 'pg';
 import { isUuid } from '../database/uuid';
 import { Database } from '../database/database';
-import { Metrics } from '../metrics/metrics';
+import { Metrics } from '../operations/metrics';
 import { DomainError, runNotFound } from '../errors/domain-error';
 import { AppendSession, type AppendResult, type IncomingEvent } from './append-session';
 import { lockRun } from './run-lock';

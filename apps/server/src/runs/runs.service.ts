@@ -6,7 +6,8 @@ import {
   runInputSchema,
   type ParsedRunInput,
 } from '@creditlab/events';
-import { EventAppender } from './event-appender.service';
+import { EventAppender } from '../rollouts/event-appender.service';
+import type { RunFinishStatus } from './run.models';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { Database } from '../database/database';
@@ -32,6 +33,32 @@ export class RunsService {
     @Inject(Database) private readonly db: Database,
     @Inject(EventAppender) private readonly appender: EventAppender,
   ) {}
+
+  /**
+   * Finishes a run whose trainer died without saying so: its run.finished event. A run finished
+   * already with this status is left as it is; with another status it is a conflict.
+   */
+  async finish(runId: string, status: RunFinishStatus, summary: unknown): Promise<void> {
+    if (
+      summary !== null &&
+      summary !== undefined &&
+      (typeof summary !== 'object' || Array.isArray(summary))
+    )
+      throw new DomainError(ErrorCode.InvalidInput, 'summary: must be a JSON object', {
+        path: 'summary',
+      });
+    const current = await this.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    if (current.status !== 'running') {
+      if (current.status === status) return;
+      throw new DomainError(
+        ErrorCode.Conflict,
+        `run ${runId} is already ${current.status} (finished at ${current.finishedAt?.toISOString() ?? '?'})`,
+        { status: current.status },
+      );
+    }
+    const data = { status, ...(summary === null || summary === undefined ? {} : { summary }) };
+    await this.appender.appendOne(runId, { id: randomUUID(), type: 'run.finished', data });
+  }
 
   async create(input: unknown, caller: Principal): Promise<{ id: string; created: boolean }> {
     const { id: requested, ...fields } = parseRunInput(input);

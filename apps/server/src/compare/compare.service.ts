@@ -7,9 +7,9 @@ import {
   type IterationAdvantages,
   type MethodRequest,
   type SetStorage,
-} from './advantage-sets.service';
+} from '../advantages/advantage-sets.service';
 import { mean, quantile, std } from './compare-stats';
-import type { TrajectoryShape } from './iteration-reader';
+import type { TrajectoryShape } from '../advantages/iteration-reader';
 
 /** Where a step sits: enough to name it and to fetch its texts. */
 export interface StepRef {

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Field, Int, ObjectType, Parent, ResolveField, Resolver } from '@nestjs/graphql';
-import { CheckpointsService } from '../checkpoints/checkpoints.service';
-import { Run } from './models';
+import { CheckpointsService } from './checkpoints.service';
+import { Run } from '../runs/run.models';
 
 @ObjectType({
   description: 'A policy checkpoint: the weights after `iteration` iterations of training.',

@@ -1,5 +1,5 @@
 import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
-import type { Role as RoleName } from '../access/api-key';
+import type { Role as RoleName } from './api-key';
 
 export const Role = { read: 'read', write: 'write', admin: 'admin' } as const satisfies Record<
   RoleName,

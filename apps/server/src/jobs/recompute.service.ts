@@ -7,13 +7,17 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { IterationSnapshot } from './iteration-reader';
+import type { IterationSnapshot } from '../advantages/iteration-reader';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
-import { Metrics } from '../metrics/metrics';
+import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { AdvantageSetsService, type StoredSet, type MethodRequest } from './advantage-sets.service';
+import {
+  AdvantageSetsService,
+  type StoredSet,
+  type MethodRequest,
+} from '../advantages/advantage-sets.service';
 
 const QUEUE = 'recompute';
 /** Iterations read, estimated and stored together (one statement each way). */
