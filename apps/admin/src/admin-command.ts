@@ -1,11 +1,11 @@
+import { type CreditlabClient } from '@creditlab/client';
 import {
   CONNECTION_FLAGS,
   parseCommandLine,
   type Command,
-  type CreditlabClient,
   type Flag,
   type FlagValues,
-} from '@creditlab/client';
+} from '@creditlab/cli';
 
 /** What a command prints: JSON for --json, else lines for a person. */
 export interface CommandOutput {

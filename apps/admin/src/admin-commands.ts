@@ -1,4 +1,4 @@
-import { helpText } from '@creditlab/client';
+import { helpText } from '@creditlab/cli';
 import type { AdminCommand } from './admin-command';
 import { env } from './env-command';
 import { createKey, keys, revokeKey, whoami } from './key-commands';

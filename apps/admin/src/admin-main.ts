@@ -1,11 +1,5 @@
-import {
-  CreditlabApiError,
-  CreditlabClient,
-  CreditlabGraphQLError,
-  helpText,
-  reportUsageError,
-  UsageError,
-} from '@creditlab/client';
+import { CreditlabApiError, CreditlabClient, CreditlabGraphQLError } from '@creditlab/client';
+import { helpText, reportUsageError, UsageError } from '@creditlab/cli';
 import { adminHelp, COMMANDS, findCommand } from './admin-commands';
 
 /**

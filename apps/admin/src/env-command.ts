@@ -1,4 +1,5 @@
-import { credentialsPath, resolveConnection, UsageError } from '@creditlab/client';
+import { credentialsPath, resolveConnection } from '@creditlab/client';
+import { UsageError } from '@creditlab/cli';
 import { adminCommand } from './admin-command';
 
 /** `'…'` for a POSIX shell: single quotes, a single quote inside written as '\''. */

@@ -1,4 +1,4 @@
-import { choiceFlag, integerFlag, UsageError } from '@creditlab/client';
+import { choiceFlag, integerFlag, UsageError } from '@creditlab/cli';
 import { adminCommand, table } from './admin-command';
 
 const KEY_FIELDS = 'id prefix name project role rateLimitPerMinute createdAt lastUsedAt revokedAt';

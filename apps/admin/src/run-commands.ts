@@ -1,4 +1,4 @@
-import { choiceFlag, UsageError } from '@creditlab/client';
+import { choiceFlag, UsageError } from '@creditlab/cli';
 import { adminCommand } from './admin-command';
 
 export const finishRun = adminCommand({

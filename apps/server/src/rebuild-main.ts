@@ -4,7 +4,7 @@ import {
   reportUsageError,
   UsageError,
   type Command,
-} from '@creditlab/client';
+} from '@creditlab/cli';
 import { loadConfig, type AppConfig } from './config/app-config';
 import { withCommandDatabase } from './database/command-database';
 import { isUuid } from './database/uuid';

@@ -5,7 +5,7 @@ import {
   type Command,
   type Flag,
   type FlagValues,
-} from '@creditlab/client';
+} from '@creditlab/cli';
 import { getMethod } from '@creditlab/estimators';
 import path from 'node:path';
 import { ENVIRONMENT_FLAGS, environmentFlag } from './trainer-flags';
@@ -44,7 +44,8 @@ const EXPERIMENT_FLAGS = {
   server: {
     ...CONNECTION_FLAGS.server,
     help: 'train on this Creditlab server',
-    byDefault: 'a fresh embedded PostgreSQL and server of its own, removed afterwards',
+    byDefault:
+      'CREDITLAB_URL, else the server of the credentials file (start one with `npm start`)',
   },
   key: {
     ...CONNECTION_FLAGS.key,
@@ -77,8 +78,8 @@ export interface ExperimentPlan {
   groupSize: number;
   truthIterations: number;
   outDir: string;
-  /** The server to use; absent: a fresh one of the experiment's own. */
-  server?: { url: string; apiKey?: string };
+  /** The server to use; absent: CREDITLAB_URL / CREDITLAB_API_KEY, else the credentials file. */
+  server?: { url?: string; apiKey?: string };
 }
 
 /** What the flags ask for, every value checked (UsageError otherwise). */
@@ -92,8 +93,6 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
       throw new UsageError(`--methods: ${(e as Error).message}`);
     }
   }
-  if (values.key !== undefined && values.server === undefined)
-    throw new UsageError('--key needs --server (without it the experiment runs its own server)');
   return {
     env,
     methods,
@@ -103,6 +102,8 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
     groupSize: integerFlag('group-size', values['group-size'], 1) ?? D.groupSize,
     truthIterations: integerFlag('truth-iterations', values['truth-iterations'], 0) ?? 10,
     outDir: path.resolve(values.out ?? path.resolve(__dirname, '../../../docs')),
-    ...(values.server === undefined ? {} : { server: { url: values.server, apiKey: values.key } }),
+    ...(values.server === undefined && values.key === undefined
+      ? {}
+      : { server: { url: values.server, apiKey: values.key } }),
   };
 }

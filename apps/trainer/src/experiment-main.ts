@@ -1,11 +1,5 @@
-import {
-  CreditlabClient,
-  helpText,
-  parseCommandLine,
-  reportUsageError,
-  resolveConnection,
-  UsageError,
-} from '@creditlab/client';
+import { CreditlabClient, resolveConnection } from '@creditlab/client';
+import { helpText, parseCommandLine, reportUsageError, UsageError } from '@creditlab/cli';
 import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
@@ -97,15 +91,10 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** --server (its key: --key, else CREDITLAB_API_KEY, else the credentials file), or a fresh server. */
+/** The server to train against, as for `npm run train`: --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the credentials file. */
 async function connect(plan: ExperimentPlan): Promise<Target> {
-  if (plan.server) {
-    const { url, apiKey } = resolveConnection(plan.server);
-    return { url, apiKey, close: async () => undefined };
-  }
-  const { startBenchServer } = await import('../../../bench/support/bench-server');
-  const bench = await startBenchServer({});
-  return { url: bench.server.url, apiKey: bench.adminKey, close: () => bench.close() };
+  const { url, apiKey } = resolveConnection(plan.server ?? {});
+  return { url, apiKey, close: async () => undefined };
 }
 
 /** Every method scored by the server against the exact advantages the run logged. */

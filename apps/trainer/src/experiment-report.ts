@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { machineLine, writeSection } from '../../../bench/support/bench-report';
+import { machineLine, writeSection } from '@creditlab/report';
 import { DEFAULT_CONFIG } from './config';
 import type { ExperimentPlan } from './experiment-command';
 import type { IterationReport } from './iteration';

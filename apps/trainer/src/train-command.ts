@@ -6,7 +6,7 @@ import {
   type Command,
   type Flag,
   type FlagValues,
-} from '@creditlab/client';
+} from '@creditlab/cli';
 import {
   EstimatorInputError,
   getMethod,

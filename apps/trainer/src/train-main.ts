@@ -1,13 +1,10 @@
 import {
   CreditlabApiError,
   CreditlabGraphQLError,
-  helpText,
-  parseCommandLine,
-  reportUsageError,
   resolveConnection,
-  UsageError,
   type Connection,
 } from '@creditlab/client';
+import { helpText, parseCommandLine, reportUsageError, UsageError } from '@creditlab/cli';
 import { TrainerInputError } from './errors';
 import type { IterationReport, RunStart, TrainerHooks } from './iteration';
 import type { EndStatus } from './run-ending';

@@ -1,4 +1,4 @@
-import { UsageError, type Flag } from '@creditlab/client';
+import { UsageError, type Flag } from '@creditlab/cli';
 import { ENVIRONMENT_NAMES, textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG } from './config';
 

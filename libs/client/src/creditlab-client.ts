@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
 import { Kind, parse } from 'graphql';
 import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
-import { resolveConnection } from './credentials';
+import { resolveConnection } from '@creditlab/credentials';
 
 export interface ClientOptions {
   /** Server base URL, e.g. http://127.0.0.1:4000 */
