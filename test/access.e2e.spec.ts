@@ -142,7 +142,7 @@ describe('roles', () => {
     for (const mutation of [
       `mutation { createRun(input: { name: "x", env: "e", method: "grpo" }) { id } }`,
       `mutation { appendEvents(runId: "${runA}", events: []) { accepted } }`,
-      `mutation { finishRun(runId: "${runA}", status: failed) { id } }`,
+      `mutation { finishRun(runId: "${runA}", status: FAILED) { id } }`,
       `mutation { recompute(runId: "${runA}", method: { name: "rloo" }) { id } }`,
       `mutation { cancelJob(id: "${jobA}") { id } }`,
     ]) {
@@ -293,7 +293,7 @@ describe("another project's key finds nothing, on every path", () => {
   test('appendEvents, finishRun, recompute and compare: the same NOT_FOUND as a run that does not exist', async () => {
     for (const op of [
       (r: string) => `mutation { appendEvents(runId: "${r}", events: []) { accepted } }`,
-      (r: string) => `mutation { finishRun(runId: "${r}", status: aborted) { id status } }`,
+      (r: string) => `mutation { finishRun(runId: "${r}", status: ABORTED) { id status } }`,
       (r: string) => `mutation { recompute(runId: "${r}", method: { name: "rloo" }) { id } }`,
       (r: string) =>
         `{ compare(runId: "${r}", methods: [{ name: "grpo" }, { name: "rloo" }]) { stepCount } }`,
@@ -309,7 +309,7 @@ describe("another project's key finds nothing, on every path", () => {
       {},
       keys.aRead,
     );
-    expect(untouched.data!.run.status).toBe('running');
+    expect(untouched.data!.run.status).toBe('RUNNING');
   });
 
   test('jobs: another project’s job is null to read and to cancel, and stays untouched', async () => {
@@ -327,7 +327,7 @@ describe("another project's key finds nothing, on every path", () => {
       {},
       keys.aRead,
     );
-    expect(owner.data!.job.status).not.toBe('cancelled');
+    expect(owner.data!.job.status).not.toBe('CANCELLED');
   });
 
   test('projects and keys: a project admin sees and manages only its own', async () => {
@@ -382,9 +382,12 @@ describe("another project's key finds nothing, on every path", () => {
     expect((await gql(server, '{ viewer { role } }', {}, keys.aRead)).errors).toBeUndefined();
   });
 
-  test('the schema has no subscriptions through which runs could leak', async () => {
-    const res = await gql(server, '{ __schema { subscriptionType { name } } }');
-    expect(res).toEqual({ data: { __schema: { subscriptionType: null } } });
+  test('the only subscription is runProgress, which checks the run like every other path (test/live-updates.e2e.spec.ts)', async () => {
+    const res = await gql<{ __schema: { subscriptionType: { fields: { name: string }[] } } }>(
+      server,
+      '{ __schema { subscriptionType { fields { name } } } }',
+    );
+    expect(res.data!.__schema.subscriptionType.fields.map((f) => f.name)).toEqual(['runProgress']);
   });
 });
 

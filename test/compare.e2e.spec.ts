@@ -48,7 +48,7 @@ interface Result {
       badInSucceeded: number;
       byGroup: { iteration: number; groupId: string; against: number }[];
     }[];
-    rows: { nodes: Row[]; endCursor: string | null; hasNextPage: boolean };
+    rows: { nodes: Row[]; pageInfo: { endCursor: string | null; hasNextPage: boolean } };
   };
 }
 
@@ -57,7 +57,7 @@ async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
     stepCount iterations methods { method summary { mean std min max p05 p25 p50 p75 p95 fractionPositive fractionZero } rates }
     pairs { a b pearson spearman signAgreement disagreements { iteration groupId trajectoryId stepIndex action advantages } }
     againstEpisode { method against goodInFailed badInSucceeded byGroup { iteration groupId against } }
-    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex action advantages } endCursor hasNextPage } } }`;
+    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex action advantages } pageInfo { endCursor hasNextPage } } } }`;
   const rows: Row[] = [];
   let after: string | null = null;
   let first: Result['compare'] | undefined;
@@ -70,8 +70,8 @@ async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
     if (res.errors) throw new Error(JSON.stringify(res.errors));
     first ??= res.data!.compare;
     rows.push(...res.data!.compare.rows.nodes);
-    if (!res.data!.compare.rows.hasNextPage) break;
-    after = res.data!.compare.rows.endCursor;
+    if (!res.data!.compare.rows.pageInfo.hasNextPage) break;
+    after = res.data!.compare.rows.pageInfo.endCursor;
   }
   return { result: first, rows };
 }

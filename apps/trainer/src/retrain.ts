@@ -202,7 +202,7 @@ function withoutNulls(g: StoredGroup) {
     id: g.id,
     trajectories: g.trajectories.map((t) => ({
       id: t.id,
-      outcome: t.outcome,
+      outcome: t.outcome.toLowerCase(), // the API's enum (SUCCESS) as the format's word (success)
       steps: t.steps.map((step) =>
         Object.fromEntries(Object.entries(step).filter(([, v]) => v !== null)),
       ),

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { decodeCursor, encodeCursor, POSITION_CURSOR } from '../graphql/pagination';
 import { pearson, ranks, signAgreement, spearman, topK } from './compare-stats';
 import type {
   AgainstReference,
@@ -64,6 +65,8 @@ export class ComparisonReport {
         data.advantages[b] as Float32Array,
       ),
       disagreements: positions.map(rowsOf),
+      x: data.advantages[a] as Float32Array,
+      y: data.advantages[b] as Float32Array,
     }));
     const againstEpisode: CreditAgainstEpisode[] = against.map(({ positions, ...rest }) => ({
       ...rest,
@@ -79,6 +82,7 @@ export class ComparisonReport {
         advantageSetId: m.set.id,
         summary: m.summary,
         rates: m.rates,
+        values: data.advantages[i] as Float32Array,
       })),
       pairs,
       againstEpisode,
@@ -97,19 +101,15 @@ export class ComparisonReport {
         ErrorCode.InvalidInput,
         `rows: first must be an integer from 1 to 1000, got ${first}`,
       );
-    if (after && !/^\d{1,10}$/.test(after))
-      throw new DomainError(
-        ErrorCode.InvalidInput,
-        'rows: "after" is not a cursor this API issued',
-      );
-    const from = after ? Number(after) + 1 : 0;
-    const to = Math.min(comparison.data.stepCount, from + first);
+    const from = after ? decodeCursor(after, 'rows', POSITION_CURSOR)[0] + 1 : 0;
+    const total = comparison.data.stepCount;
+    const to = Math.min(total, from + first);
     const positions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
     const nodes = positions.map(await this.rowMaker(comparison.data, positions));
     return {
       nodes,
-      endCursor: to > from ? String(to - 1) : null,
-      hasNextPage: to < comparison.data.stepCount,
+      pageInfo: { endCursor: to > from ? encodeCursor([to - 1]) : null, hasNextPage: to < total },
+      totalCount: total,
     };
   }
 
