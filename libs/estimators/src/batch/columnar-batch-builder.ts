@@ -1,6 +1,6 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
 import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
-import type { Outcome } from './rollout-batch';
+import { resolveOutcome, type Outcome } from './rollout-batch';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -126,8 +126,7 @@ export class ColumnarBatchBuilder {
         path: `${this.trajectoryPath()}.steps`,
       });
     }
-    const outcome = this.trajectoryOutcome ?? (this.trajectoryReturn > 0 ? 'success' : 'failure');
-    this.outcomes.push(OUTCOME[outcome]);
+    this.outcomes.push(OUTCOME[resolveOutcome(this.trajectoryOutcome, this.trajectoryReturn)]);
     this.nextStateText.push(this.lastStep?.nextState);
     this.nextValue.push(this.lastStep?.nextValue ?? NaN);
     this.trajectoryStepOffsets.push(this.stepCount);
