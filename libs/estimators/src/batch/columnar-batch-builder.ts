@@ -1,6 +1,9 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
 import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
 import { resolveOutcome, type Outcome } from './rollout-batch';
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -52,6 +55,9 @@ export class ColumnarBatchBuilder {
 
   private inGroup = false;
   private inTrajectory = false;
+  /** Index of the current group's first trajectory, and of the current trajectory's first step. */
+  private groupFirstTrajectory = 0;
+  private trajectoryFirstStep = 0;
   private trajectoryOutcome: Outcome | undefined;
   private trajectoryReturn = 0;
   private lastStep: StepInput | undefined;
@@ -73,6 +79,7 @@ export class ColumnarBatchBuilder {
     }
     this.seenGroupIds.add(id);
     this.groupIds.push(id);
+    this.groupFirstTrajectory = this.trajectoryIds.length;
     this.stateDict = new Map();
     this.actionDict = new Map();
     this.inGroup = true;
@@ -91,6 +98,7 @@ export class ColumnarBatchBuilder {
     this.seenTrajectoryIds.add(id);
     this.trajectoryOutcome = outcome;
     this.trajectoryReturn = 0;
+    this.trajectoryFirstStep = this.stepCount;
     this.lastStep = undefined;
     this.inTrajectory = true;
   }
@@ -118,8 +126,7 @@ export class ColumnarBatchBuilder {
 
   endTrajectory(): void {
     if (!this.inTrajectory) return;
-    const first = this.trajectoryStepOffsets[this.trajectoryStepOffsets.length - 1] as number;
-    if (this.stepCount === first) {
+    if (this.stepCount === this.trajectoryFirstStep) {
       this.fail('trajectory has no steps (every trajectory needs at least one)', {
         ...this.groupLocation(),
         trajectoryId: this.trajectoryIds[this.trajectoryIds.length - 1],
@@ -152,23 +159,30 @@ export class ColumnarBatchBuilder {
     this.endGroup();
     if (this.groupIds.length === 0) this.fail('batch has no groups', { path: 'groups' });
     const n = this.stepCount;
+    const groupTrajectoryOffsets = Int32Array.from(this.groupTrajectoryOffsets);
+    const groupStateOffsets = Int32Array.from(this.groupStateOffsets);
     return {
       groupCount: this.groupIds.length,
       trajectoryCount: this.trajectoryIds.length,
       stepCount: n,
       groupIds: this.groupIds,
       trajectoryIds: this.trajectoryIds,
-      groupTrajectoryOffsets: Int32Array.from(this.groupTrajectoryOffsets),
+      groupTrajectoryOffsets,
       trajectoryStepOffsets: Int32Array.from(this.trajectoryStepOffsets),
       outcome: Uint8Array.from(this.outcomes),
       reward: this.reward.subarray(0, n),
       stateId: this.stateId.subarray(0, n),
-      groupStateOffsets: Int32Array.from(this.groupStateOffsets),
+      groupStateOffsets,
       stateTexts: this.stateTexts,
       actionId: this.actionId.subarray(0, n),
       groupActionOffsets: Int32Array.from(this.groupActionOffsets),
       actionTexts: this.actionTexts,
-      nextStateId: this.resolveNextStates(),
+      nextStateId: resolveNextStates(
+        groupTrajectoryOffsets,
+        groupStateOffsets,
+        this.stateTexts,
+        this.nextStateText,
+      ),
       nextStateText: this.nextStateText,
       nextValue: Float64Array.from(this.nextValue),
       nll: this.nll.subarray(0, n),
@@ -177,27 +191,6 @@ export class ColumnarBatchBuilder {
       embeddingDim: this.embeddingDim,
       firstMissing: { ...this.firstMissing },
     };
-  }
-
-  /** A trajectory's `nextState` bootstraps only if that text is a state of its own group. */
-  private resolveNextStates(): Int32Array {
-    const ids = new Int32Array(this.trajectoryIds.length).fill(-1);
-    for (let g = 0; g < this.groupIds.length; g++) {
-      const lo = this.groupStateOffsets[g] as number;
-      const hi = this.groupStateOffsets[g + 1] as number;
-      let dict: Map<string, number> | undefined;
-      for (
-        let i = this.groupTrajectoryOffsets[g] as number;
-        i < (this.groupTrajectoryOffsets[g + 1] as number);
-        i++
-      ) {
-        const text = this.nextStateText[i];
-        if (text === undefined) continue;
-        dict ??= new Map(this.stateTexts.slice(lo, hi).map((s, j) => [s, lo + j]));
-        ids[i] = dict.get(text) ?? -1;
-      }
-    }
-    return ids;
   }
 
   private meanNll(step: StepInput): number {
@@ -213,7 +206,7 @@ export class ColumnarBatchBuilder {
     this.finiteArray(lp, 'tokenLogprobs');
     if (lp.length === 0) return NaN; // zero tokens: no H (docs/estimators.md, C12)
     let sum = 0;
-    for (let j = 0; j < lp.length; j++) sum += lp[j] as number;
+    for (let j = 0; j < lp.length; j++) sum += lp[j] as number; // a number: checked above
     return -sum / lp.length;
   }
 
@@ -276,12 +269,12 @@ export class ColumnarBatchBuilder {
 
   private trajectoryPath(): string {
     const g = this.groupIds.length - 1;
-    const t = this.trajectoryIds.length - 1 - (this.groupTrajectoryOffsets[g] as number);
+    const t = this.trajectoryIds.length - 1 - this.groupFirstTrajectory;
     return `groups[${g}].trajectories[${t}]`;
   }
 
   private stepLocation(field: string): BatchLocation {
-    const stepIndex = this.stepCount - (this.trajectoryStepOffsets.at(-1) as number);
+    const stepIndex = this.stepCount - this.trajectoryFirstStep;
     return {
       groupId: this.groupIds[this.groupIds.length - 1],
       trajectoryId: this.trajectoryIds[this.trajectoryIds.length - 1],
@@ -293,6 +286,28 @@ export class ColumnarBatchBuilder {
   private fail(message: string, location: BatchLocation): never {
     throw new EstimatorInputError('INVALID_BATCH', message, location);
   }
+}
+
+/** A trajectory's `nextState` bootstraps only if that text is a state of its own group. */
+function resolveNextStates(
+  groupTrajectoryOffsets: Int32Array,
+  groupStateOffsets: Int32Array,
+  stateTexts: readonly string[],
+  nextStateText: readonly (string | undefined)[],
+): Int32Array {
+  const ids = new Int32Array(nextStateText.length).fill(-1);
+  for (let g = 0; g + 1 < groupTrajectoryOffsets.length; g++) {
+    const lo = intAt(groupStateOffsets, g);
+    const hi = intAt(groupStateOffsets, g + 1);
+    let dict: Map<string, number> | undefined;
+    for (let i = intAt(groupTrajectoryOffsets, g); i < intAt(groupTrajectoryOffsets, g + 1); i++) {
+      const text = nextStateText[i];
+      if (text === undefined) continue;
+      dict ??= new Map(stateTexts.slice(lo, hi).map((s, j) => [s, lo + j]));
+      ids[i] = dict.get(text) ?? -1;
+    }
+  }
+  return ids;
 }
 
 function intern(dict: Map<string, number>, texts: string[], text: string): number {

@@ -1,4 +1,7 @@
 import type { BatchLocation } from '../errors';
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
 
 /** Terminal kind of a trajectory's last transition (docs/estimators.md §1.2). */
 export const OUTCOME = { success: 0, failure: 1, truncated: 2 } as const;
@@ -85,7 +88,7 @@ function upperBound(sorted: Int32Array, x: number): number {
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if ((sorted[mid] as number) <= x) lo = mid + 1;
+    if (intAt(sorted, mid) <= x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -95,5 +98,5 @@ function upperBound(sorted: Int32Array, x: number): number {
 export function groupStepRange(batch: ColumnarBatch, g: number): [number, number] {
   const t = batch.groupTrajectoryOffsets;
   const s = batch.trajectoryStepOffsets;
-  return [s[t[g] as number] as number, s[t[g + 1] as number] as number];
+  return [intAt(s, intAt(t, g)), intAt(s, intAt(t, g + 1))];
 }

@@ -1,4 +1,7 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { typedReads } from '../typed-arrays';
+
+const { at, f32At } = typedReads;
 
 export interface Clusters {
   /** Global cluster id per step (clusters of task group g are numbered after those of g−1). */
@@ -71,10 +74,10 @@ export function cosineClusters(batch: ColumnarBatch, epsilon: number): Clusters 
 }
 
 /** Writes h/‖h‖ into `out`; returns true (and leaves zeros) for a zero vector. */
-function unitVector(emb: Float32Array, at: number, d: number, out: Float64Array): boolean {
+function unitVector(emb: Float32Array, offset: number, d: number, out: Float64Array): boolean {
   let ss = 0;
   for (let j = 0; j < d; j++) {
-    const x = emb[at + j] as number;
+    const x = f32At(emb, offset + j);
     ss += x * x;
   }
   if (ss === 0) {
@@ -82,38 +85,38 @@ function unitVector(emb: Float32Array, at: number, d: number, out: Float64Array)
     return true;
   }
   const inv = 1 / Math.sqrt(ss);
-  for (let j = 0; j < d; j++) out[j] = (emb[at + j] as number) * inv;
+  for (let j = 0; j < d; j++) out[j] = f32At(emb, offset + j) * inv;
   return false;
 }
 
-function dot(a: Float64Array, b: Float64Array, at: number, d: number): number {
+function dot(a: Float64Array, b: Float64Array, offset: number, d: number): number {
   let s0 = 0;
   let s1 = 0;
   let j = 0;
   for (; j + 1 < d; j += 2) {
-    s0 += (a[j] as number) * (b[at + j] as number);
-    s1 += (a[j + 1] as number) * (b[at + j + 1] as number);
+    s0 += at(a, j) * at(b, offset + j);
+    s1 += at(a, j + 1) * at(b, offset + j + 1);
   }
-  if (j < d) s0 += (a[j] as number) * (b[at + j] as number);
+  if (j < d) s0 += at(a, j) * at(b, offset + j);
   return s0 + s1;
 }
 
 function addToCentroid(
   sums: Float64Array,
   centroids: Float64Array,
-  at: number,
+  offset: number,
   phi: Float64Array,
   d: number,
 ): void {
   let ss = 0;
   for (let j = 0; j < d; j++) {
-    const s = (sums[at + j] as number) + (phi[j] as number);
-    sums[at + j] = s;
+    const s = at(sums, offset + j) + at(phi, j);
+    sums[offset + j] = s;
     ss += s * s;
   }
   // Opposite members can cancel out (only with ε near 2); a zero centroid then matches nothing better than distance 1.
   const inv = ss === 0 ? 0 : 1 / Math.sqrt(ss);
-  for (let j = 0; j < d; j++) centroids[at + j] = (sums[at + j] as number) * inv;
+  for (let j = 0; j < d; j++) centroids[offset + j] = at(sums, offset + j) * inv;
 }
 
 function grow<T extends Float64Array | Uint8Array>(a: T): T {

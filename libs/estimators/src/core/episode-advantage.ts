@@ -1,5 +1,8 @@
 import type { ColumnarBatch } from '../batch/columnar-batch';
 import type { Normalize } from './group-stats';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 export type EpisodeStats = 'trajectories' | 'steps';
 
@@ -36,15 +39,15 @@ export function episodeAdvantage(
   const sOff = batch.trajectoryStepOffsets;
   const bySteps = p.episodeStats === 'steps';
   for (let g = 0; g < batch.groupCount; g++) {
-    const lo = gOff[g] as number;
-    const hi = gOff[g + 1] as number;
-    const weight = (i: number) => (bySteps ? (sOff[i + 1] as number) - (sOff[i] as number) : 1);
+    const lo = intAt(gOff, g);
+    const hi = intAt(gOff, g + 1);
+    const weight = (i: number) => (bySteps ? intAt(sOff, i + 1) - intAt(sOff, i) : 1);
     let n = 0;
     let sum = 0;
     let allEqual = true;
     for (let i = lo; i < hi; i++) {
       n += weight(i);
-      sum += weight(i) * (R[i] as number);
+      sum += weight(i) * at(R, i);
       if (R[i] !== R[lo]) allEqual = false;
     }
     let mu: number;
@@ -53,18 +56,18 @@ export function episodeAdvantage(
       mu = 0;
       sigma = 1;
     } else if (allEqual) {
-      mu = R[lo] as number;
+      mu = at(R, lo);
       sigma = 0;
     } else {
       mu = sum / n;
       let ss = 0;
-      for (let i = lo; i < hi; i++) ss += weight(i) * ((R[i] as number) - mu) ** 2;
+      for (let i = lo; i < hi; i++) ss += weight(i) * (at(R, i) - mu) ** 2;
       sigma = Math.sqrt(ss / (n - 1));
     }
     mean[g] = mu;
     std[g] = sigma;
     for (let i = lo; i < hi; i++) {
-      const centred = (R[i] as number) - mu;
+      const centred = at(R, i) - mu;
       advantage[i] = p.normalize === 'mean-std' ? centred / (sigma + p.epsilon) : centred;
     }
   }

@@ -1,4 +1,7 @@
 import type { ColumnarBatch } from '../batch/columnar-batch';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * Discounted reward-to-go per step, no bootstrap (docs/estimators.md §1.3):
@@ -9,8 +12,8 @@ export function rewardToGo(batch: ColumnarBatch, gamma: number): Float64Array {
   const { reward, trajectoryStepOffsets: off } = batch;
   for (let i = 0; i < batch.trajectoryCount; i++) {
     let acc = 0;
-    for (let k = (off[i + 1] as number) - 1; k >= (off[i] as number); k--) {
-      acc = (reward[k] as number) + gamma * acc;
+    for (let k = intAt(off, i + 1) - 1; k >= intAt(off, i); k--) {
+      acc = at(reward, k) + gamma * acc;
       g[k] = acc;
     }
   }
@@ -23,7 +26,7 @@ export function episodeReturns(batch: ColumnarBatch): Float64Array {
   const { reward, trajectoryStepOffsets: off } = batch;
   for (let i = 0; i < batch.trajectoryCount; i++) {
     let sum = 0;
-    for (let k = off[i] as number; k < (off[i + 1] as number); k++) sum += reward[k] as number;
+    for (let k = intAt(off, i); k < intAt(off, i + 1); k++) sum += at(reward, k);
     R[i] = sum;
   }
   return R;
@@ -34,7 +37,7 @@ export function broadcastToSteps(batch: ColumnarBatch, perTrajectory: Float64Arr
   const out = new Float64Array(batch.stepCount);
   const off = batch.trajectoryStepOffsets;
   for (let i = 0; i < batch.trajectoryCount; i++) {
-    out.fill(perTrajectory[i] as number, off[i] as number, off[i + 1] as number);
+    out.fill(at(perTrajectory, i), intAt(off, i), intAt(off, i + 1));
   }
   return out;
 }
@@ -53,8 +56,8 @@ export function gaeScan(
   const off = batch.trajectoryStepOffsets;
   for (let i = 0; i < batch.trajectoryCount; i++) {
     let acc = 0;
-    for (let k = (off[i + 1] as number) - 1; k >= (off[i] as number); k--) {
-      acc = (delta[k] as number) + gammaLambda * acc;
+    for (let k = intAt(off, i + 1) - 1; k >= intAt(off, i); k--) {
+      acc = at(delta, k) + gammaLambda * acc;
       A[k] = acc;
     }
   }

@@ -1,4 +1,7 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { typedReads } from '../typed-arrays';
+
+const { at, byteAt, intAt } = typedReads;
 
 /**
  * The empirical transition graph of one task group (docs/estimators.md §1.4.5), in CSR
@@ -21,8 +24,8 @@ export interface TransitionGraph {
 }
 
 export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGraph {
-  const base = batch.groupStateOffsets[g] as number;
-  const K = (batch.groupStateOffsets[g + 1] as number) - base;
+  const base = intAt(batch.groupStateOffsets, g);
+  const K = intAt(batch.groupStateOffsets, g + 1) - base;
   const [lo, hi] = groupStepRange(batch, g);
   const m = hi - lo;
   const edgeSource = new Int32Array(m);
@@ -30,31 +33,30 @@ export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGrap
   const outDegree = new Int32Array(K);
   const rewardSum = new Float64Array(K);
   for (
-    let t = batch.groupTrajectoryOffsets[g] as number;
-    t < (batch.groupTrajectoryOffsets[g + 1] as number);
+    let t = intAt(batch.groupTrajectoryOffsets, g);
+    t < intAt(batch.groupTrajectoryOffsets, g + 1);
     t++
   ) {
-    const last = (batch.trajectoryStepOffsets[t + 1] as number) - 1;
-    for (let k = batch.trajectoryStepOffsets[t] as number; k <= last; k++) {
-      const s = (batch.stateId[k] as number) - base;
+    const last = intAt(batch.trajectoryStepOffsets, t + 1) - 1;
+    for (let k = intAt(batch.trajectoryStepOffsets, t); k <= last; k++) {
+      const s = intAt(batch.stateId, k) - base;
       edgeSource[k - lo] = s;
       edgeTarget[k - lo] =
-        k < last ? (batch.stateId[k + 1] as number) - base : K + (batch.outcome[t] as number);
-      outDegree[s] = (outDegree[s] as number) + 1;
-      rewardSum[s] = (rewardSum[s] as number) + (batch.reward[k] as number);
+        k < last ? intAt(batch.stateId, k + 1) - base : K + byteAt(batch.outcome, t);
+      outDegree[s] = intAt(outDegree, s) + 1;
+      rewardSum[s] = at(rewardSum, s) + at(batch.reward, k);
     }
   }
   // Counting sort of edges by source, then merge equal successors per source.
   const firstEdge = new Int32Array(K + 1);
-  for (let s = 0; s < K; s++)
-    firstEdge[s + 1] = (firstEdge[s] as number) + (outDegree[s] as number);
+  for (let s = 0; s < K; s++) firstEdge[s + 1] = intAt(firstEdge, s) + intAt(outDegree, s);
   const fill = firstEdge.slice(0, K);
   const bySource = new Int32Array(m);
   for (let e = 0; e < m; e++) {
-    const s = edgeSource[e] as number;
-    const slot = fill[s] as number;
+    const s = intAt(edgeSource, e);
+    const slot = intAt(fill, s);
     fill[s] = slot + 1;
-    bySource[slot] = edgeTarget[e] as number;
+    bySource[slot] = intAt(edgeTarget, e);
   }
 
   const rowStart = new Int32Array(K + 1);
@@ -66,18 +68,18 @@ export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGrap
   let n = 0;
   for (let s = 0; s < K; s++) {
     rowStart[s] = n;
-    const deg = outDegree[s] as number;
-    for (let e = firstEdge[s] as number; e < (firstEdge[s + 1] as number); e++) {
-      const d = bySource[e] as number;
-      if ((slotOf[d] as number) < (rowStart[s] as number)) {
+    const deg = intAt(outDegree, s);
+    for (let e = intAt(firstEdge, s); e < intAt(firstEdge, s + 1); e++) {
+      const d = intAt(bySource, e);
+      if (intAt(slotOf, d) < intAt(rowStart, s)) {
         slotOf[d] = n;
         succ[n++] = d;
       }
-      const slot = slotOf[d] as number;
-      succWeight[slot] = (succWeight[slot] as number) + 1 / deg;
+      const slot = intAt(slotOf, d);
+      succWeight[slot] = at(succWeight, slot) + 1 / deg;
     }
-    distinctSuccessors[s] = n - (rowStart[s] as number);
-    meanReward[s] = (rewardSum[s] as number) / deg;
+    distinctSuccessors[s] = n - intAt(rowStart, s);
+    meanReward[s] = at(rewardSum, s) / deg;
   }
   rowStart[K] = n;
   return {

@@ -13,6 +13,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * BiPACE = BiGPO state clusters + PACE action-conditioned baseline (docs/estimators.md §2.9).
@@ -96,23 +99,23 @@ export const bipace = defineMethod({
     const advantages = new Float64Array(batch.stepCount);
     const withStd = p.normalize === 'mean-std';
     for (let k = 0; k < batch.stepCount; k++) {
-      const c = clusters.bucketOf[k] as number;
-      const V = stats.mean[c] as number;
+      const c = intAt(clusters.bucketOf, k);
+      const V = at(stats.mean, c);
       value[k] = V;
-      if ((stats.count[c] as number) >= 2) {
-        const scale = withStd ? 1 / ((stats.std[c] as number) + p.epsilon) : 1;
-        const nA = peers.count[k] as number;
+      if (intAt(stats.count, c) >= 2) {
+        const scale = withStd ? 1 / (at(stats.std, c) + p.epsilon) : 1;
+        const nA = intAt(peers.count, k);
         if (p.estimator === 'q_style') {
-          const Q = ((peers.sum[k] as number) + p.shrinkage * V) / (nA + p.shrinkage);
+          const Q = (at(peers.sum, k) + p.shrinkage * V) / (nA + p.shrinkage);
           q[k] = Q;
           advStep[k] = (Q - V) * scale;
         } else {
-          const others = (stats.count[c] as number) - nA;
-          const b = others > 0 ? (clusterSum(stats, c) - (peers.sum[k] as number)) / others : V;
-          advStep[k] = ((g[k] as number) - b) * scale;
+          const others = intAt(stats.count, c) - nA;
+          const b = others > 0 ? (clusterSum(stats, c) - at(peers.sum, k)) / others : V;
+          advStep[k] = (at(g, k) - b) * scale;
         }
       }
-      advantages[k] = (advEpisode[k] as number) + p.stepWeight * (advStep[k] as number);
+      advantages[k] = at(advEpisode, k) + p.stepWeight * at(advStep, k);
     }
     return {
       advantages,
@@ -134,7 +137,7 @@ export const bipace = defineMethod({
 });
 
 function clusterSum(stats: GroupStats, c: number): number {
-  return (stats.mean[c] as number) * (stats.count[c] as number);
+  return at(stats.mean, c) * intAt(stats.count, c);
 }
 
 /** Per step: n_a and Σ g over the members of its cluster that took the same action. */
@@ -144,16 +147,16 @@ function actionPeerSums(batch: ColumnarBatch, clusters: Clusters, g: Float64Arra
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);
     const acc = new Map<number, { sum: number; count: number }>();
-    const firstAction = batch.groupActionOffsets[grp] as number;
-    const actions = (batch.groupActionOffsets[grp + 1] as number) - firstAction;
+    const firstAction = intAt(batch.groupActionOffsets, grp);
+    const actions = intAt(batch.groupActionOffsets, grp + 1) - firstAction;
     const key = (k: number) =>
-      (clusters.bucketOf[k] as number) * actions + (batch.actionId[k] as number) - firstAction;
+      intAt(clusters.bucketOf, k) * actions + intAt(batch.actionId, k) - firstAction;
     for (let k = lo; k < hi; k++) {
       const entry = acc.get(key(k));
       if (entry) {
-        entry.sum += g[k] as number;
+        entry.sum += at(g, k);
         entry.count++;
-      } else acc.set(key(k), { sum: g[k] as number, count: 1 });
+      } else acc.set(key(k), { sum: at(g, k), count: 1 });
     }
     for (let k = lo; k < hi; k++) {
       const entry = acc.get(key(k)) as { sum: number; count: number };
@@ -169,8 +172,8 @@ function mergedClusterCount(batch: ColumnarBatch, clusters: Clusters): number {
   const firstState = new Int32Array(clusters.bucketCount).fill(-1);
   const merged = new Uint8Array(clusters.bucketCount);
   for (let k = 0; k < batch.stepCount; k++) {
-    const c = clusters.bucketOf[k] as number;
-    if (firstState[c] === -1) firstState[c] = batch.stateId[k] as number;
+    const c = intAt(clusters.bucketOf, k);
+    if (firstState[c] === -1) firstState[c] = intAt(batch.stateId, k);
     else if (firstState[c] !== batch.stateId[k]) merged[c] = 1;
   }
   return merged.reduce((a, b) => a + b, 0);

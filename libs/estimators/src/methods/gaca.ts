@@ -12,6 +12,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 const unitParam = (dflt: number, description: string) =>
   ({ type: 'number', default: dflt, min: 0, max: 1, description }) as const;
@@ -86,21 +89,20 @@ export const gaca = defineMethod({
     const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
     if (p.singletonFallback === 'episode') {
       for (let k = 0; k < batch.stepCount; k++)
-        if (stepGroupSize[k] === 1) advStep[k] = advEpisode[k] as number;
+        if (stepGroupSize[k] === 1) advStep[k] = at(advEpisode, k);
     }
     const H = p.debiased ? leaveOneOutNll(batch, groups.bucketOf, groups.bucketCount) : batch.nll;
     const criticality = criticalityScores(batch, H, g, p.alphaC, !p.debiased);
     const lambda = new Float64Array(batch.stepCount);
     const advantages = new Float64Array(batch.stepCount);
     for (let k = 0; k < batch.stepCount; k++) {
-      const c = criticality[k] as number;
+      const c = at(criticality, k);
       const l =
         c >= 1
           ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
           : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
       lambda[k] = l;
-      advantages[k] =
-        l * p.stepWeight * (advStep[k] as number) + (1 - l) * (advEpisode[k] as number);
+      advantages[k] = l * p.stepWeight * at(advStep, k) + (1 - l) * at(advEpisode, k);
     }
     return {
       advantages,
@@ -134,40 +136,37 @@ function criticalityScores(
   const c = new Float64Array(batch.stepCount);
   const off = batch.trajectoryStepOffsets;
   for (let i = 0; i < batch.trajectoryCount; i++) {
-    const lo = off[i] as number;
-    const hi = off[i + 1] as number;
+    const lo = intAt(off, i);
+    const hi = intAt(off, i + 1);
     let sumH = 0;
     let nH = 0;
     let sumDelta = 0;
     for (let k = lo; k < hi; k++) {
-      if (!Number.isNaN(H[k] as number)) {
-        sumH += H[k] as number;
+      if (!Number.isNaN(at(H, k))) {
+        sumH += at(H, k);
         nH++;
       }
-      if (k > lo) sumDelta += Math.abs((g[k] as number) - (g[k - 1] as number));
+      if (k > lo) sumDelta += Math.abs(at(g, k) - at(g, k - 1));
     }
     const meanH = nH > 0 ? sumH / nH : 0;
     const meanDelta = sumDelta / (hi - lo);
     let sumScore = 0;
     let nScore = 0;
     for (let k = lo; k < hi; k++) {
-      const h = H[k] as number;
+      const h = at(H, k);
       if (Number.isNaN(h) && !undefinedIsNeutral) {
         c[k] = NaN;
         continue;
       }
       const e = Number.isNaN(h) || meanH <= 0 ? 1 : h / meanH;
-      const d =
-        meanDelta === 0
-          ? 1
-          : (k > lo ? Math.abs((g[k] as number) - (g[k - 1] as number)) : 0) / meanDelta;
+      const d = meanDelta === 0 ? 1 : (k > lo ? Math.abs(at(g, k) - at(g, k - 1)) : 0) / meanDelta;
       c[k] = alphaC * e + (1 - alphaC) * d;
-      sumScore += c[k] as number;
+      sumScore += at(c, k);
       nScore++;
     }
     const meanScore = nScore > 0 ? sumScore / nScore : 0;
     for (let k = lo; k < hi; k++) {
-      c[k] = Number.isNaN(c[k] as number) || meanScore <= 0 ? 1 : (c[k] as number) / meanScore;
+      c[k] = Number.isNaN(at(c, k)) || meanScore <= 0 ? 1 : at(c, k) / meanScore;
     }
   }
   return c;
@@ -183,23 +182,23 @@ function leaveOneOutNll(
   const count = new Int32Array(bucketCount);
   const H = batch.nll;
   for (let k = 0; k < batch.stepCount; k++) {
-    if (Number.isNaN(H[k] as number)) continue;
-    const b = bucketOf[k] as number;
-    sum[b] = (sum[b] as number) + (H[k] as number);
-    count[b] = (count[b] as number) + 1;
+    if (Number.isNaN(at(H, k))) continue;
+    const b = intAt(bucketOf, k);
+    sum[b] = at(sum, b) + at(H, k);
+    count[b] = intAt(count, b) + 1;
   }
   const out = new Float64Array(batch.stepCount);
   for (let k = 0; k < batch.stepCount; k++) {
-    const b = bucketOf[k] as number;
-    const hasOwn = !Number.isNaN(H[k] as number);
-    const others = (count[b] as number) - (hasOwn ? 1 : 0);
-    out[k] = others > 0 ? ((sum[b] as number) - (hasOwn ? (H[k] as number) : 0)) / others : NaN;
+    const b = intAt(bucketOf, k);
+    const hasOwn = !Number.isNaN(at(H, k));
+    const others = intAt(count, b) - (hasOwn ? 1 : 0);
+    out[k] = others > 0 ? (at(sum, b) - (hasOwn ? at(H, k) : 0)) / others : NaN;
   }
   return out;
 }
 
 function lambdaSummary(lambda: Float64Array) {
-  const histogram = new Array<number>(10).fill(0);
+  const histogram = new Int32Array(10);
   let sum = 0;
   let atZero = 0;
   let atOne = 0;
@@ -208,12 +207,12 @@ function lambdaSummary(lambda: Float64Array) {
     if (l === 0) atZero++;
     if (l === 1) atOne++;
     const bin = Math.min(9, Math.floor(l * 10));
-    histogram[bin] = (histogram[bin] as number) + 1;
+    histogram[bin] = intAt(histogram, bin) + 1;
   }
   const n = lambda.length || 1;
   return {
     lambdaMean: sum / n,
-    lambdaHistogram: histogram,
+    lambdaHistogram: Array.from(histogram),
     lambdaAtZero: atZero / n,
     lambdaAtOne: atOne / n,
   };

@@ -10,6 +10,9 @@ import {
   gammaParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * GAGPO: GAE over a non-parametric, group-estimated value (docs/estimators.md §2.8).
@@ -63,15 +66,15 @@ export const gagpo = defineMethod({
     const delta = new Float64Array(batch.stepCount);
     const off = batch.trajectoryStepOffsets;
     for (let i = 0; i < batch.trajectoryCount; i++) {
-      const last = (off[i + 1] as number) - 1;
-      for (let k = off[i] as number; k <= last; k++) {
-        const v = Vhat[batch.stateId[k] as number] as number;
+      const last = intAt(off, i + 1) - 1;
+      for (let k = intAt(off, i); k <= last; k++) {
+        const v = at(Vhat, intAt(batch.stateId, k));
         value[k] = v;
         const next =
           k < last
-            ? (Vhat[batch.stateId[k + 1] as number] as number)
+            ? at(Vhat, intAt(batch.stateId, k + 1))
             : terminalValue(batch, i, Vhat, p.bootstrapTruncated);
-        delta[k] = (batch.reward[k] as number) + p.gamma * next - v;
+        delta[k] = at(batch.reward, k) + p.gamma * next - v;
       }
     }
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
@@ -99,8 +102,8 @@ function terminalValue(
   bootstrap: boolean,
 ): number {
   if (!bootstrap || batch.outcome[traj] !== OUTCOME.truncated) return 0;
-  const next = batch.nextStateId[traj] as number;
-  return next < 0 ? 0 : (Vhat[next] as number);
+  const next = intAt(batch.nextStateId, traj);
+  return next < 0 ? 0 : at(Vhat, next);
 }
 
 function normalizePerGroup(
@@ -115,7 +118,7 @@ function normalizePerGroup(
     if (hi - lo < 2) continue; // Â − Â = 0
     const { mean, std } = rangeStats(x, lo, hi);
     for (let k = lo; k < hi; k++) {
-      const centred = (x[k] as number) - mean;
+      const centred = at(x, k) - mean;
       out[k] = withStd ? centred / (std + epsilon) : centred;
     }
   }

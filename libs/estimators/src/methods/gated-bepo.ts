@@ -12,6 +12,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, byteAt, intAt } = typedReads;
 
 /**
  * Gated-BEPO: confidence-gated Bellman credit (docs/estimators.md §2.7).
@@ -116,14 +119,12 @@ export const gatedBepo = defineMethod({
       maxIterations = Math.max(maxIterations, fp.iterations);
       converged &&= fp.converged;
       for (let e = 0; e < graph.edgeSource.length; e++) {
-        const s = graph.edgeSource[e] as number;
+        const s = intAt(graph.edgeSource, e);
         const k = lo + e;
-        value[k] = fp.V[s] as number;
+        value[k] = at(fp.V, s);
         delta[k] =
-          (batch.reward[k] as number) +
-          p.gamma * (fp.V[graph.edgeTarget[e] as number] as number) -
-          (fp.V[s] as number);
-        gate[k] = (graph.distinctSuccessors[s] as number) >= p.gateMinDistinctSuccessors ? 1 : 0;
+          at(batch.reward, k) + p.gamma * at(fp.V, intAt(graph.edgeTarget, e)) - at(fp.V, s);
+        gate[k] = intAt(graph.distinctSuccessors, s) >= p.gateMinDistinctSuccessors ? 1 : 0;
       }
     }
     const advStep = gaeScan(batch, delta, p.gamma * p.lambda);
@@ -132,12 +133,10 @@ export const gatedBepo = defineMethod({
     const advantages = new Float64Array(batch.stepCount);
     let gateOn = 0;
     for (let k = 0; k < batch.stepCount; k++) {
-      const rho = gate[k] as number;
+      const rho = byteAt(gate, k);
       gateOn += rho;
       eta[k] = 1 - rho * (1 - p.etaOn);
-      advantages[k] =
-        (eta[k] as number) * (advEpisode[k] as number) +
-        p.stepWeight * rho * (advStep[k] as number);
+      advantages[k] = at(eta, k) * at(advEpisode, k) + p.stepWeight * rho * at(advStep, k);
     }
     return {
       advantages,
@@ -157,11 +156,11 @@ function initialValues(graph: TransitionGraph, g: Float64Array, firstStep: numbe
   const V = new Float64Array(K + 3);
   const count = new Int32Array(K);
   for (let e = 0; e < graph.edgeSource.length; e++) {
-    const s = graph.edgeSource[e] as number;
-    V[s] = (V[s] as number) + (g[firstStep + e] as number);
-    count[s] = (count[s] as number) + 1;
+    const s = intAt(graph.edgeSource, e);
+    V[s] = at(V, s) + at(g, firstStep + e);
+    count[s] = intAt(count, s) + 1;
   }
-  for (let s = 0; s < K; s++) V[s] = (V[s] as number) / (count[s] as number);
+  for (let s = 0; s < K; s++) V[s] = at(V, s) / intAt(count, s);
   return V;
 }
 
@@ -181,11 +180,11 @@ export function fixedPoint(
     let change = 0;
     for (let s = 0; s < K; s++) {
       let backup = 0;
-      for (let e = rowStart[s] as number; e < (rowStart[s + 1] as number); e++) {
-        backup += (succWeight[e] as number) * (V[succ[e] as number] as number);
+      for (let e = intAt(rowStart, s); e < intAt(rowStart, s + 1); e++) {
+        backup += at(succWeight, e) * at(V, intAt(succ, e));
       }
-      const v = (meanReward[s] as number) + gamma * backup;
-      change = Math.max(change, Math.abs(v - (V[s] as number)));
+      const v = at(meanReward, s) + gamma * backup;
+      change = Math.max(change, Math.abs(v - at(V, s)));
       next[s] = v;
     }
     [V, next] = [next, V];
@@ -199,6 +198,6 @@ function divideByGroupStd(batch: ColumnarBatch, x: Float64Array, epsilon: number
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);
     const sigma = hi - lo < 2 ? 1 : rangeStats(x, lo, hi).std;
-    for (let k = lo; k < hi; k++) x[k] = (x[k] as number) / (sigma + epsilon);
+    for (let k = lo; k < hi; k++) x[k] = at(x, k) / (sigma + epsilon);
   }
 }

@@ -11,6 +11,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at } = typedReads;
 
 /**
  * GiGPO: Group-in-Group Policy Optimization (docs/estimators.md §2.5).
@@ -75,7 +78,7 @@ export const gigpo = defineMethod({
     const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
     const advantages = new Float64Array(batch.stepCount);
     for (let k = 0; k < batch.stepCount; k++) {
-      advantages[k] = (advEpisode[k] as number) + p.stepWeight * (advStep[k] as number);
+      advantages[k] = at(advEpisode, k) + p.stepWeight * at(advStep, k);
     }
     const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
     return {

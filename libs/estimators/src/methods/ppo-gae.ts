@@ -3,6 +3,9 @@ import { rangeStats } from '../core/group-stats';
 import { gaeScan } from '../core/returns';
 import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * PPO with step-level ("turn-level") GAE over a learned critic (docs/estimators.md §2.4).
@@ -46,22 +49,20 @@ export const ppoGae = defineMethod({
     const { reward, value, trajectoryStepOffsets: off } = batch;
     const delta = new Float64Array(batch.stepCount);
     for (let i = 0; i < batch.trajectoryCount; i++) {
-      const last = (off[i + 1] as number) - 1;
-      for (let k = off[i] as number; k < last; k++) {
-        delta[k] =
-          (reward[k] as number) + p.gamma * (value[k + 1] as number) - (value[k] as number);
+      const last = intAt(off, i + 1) - 1;
+      for (let k = intAt(off, i); k < last; k++) {
+        delta[k] = at(reward, k) + p.gamma * at(value, k + 1) - at(value, k);
       }
-      const nv = batch.nextValue[i] as number;
+      const nv = at(batch.nextValue, i);
       const bootstrap =
         p.bootstrapTruncated && batch.outcome[i] === OUTCOME.truncated && !Number.isNaN(nv)
           ? nv
           : 0;
-      delta[last] = (reward[last] as number) + p.gamma * bootstrap - (value[last] as number);
+      delta[last] = at(reward, last) + p.gamma * bootstrap - at(value, last);
     }
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const returnTarget = new Float64Array(batch.stepCount);
-    for (let k = 0; k < batch.stepCount; k++)
-      returnTarget[k] = (advRaw[k] as number) + (value[k] as number);
+    for (let k = 0; k < batch.stepCount; k++) returnTarget[k] = at(advRaw, k) + at(value, k);
     const advantages = p.whiten === 'batch_steps' ? whiten(advRaw) : advRaw.slice();
     return {
       advantages,
@@ -76,6 +77,6 @@ function whiten(x: Float64Array): Float64Array {
   if (x.length < 2) return out;
   const { mean, std } = rangeStats(x, 0, x.length);
   const scale = 1 / Math.sqrt(std * std + 1e-8);
-  for (let k = 0; k < x.length; k++) out[k] = ((x[k] as number) - mean) * scale;
+  for (let k = 0; k < x.length; k++) out[k] = (at(x, k) - mean) * scale;
   return out;
 }

@@ -1,6 +1,9 @@
 import { broadcastToSteps, episodeReturns } from '../core/returns';
 import { episodeStatsParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * RLOO: leave-one-out baseline (docs/estimators.md §2.3).
@@ -37,23 +40,23 @@ export const rloo = defineMethod({
     const gOff = batch.groupTrajectoryOffsets;
     const sOff = batch.trajectoryStepOffsets;
     for (let g = 0; g < batch.groupCount; g++) {
-      const lo = gOff[g] as number;
-      const hi = gOff[g + 1] as number;
+      const lo = intAt(gOff, g);
+      const hi = intAt(gOff, g + 1);
       const weight = (i: number) =>
-        p.episodeStats === 'steps' ? (sOff[i + 1] as number) - (sOff[i] as number) : 1;
+        p.episodeStats === 'steps' ? intAt(sOff, i + 1) - intAt(sOff, i) : 1;
       let n = 0;
       let sum = 0;
       for (let i = lo; i < hi; i++) {
         n += weight(i);
-        sum += weight(i) * (R[i] as number);
+        sum += weight(i) * at(R, i);
       }
       for (let i = lo; i < hi; i++) {
         if (n === 1) {
-          adv[i] = p.singleton === 'keep' ? (R[i] as number) : 0;
+          adv[i] = p.singleton === 'keep' ? at(R, i) : 0;
           continue;
         }
-        baseline[i] = (sum - (R[i] as number)) / (n - 1);
-        adv[i] = (R[i] as number) - (baseline[i] as number);
+        baseline[i] = (sum - at(R, i)) / (n - 1);
+        adv[i] = at(R, i) - at(baseline, i);
       }
     }
     return {
