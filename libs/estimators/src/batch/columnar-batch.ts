@@ -100,3 +100,15 @@ export function groupStepRange(batch: ColumnarBatch, g: number): [number, number
   const s = batch.trajectoryStepOffsets;
   return [intAt(s, intAt(t, g)), intAt(s, intAt(t, g + 1))];
 }
+
+/** Trajectories [first, end) of task group g. */
+export function groupTrajectoryRange(batch: ColumnarBatch, g: number): [number, number] {
+  const t = batch.groupTrajectoryOffsets;
+  return [intAt(t, g), intAt(t, g + 1)];
+}
+
+/** Global step indices [first, end) of trajectory i. */
+export function trajectoryStepRange(batch: ColumnarBatch, i: number): [number, number] {
+  const s = batch.trajectoryStepOffsets;
+  return [intAt(s, i), intAt(s, i + 1)];
+}

@@ -1,9 +1,9 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { cosineClusters, type Clusters } from '../core/cosine-clusters';
-import { episodeAdvantage } from '../core/episode-advantage';
+import { episodeTerm } from '../core/episode-advantage';
 import { groupStats, type GroupStats } from '../core/group-stats';
 import { groupingSummary } from '../core/grouping-summary';
-import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { rewardToGo } from '../core/returns';
 import { localBucketIds } from '../core/step-groups';
 import {
   episodeStatsParam,
@@ -85,10 +85,7 @@ export const bipace = defineMethod({
     { name: 'advStep', kind: 'number', description: 'PACE step term A^S (before the weight w)' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const clusters = cosineClusters(batch, p.clusterEpsilon);
     const stats = groupStats(g, clusters.bucketOf, clusters.bucketCount);

@@ -1,8 +1,8 @@
 import type { ColumnarBatch } from '../batch/columnar-batch';
-import { episodeAdvantage } from '../core/episode-advantage';
+import { episodeTerm } from '../core/episode-advantage';
 import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
 import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
-import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { rewardToGo } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
 import {
   episodeStatsParam,
@@ -78,10 +78,7 @@ export const gaca = defineMethod({
     { name: 'singleton', kind: 'boolean', description: 'the anchor group has one member' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const groups = exactStepGroups(batch);
     const stats = groupStats(g, groups.bucketOf, groups.bucketCount);

@@ -1,7 +1,7 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
-import { episodeAdvantage } from '../core/episode-advantage';
+import { episodeTerm } from '../core/episode-advantage';
 import { rangeStats } from '../core/group-stats';
-import { broadcastToSteps, episodeReturns, gaeScan, rewardToGo } from '../core/returns';
+import { gaeScan, rewardToGo } from '../core/returns';
 import { transitionGraph, type TransitionGraph } from '../core/transition-graph';
 import {
   episodeStatsParam,
@@ -96,10 +96,7 @@ export const gatedBepo = defineMethod({
     { name: 'advEpisode', kind: 'number', description: 'outcome term A^out' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const value = new Float64Array(batch.stepCount);
     const delta = new Float64Array(batch.stepCount);

@@ -1,7 +1,7 @@
-import { episodeAdvantage } from '../core/episode-advantage';
+import { episodeTerm } from '../core/episode-advantage';
 import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
 import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
-import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { rewardToGo } from '../core/returns';
 import { exactStepGroups, localBucketIds, similarityStepGroups } from '../core/step-groups';
 import {
   episodeStatsParam,
@@ -65,10 +65,7 @@ export const gigpo = defineMethod({
     { name: 'advStep', kind: 'number', description: 'step term A^S (before the weight w)' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const groups =
       p.similarityThreshold === undefined

@@ -1,3 +1,5 @@
+import { groupTrajectoryRange } from '../batch/columnar-batch';
+import { episodeWeights } from '../core/episode-advantage';
 import { broadcastToSteps, episodeReturns } from '../core/returns';
 import { episodeStatsParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
@@ -35,20 +37,16 @@ export const rloo = defineMethod({
   ],
   estimate(batch, p) {
     const R = episodeReturns(batch);
+    const weight = episodeWeights(batch, p.episodeStats);
     const adv = new Float64Array(batch.trajectoryCount);
     const baseline = new Float64Array(batch.trajectoryCount);
-    const gOff = batch.groupTrajectoryOffsets;
-    const sOff = batch.trajectoryStepOffsets;
     for (let g = 0; g < batch.groupCount; g++) {
-      const lo = intAt(gOff, g);
-      const hi = intAt(gOff, g + 1);
-      const weight = (i: number) =>
-        p.episodeStats === 'steps' ? intAt(sOff, i + 1) - intAt(sOff, i) : 1;
+      const [lo, hi] = groupTrajectoryRange(batch, g);
       let n = 0;
       let sum = 0;
       for (let i = lo; i < hi; i++) {
-        n += weight(i);
-        sum += weight(i) * at(R, i);
+        n += intAt(weight, i);
+        sum += intAt(weight, i) * at(R, i);
       }
       for (let i = lo; i < hi; i++) {
         if (n === 1) {
