@@ -1,9 +1,7 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
 import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
 import { resolveOutcome, type Outcome } from './rollout-batch';
-import { typedReads } from '../typed-arrays';
-
-const { intAt } = typedReads;
+import { resolveNextStates, successorColumns } from './successors';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -160,7 +158,18 @@ export class ColumnarBatchBuilder {
     if (this.groupIds.length === 0) this.fail('batch has no groups', { path: 'groups' });
     const n = this.stepCount;
     const groupTrajectoryOffsets = Int32Array.from(this.groupTrajectoryOffsets);
+    const trajectoryStepOffsets = Int32Array.from(this.trajectoryStepOffsets);
     const groupStateOffsets = Int32Array.from(this.groupStateOffsets);
+    const outcome = Uint8Array.from(this.outcomes);
+    const stateId = this.stateId.subarray(0, n);
+    const value = this.value.subarray(0, n);
+    const nextStateId = resolveNextStates(
+      groupTrajectoryOffsets,
+      groupStateOffsets,
+      this.stateTexts,
+      this.nextStateText,
+    );
+    const ends = { outcome, nextStateId, nextValue: Float64Array.from(this.nextValue) };
     return {
       groupCount: this.groupIds.length,
       trajectoryCount: this.trajectoryIds.length,
@@ -168,25 +177,18 @@ export class ColumnarBatchBuilder {
       groupIds: this.groupIds,
       trajectoryIds: this.trajectoryIds,
       groupTrajectoryOffsets,
-      trajectoryStepOffsets: Int32Array.from(this.trajectoryStepOffsets),
-      outcome: Uint8Array.from(this.outcomes),
+      trajectoryStepOffsets,
+      outcome,
       reward: this.reward.subarray(0, n),
-      stateId: this.stateId.subarray(0, n),
+      stateId,
       groupStateOffsets,
       stateTexts: this.stateTexts,
       actionId: this.actionId.subarray(0, n),
       groupActionOffsets: Int32Array.from(this.groupActionOffsets),
       actionTexts: this.actionTexts,
-      nextStateId: resolveNextStates(
-        groupTrajectoryOffsets,
-        groupStateOffsets,
-        this.stateTexts,
-        this.nextStateText,
-      ),
-      nextStateText: this.nextStateText,
-      nextValue: Float64Array.from(this.nextValue),
+      ...successorColumns(trajectoryStepOffsets, stateId, value, ends),
       nll: this.nll.subarray(0, n),
-      value: this.value.subarray(0, n),
+      value,
       embedding: this.embedding.subarray(0, n * this.embeddingDim),
       embeddingDim: this.embeddingDim,
       firstMissing: { ...this.firstMissing },
@@ -286,28 +288,6 @@ export class ColumnarBatchBuilder {
   private fail(message: string, location: BatchLocation): never {
     throw new EstimatorInputError('INVALID_BATCH', message, location);
   }
-}
-
-/** A trajectory's `nextState` bootstraps only if that text is a state of its own group. */
-function resolveNextStates(
-  groupTrajectoryOffsets: Int32Array,
-  groupStateOffsets: Int32Array,
-  stateTexts: readonly string[],
-  nextStateText: readonly (string | undefined)[],
-): Int32Array {
-  const ids = new Int32Array(nextStateText.length).fill(-1);
-  for (let g = 0; g + 1 < groupTrajectoryOffsets.length; g++) {
-    const lo = intAt(groupStateOffsets, g);
-    const hi = intAt(groupStateOffsets, g + 1);
-    let dict: Map<string, number> | undefined;
-    for (let i = intAt(groupTrajectoryOffsets, g); i < intAt(groupTrajectoryOffsets, g + 1); i++) {
-      const text = nextStateText[i];
-      if (text === undefined) continue;
-      dict ??= new Map(stateTexts.slice(lo, hi).map((s, j) => [s, lo + j]));
-      ids[i] = dict.get(text) ?? -1;
-    }
-  }
-  return ids;
 }
 
 function intern(dict: Map<string, number>, texts: string[], text: string): number {

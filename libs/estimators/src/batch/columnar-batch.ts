@@ -45,13 +45,23 @@ export interface ColumnarBatch {
   readonly groupActionOffsets: Int32Array;
   readonly actionTexts: readonly string[];
 
-  /** Per trajectory: state id of the last step's `nextState` if that text occurs
-   * as a state of the same group, else -1. */
-  readonly nextStateId: Int32Array;
-  /** Per trajectory: the last step's `nextState` text, if given. */
-  readonly nextStateText: readonly (string | undefined)[];
-  /** Per trajectory: the last step's `nextValue`, NaN if absent. */
-  readonly nextValue: Float64Array;
+  /**
+   * Per step: 1 when step t + 1 of the same trajectory follows, 0 at a trajectory's last step,
+   * whatever its outcome. Termination lives here: the returns, TD residuals and GAE scan read
+   * it (docs/estimators.md §1.3) rather than checking where trajectories end.
+   */
+  readonly continues: Uint8Array;
+  /**
+   * Per step: the state id of its successor, the next step's state. At the last step of a
+   * `truncated` trajectory, the id of its `nextState` if that text is a state of the same group
+   * (what a truncated end may bootstrap from); −1 at every other last step (a terminal node).
+   */
+  readonly successorStateId: Int32Array;
+  /**
+   * Per step: the critic value of its successor, the next step's `value`. At the last step of a
+   * `truncated` trajectory its `nextValue`; NaN where there is none (a terminal node is worth 0).
+   */
+  readonly successorValue: Float64Array;
 
   /** Mean token NLL per step (`nll`, else −mean(tokenLogprobs)); NaN for a
    * step with zero tokens or without the field (see `firstMissing`). */

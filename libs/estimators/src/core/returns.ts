@@ -1,32 +1,79 @@
-import type { ColumnarBatch } from '../batch/columnar-batch';
+import { trajectoryStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 
 const { at, intAt } = typedReads;
 
 /**
- * Discounted reward-to-go per step, no bootstrap (docs/estimators.md §1.3):
- * g_T = r_T, g_t = r_t + γ·g_{t+1}.
+ * The one backward scan of the library (docs/estimators.md §1.3), with c_t = `batch.continues`:
+ *   y_t = x_t + f·c_t·y_{t+1}
+ * so the sum is cut at each trajectory's end and nowhere else.
  */
-export function rewardToGo(batch: ColumnarBatch, gamma: number): Float64Array {
-  const g = new Float64Array(batch.stepCount);
-  const { reward, trajectoryStepOffsets: off } = batch;
-  for (let i = 0; i < batch.trajectoryCount; i++) {
-    let acc = 0;
-    for (let k = intAt(off, i + 1) - 1; k >= intAt(off, i); k--) {
-      acc = at(reward, k) + gamma * acc;
-      g[k] = acc;
-    }
+export function discountedScan(batch: ColumnarBatch, x: Float64Array, f: number): Float64Array {
+  const y = new Float64Array(batch.stepCount);
+  const { continues } = batch;
+  let acc = 0;
+  for (let k = batch.stepCount - 1; k >= 0; k--) {
+    acc = at(x, k) + (continues[k] ? f * acc : 0);
+    y[k] = acc;
   }
-  return g;
+  return y;
+}
+
+/** Discounted reward-to-go, no bootstrap at the end: g_t = r_t + γ·c_t·g_{t+1}. */
+export function rewardToGo(batch: ColumnarBatch, gamma: number): Float64Array {
+  return discountedScan(batch, batch.reward, gamma);
+}
+
+/** GAE over TD residuals δ: A_t = δ_t + γλ·c_t·A_{t+1}. */
+export function gaeScan(
+  batch: ColumnarBatch,
+  delta: Float64Array,
+  gammaLambda: number,
+): Float64Array {
+  return discountedScan(batch, delta, gammaLambda);
+}
+
+/**
+ * TD residuals δ_t = r_t + γ·V'_t − V_t (§1.3), where V'_t is the value of step t's successor,
+ * `successorValue[k]`, inside a trajectory, and 0 at its end (a terminal node) unless
+ * `bootstrapTruncated`: then a truncated end takes its successor's value (0 if there is none,
+ * NaN). Every other end has no successor value, so it stays 0 either way.
+ */
+export function tdResiduals(
+  batch: ColumnarBatch,
+  value: Float64Array,
+  successorValue: Float64Array,
+  gamma: number,
+  bootstrapTruncated: boolean,
+): Float64Array {
+  const delta = new Float64Array(batch.stepCount);
+  const { reward, continues } = batch;
+  for (let k = 0; k < batch.stepCount; k++) {
+    const next = at(successorValue, k);
+    const bootstrap = continues[k] || (bootstrapTruncated && !Number.isNaN(next));
+    delta[k] = at(reward, k) + gamma * (bootstrap ? next : 0) - at(value, k);
+  }
+  return delta;
+}
+
+/** Per step, `valueOfState[ids[k]]`; NaN where the id is −1 (no state). */
+export function valuesAt(valueOfState: Float64Array, ids: Int32Array): Float64Array {
+  const out = new Float64Array(ids.length);
+  for (let k = 0; k < ids.length; k++) {
+    const id = intAt(ids, k);
+    out[k] = id < 0 ? NaN : at(valueOfState, id);
+  }
+  return out;
 }
 
 /** Undiscounted episode return R_i = Σ_t r_{i,t}, one per trajectory. */
 export function episodeReturns(batch: ColumnarBatch): Float64Array {
   const R = new Float64Array(batch.trajectoryCount);
-  const { reward, trajectoryStepOffsets: off } = batch;
+  const { reward } = batch;
   for (let i = 0; i < batch.trajectoryCount; i++) {
+    const [lo, hi] = trajectoryStepRange(batch, i);
     let sum = 0;
-    for (let k = intAt(off, i); k < intAt(off, i + 1); k++) sum += at(reward, k);
+    for (let k = lo; k < hi; k++) sum += at(reward, k);
     R[i] = sum;
   }
   return R;
@@ -35,31 +82,8 @@ export function episodeReturns(batch: ColumnarBatch): Float64Array {
 /** Copies one value per trajectory onto each of its steps. */
 export function broadcastToSteps(batch: ColumnarBatch, perTrajectory: Float64Array): Float64Array {
   const out = new Float64Array(batch.stepCount);
-  const off = batch.trajectoryStepOffsets;
   for (let i = 0; i < batch.trajectoryCount; i++) {
-    out.fill(at(perTrajectory, i), intAt(off, i), intAt(off, i + 1));
+    out.fill(at(perTrajectory, i), ...trajectoryStepRange(batch, i));
   }
   return out;
-}
-
-/**
- * Backward GAE scan along each trajectory: A_T = δ_T, A_t = δ_t + γλ·A_{t+1}.
- * The trajectory end is the only place the trace is cut (the "continues" factor
- * is 0 there and 1 elsewhere), so termination lives in this one loop.
- */
-export function gaeScan(
-  batch: ColumnarBatch,
-  delta: Float64Array,
-  gammaLambda: number,
-): Float64Array {
-  const A = new Float64Array(batch.stepCount);
-  const off = batch.trajectoryStepOffsets;
-  for (let i = 0; i < batch.trajectoryCount; i++) {
-    let acc = 0;
-    for (let k = intAt(off, i + 1) - 1; k >= intAt(off, i); k--) {
-      acc = at(delta, k) + gammaLambda * acc;
-      A[k] = acc;
-    }
-  }
-  return A;
 }

@@ -1,7 +1,7 @@
-import { groupStepRange, OUTCOME, type ColumnarBatch } from '../batch/columnar-batch';
+import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { groupStats, rangeStats } from '../core/group-stats';
 import { bucketSizes } from '../core/grouping-summary';
-import { gaeScan, rewardToGo } from '../core/returns';
+import { gaeScan, rewardToGo, tdResiduals, valuesAt } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
 import {
   bootstrapTruncatedParam,
@@ -12,7 +12,7 @@ import {
 import { defineMethod } from '../registry/method';
 import { typedReads } from '../typed-arrays';
 
-const { at, intAt } = typedReads;
+const { at } = typedReads;
 
 /**
  * GAGPO: GAE over a non-parametric, group-estimated value (docs/estimators.md §2.8).
@@ -61,22 +61,9 @@ export const gagpo = defineMethod({
     const g = rewardToGo(batch, p.gamma);
     const groups = exactStepGroups(batch);
     const proxy = groupStats(g, groups.bucketOf, groups.bucketCount);
-    const Vhat = proxy.mean;
-    const value = new Float64Array(batch.stepCount);
-    const delta = new Float64Array(batch.stepCount);
-    const off = batch.trajectoryStepOffsets;
-    for (let i = 0; i < batch.trajectoryCount; i++) {
-      const last = intAt(off, i + 1) - 1;
-      for (let k = intAt(off, i); k <= last; k++) {
-        const v = at(Vhat, intAt(batch.stateId, k));
-        value[k] = v;
-        const next =
-          k < last
-            ? at(Vhat, intAt(batch.stateId, k + 1))
-            : terminalValue(batch, i, Vhat, p.bootstrapTruncated);
-        delta[k] = at(batch.reward, k) + p.gamma * next - v;
-      }
-    }
+    const value = valuesAt(proxy.mean, batch.stateId);
+    const successorValue = valuesAt(proxy.mean, batch.successorStateId);
+    const delta = tdResiduals(batch, value, successorValue, p.gamma, p.bootstrapTruncated);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const advantages =
       p.normalize === 'none'
@@ -94,17 +81,6 @@ export const gagpo = defineMethod({
     };
   },
 });
-
-function terminalValue(
-  batch: ColumnarBatch,
-  traj: number,
-  Vhat: Float64Array,
-  bootstrap: boolean,
-): number {
-  if (!bootstrap || batch.outcome[traj] !== OUTCOME.truncated) return 0;
-  const next = intAt(batch.nextStateId, traj);
-  return next < 0 ? 0 : at(Vhat, next);
-}
 
 function normalizePerGroup(
   batch: ColumnarBatch,

@@ -1,11 +1,10 @@
-import { OUTCOME } from '../batch/columnar-batch';
 import { rangeStats } from '../core/group-stats';
-import { gaeScan } from '../core/returns';
+import { gaeScan, tdResiduals } from '../core/returns';
 import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
 import { typedReads } from '../typed-arrays';
 
-const { at, intAt } = typedReads;
+const { at } = typedReads;
 
 /**
  * PPO with step-level ("turn-level") GAE over a learned critic (docs/estimators.md §2.4).
@@ -46,20 +45,8 @@ export const ppoGae = defineMethod({
     { name: 'returnTarget', kind: 'number', description: 'critic regression target A_t + V(s_t)' },
   ],
   estimate(batch, p) {
-    const { reward, value, trajectoryStepOffsets: off } = batch;
-    const delta = new Float64Array(batch.stepCount);
-    for (let i = 0; i < batch.trajectoryCount; i++) {
-      const last = intAt(off, i + 1) - 1;
-      for (let k = intAt(off, i); k < last; k++) {
-        delta[k] = at(reward, k) + p.gamma * at(value, k + 1) - at(value, k);
-      }
-      const nv = at(batch.nextValue, i);
-      const bootstrap =
-        p.bootstrapTruncated && batch.outcome[i] === OUTCOME.truncated && !Number.isNaN(nv)
-          ? nv
-          : 0;
-      delta[last] = at(reward, last) + p.gamma * bootstrap - at(value, last);
-    }
+    const { value, successorValue } = batch;
+    const delta = tdResiduals(batch, value, successorValue, p.gamma, p.bootstrapTruncated);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const returnTarget = new Float64Array(batch.stepCount);
     for (let k = 0; k < batch.stepCount; k++) returnTarget[k] = at(advRaw, k) + at(value, k);
