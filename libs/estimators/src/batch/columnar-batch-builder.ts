@@ -1,7 +1,7 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
-import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
+import { OUTCOME, type ColumnarBatch, type StepField } from './columnar-batch';
 import { resolveOutcome, type Outcome } from './rollout-batch';
-import { resolveNextStates, successorColumns } from './successors';
+import { successorColumns } from './successors';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -157,42 +157,33 @@ export class ColumnarBatchBuilder {
     this.endGroup();
     if (this.groupIds.length === 0) this.fail('batch has no groups', { path: 'groups' });
     const n = this.stepCount;
-    const groupTrajectoryOffsets = Int32Array.from(this.groupTrajectoryOffsets);
-    const trajectoryStepOffsets = Int32Array.from(this.trajectoryStepOffsets);
-    const groupStateOffsets = Int32Array.from(this.groupStateOffsets);
-    const outcome = Uint8Array.from(this.outcomes);
-    const stateId = this.stateId.subarray(0, n);
-    const value = this.value.subarray(0, n);
-    const nextStateId = resolveNextStates(
-      groupTrajectoryOffsets,
-      groupStateOffsets,
-      this.stateTexts,
-      this.nextStateText,
-    );
-    const ends = { outcome, nextStateId, nextValue: Float64Array.from(this.nextValue) };
-    return {
+    const batch = {
       groupCount: this.groupIds.length,
       trajectoryCount: this.trajectoryIds.length,
       stepCount: n,
       groupIds: this.groupIds,
       trajectoryIds: this.trajectoryIds,
-      groupTrajectoryOffsets,
-      trajectoryStepOffsets,
-      outcome,
+      groupTrajectoryOffsets: Int32Array.from(this.groupTrajectoryOffsets),
+      trajectoryStepOffsets: Int32Array.from(this.trajectoryStepOffsets),
+      outcome: Uint8Array.from(this.outcomes),
       reward: this.reward.subarray(0, n),
-      stateId,
-      groupStateOffsets,
+      stateId: this.stateId.subarray(0, n),
+      groupStateOffsets: Int32Array.from(this.groupStateOffsets),
       stateTexts: this.stateTexts,
       actionId: this.actionId.subarray(0, n),
       groupActionOffsets: Int32Array.from(this.groupActionOffsets),
       actionTexts: this.actionTexts,
-      ...successorColumns(trajectoryStepOffsets, stateId, value, ends),
       nll: this.nll.subarray(0, n),
-      value,
+      value: this.value.subarray(0, n),
       embedding: this.embedding.subarray(0, n * this.embeddingDim),
       embeddingDim: this.embeddingDim,
       firstMissing: { ...this.firstMissing },
     };
+    const ends = {
+      nextStateText: this.nextStateText,
+      nextValue: Float64Array.from(this.nextValue),
+    };
+    return { ...batch, ...successorColumns(batch, ends) };
   }
 
   private meanNll(step: StepInput): number {
@@ -312,5 +303,3 @@ function show(x: unknown): string {
   const s = JSON.stringify(x);
   return s.length > 40 ? `${s.slice(0, 40)}…` : s;
 }
-
-export type { OutcomeCode };

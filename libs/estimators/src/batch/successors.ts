@@ -1,5 +1,5 @@
 import { typedReads } from '../typed-arrays';
-import { OUTCOME } from './columnar-batch';
+import { OUTCOME, type ColumnarBatch } from './columnar-batch';
 
 const { at, byteAt, intAt } = typedReads;
 
@@ -10,12 +10,10 @@ export interface SuccessorColumns {
   successorValue: Float64Array;
 }
 
-/** What the last step of each trajectory names as its successor (`nextState`, `nextValue`). */
+/** What the last step of each trajectory gives as its successor, if anything. */
 export interface TrajectoryEnds {
-  outcome: Uint8Array;
-  /** State id of the last step's `nextState` when it is a state of the same group, else −1. */
-  nextStateId: Int32Array;
-  /** The last step's `nextValue`, NaN when absent. */
+  nextStateText: readonly (string | undefined)[];
+  /** NaN where absent. */
   nextValue: Float64Array;
 }
 
@@ -26,34 +24,33 @@ export interface TrajectoryEnds {
  * end: there it is what the trajectory names to bootstrap from, used only by methods asked to.
  */
 export function successorColumns(
-  trajectoryStepOffsets: Int32Array,
-  stateId: Int32Array,
-  value: Float64Array,
+  batch: Omit<ColumnarBatch, keyof SuccessorColumns>,
   ends: TrajectoryEnds,
 ): SuccessorColumns {
+  const { trajectoryStepOffsets, stateId, value, outcome } = batch;
+  const nextStateId = resolveNextStates(batch, ends.nextStateText);
   const n = stateId.length;
   const continues = new Uint8Array(n).fill(1);
   const successorStateId = new Int32Array(n);
   const successorValue = new Float64Array(n);
   successorStateId.set(stateId.subarray(1));
   successorValue.set(value.subarray(1));
-  for (let i = 0; i < ends.outcome.length; i++) {
+  for (let i = 0; i < outcome.length; i++) {
     const last = intAt(trajectoryStepOffsets, i + 1) - 1;
-    const truncated = byteAt(ends.outcome, i) === OUTCOME.truncated;
+    const truncated = byteAt(outcome, i) === OUTCOME.truncated;
     continues[last] = 0;
-    successorStateId[last] = truncated ? intAt(ends.nextStateId, i) : -1;
+    successorStateId[last] = truncated ? intAt(nextStateId, i) : -1;
     successorValue[last] = truncated ? at(ends.nextValue, i) : NaN;
   }
   return { continues, successorStateId, successorValue };
 }
 
-/** A trajectory's `nextState` counts only if that text is a state of its own group (§1.2). */
-export function resolveNextStates(
-  groupTrajectoryOffsets: Int32Array,
-  groupStateOffsets: Int32Array,
-  stateTexts: readonly string[],
+/** Per trajectory, the state id of its `nextState` if that text is a state of its own group (§1.2), else −1. */
+function resolveNextStates(
+  batch: Pick<ColumnarBatch, 'groupTrajectoryOffsets' | 'groupStateOffsets' | 'stateTexts'>,
   nextStateText: readonly (string | undefined)[],
 ): Int32Array {
+  const { groupTrajectoryOffsets, groupStateOffsets, stateTexts } = batch;
   const ids = new Int32Array(nextStateText.length).fill(-1);
   for (let g = 0; g + 1 < groupTrajectoryOffsets.length; g++) {
     const lo = intAt(groupStateOffsets, g);
