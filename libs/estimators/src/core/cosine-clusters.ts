@@ -1,7 +1,7 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 
-const { at, f32At } = typedReads;
+const { at, f32At, intAt } = typedReads;
 
 export interface Clusters {
   /** Global cluster id per step (clusters of task group g are numbered after those of g−1). */
@@ -31,46 +31,70 @@ export function cosineClusters(batch: ColumnarBatch, epsilon: number): Clusters 
   let bucketCount = 0;
   for (let g = 0; g < batch.groupCount; g++) {
     const [lo, hi] = groupStepRange(batch, g);
-    let centroids = new Float64Array(16 * d);
-    let sums = new Float64Array(16 * d);
-    let open = new Uint8Array(16);
-    let n = 0;
+    const clusters = new OpenClusters(d);
     for (let k = lo; k < hi; k++) {
       const zero = unitVector(batch.embedding, k * d, d, phi);
-      let best = -1;
-      let bestDist = Infinity;
-      if (!zero) {
-        for (let c = 0; c < n; c++) {
-          if (!open[c]) continue;
-          const dist = 1 - dot(phi, centroids, c * d, d);
-          if (dist < bestDist) {
-            bestDist = dist;
-            best = c;
-          }
-        }
-      }
-      if (best >= 0 && bestDist <= epsilon) {
-        addToCentroid(sums, centroids, best * d, phi, d);
+      const best = zero ? -1 : clusters.nearest(phi);
+      if (best >= 0 && clusters.nearestDistance <= epsilon) {
+        clusters.join(best, phi);
         bucketOf[k] = bucketCount + best;
-        distance[k] = bestDist;
-        continue;
+        distance[k] = clusters.nearestDistance;
+      } else {
+        bucketOf[k] = bucketCount + clusters.found(phi, !zero);
+        distance[k] = NaN;
       }
-      if (n * d === centroids.length) {
-        centroids = grow(centroids);
-        sums = grow(sums);
-        open = grow(open);
-      }
-      centroids.set(phi, n * d);
-      sums.set(phi, n * d);
-      open[n] = zero ? 0 : 1;
-      bucketOf[k] = bucketCount + n;
-      distance[k] = NaN;
-      n++;
     }
-    bucketCount += n;
+    bucketCount += clusters.count;
     groupBucketOffsets[g + 1] = bucketCount;
   }
   return { bucketOf, bucketCount, groupBucketOffsets, distance };
+}
+
+/** The clusters of one task group: unit centroids and member sums in flat arrays, d per cluster. */
+class OpenClusters {
+  count = 0;
+  /** Distance 1 − φ·ĉ to the cluster the last `nearest` returned. */
+  nearestDistance = Infinity;
+  private centroids: Float64Array;
+  private sums: Float64Array;
+  private open = new Uint8Array(16);
+
+  constructor(private readonly d: number) {
+    this.centroids = new Float64Array(16 * d);
+    this.sums = new Float64Array(16 * d);
+  }
+
+  /** The open cluster with the smallest distance to φ (ties: the lowest number), or −1. */
+  nearest(phi: Float64Array): number {
+    let best = -1;
+    this.nearestDistance = Infinity;
+    for (let c = 0; c < this.count; c++) {
+      if (!this.open[c]) continue;
+      const dist = 1 - dot(phi, this.centroids, c * this.d, this.d);
+      if (dist < this.nearestDistance) {
+        this.nearestDistance = dist;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  join(c: number, phi: Float64Array): void {
+    addToCentroid(this.sums, this.centroids, c * this.d, phi, this.d);
+  }
+
+  /** Opens a cluster with centroid φ (one no one can join for a zero embedding); returns its number. */
+  found(phi: Float64Array, joinable: boolean): number {
+    if (this.count * this.d === this.centroids.length) {
+      this.centroids = grow(this.centroids);
+      this.sums = grow(this.sums);
+      this.open = grow(this.open);
+    }
+    this.centroids.set(phi, this.count * this.d);
+    this.sums.set(phi, this.count * this.d);
+    this.open[this.count] = joinable ? 1 : 0;
+    return this.count++;
+  }
 }
 
 /** Writes h/‖h‖ into `out`; returns true (and leaves zeros) for a zero vector. */
@@ -117,6 +141,18 @@ function addToCentroid(
   // Opposite members can cancel out (only with ε near 2); a zero centroid then matches nothing better than distance 1.
   const inv = ss === 0 ? 0 : 1 / Math.sqrt(ss);
   for (let j = 0; j < d; j++) centroids[offset + j] = at(sums, offset + j) * inv;
+}
+
+/** Clusters whose members carry more than one distinct anchor text (what BiGPO merged beyond exact hashing). */
+export function mergedClusterCount(batch: ColumnarBatch, clusters: Clusters): number {
+  const firstState = new Int32Array(clusters.bucketCount).fill(-1);
+  const merged = new Uint8Array(clusters.bucketCount);
+  for (let k = 0; k < batch.stepCount; k++) {
+    const c = intAt(clusters.bucketOf, k);
+    if (firstState[c] === -1) firstState[c] = intAt(batch.stateId, k);
+    else if (firstState[c] !== batch.stateId[k]) merged[c] = 1;
+  }
+  return merged.reduce((a, b) => a + b, 0);
 }
 
 function grow<T extends Float64Array | Uint8Array>(a: T): T {

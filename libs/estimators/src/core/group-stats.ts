@@ -1,4 +1,5 @@
 import { typedReads } from '../typed-arrays';
+import type { StepGroups } from './step-groups';
 
 const { at, intAt } = typedReads;
 
@@ -55,26 +56,27 @@ export function groupStats(
 }
 
 /**
- * Group-relative step term shared by GiGPO, GACA and friends: within each
- * bucket of ≥ 2 members, norm(x; bucket); a singleton gets 0 (μ = own value,
- * σ = 1, as the GiGPO reference does).
+ * GiGPO's group-relative step term (docs/estimators.md §2.5), also GACA's: within each step
+ * group of ≥ 2 members, norm(x_m; {x of the group}); a singleton gets 0 (μ = own value,
+ * σ = 1, as the GiGPO reference does). Returns the groups' statistics too.
  */
-export function normalizeWithinBuckets(
+export function groupRelative(
   values: Float64Array,
-  bucketOf: Int32Array,
-  stats: GroupStats,
+  groups: StepGroups,
   normalize: Normalize,
   epsilon: number,
-): Float64Array {
-  const out = new Float64Array(values.length);
+): { term: Float64Array; stats: GroupStats } {
+  const { bucketOf } = groups;
+  const stats = groupStats(values, bucketOf, groups.bucketCount);
+  const term = new Float64Array(values.length);
   const withStd = normalize === 'mean-std';
   for (let k = 0; k < values.length; k++) {
     const b = intAt(bucketOf, k);
     if (intAt(stats.count, b) < 2) continue;
     const centred = at(values, k) - at(stats.mean, b);
-    out[k] = withStd ? centred / (at(stats.std, b) + epsilon) : centred;
+    term[k] = withStd ? centred / (at(stats.std, b) + epsilon) : centred;
   }
-  return out;
+  return { term, stats };
 }
 
 /**

@@ -34,3 +34,9 @@ export function singletonFlags(sizes: Int32Array): Uint8Array {
   for (let k = 0; k < sizes.length; k++) out[k] = sizes[k] === 1 ? 1 : 0;
   return out;
 }
+
+/** Per step: the size of its group and whether it is alone in it (the singleton diagnostic). */
+export function groupSizeDiagnostics(bucketOf: Int32Array, count: Int32Array) {
+  const size = bucketSizes(bucketOf, count);
+  return { stepGroupSize: size, singleton: singletonFlags(size) };
+}

@@ -1,4 +1,9 @@
-import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import {
+  groupStepRange,
+  groupTrajectoryRange,
+  trajectoryStepRange,
+  type ColumnarBatch,
+} from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 
 const { at, byteAt, intAt } = typedReads;
@@ -24,44 +29,47 @@ export interface TransitionGraph {
 }
 
 export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGraph {
-  const base = intAt(batch.groupStateOffsets, g);
-  const K = intAt(batch.groupStateOffsets, g + 1) - base;
+  const stateCount = intAt(batch.groupStateOffsets, g + 1) - intAt(batch.groupStateOffsets, g);
+  const { edgeSource, edgeTarget } = groupEdges(batch, g, stateCount);
   const [lo, hi] = groupStepRange(batch, g);
-  const m = hi - lo;
-  const edgeSource = new Int32Array(m);
-  const edgeTarget = new Int32Array(m);
-  const outDegree = new Int32Array(K);
-  const rewardSum = new Float64Array(K);
-  for (
-    let t = intAt(batch.groupTrajectoryOffsets, g);
-    t < intAt(batch.groupTrajectoryOffsets, g + 1);
-    t++
-  ) {
-    const last = intAt(batch.trajectoryStepOffsets, t + 1) - 1;
-    for (let k = intAt(batch.trajectoryStepOffsets, t); k <= last; k++) {
-      const s = intAt(batch.stateId, k) - base;
-      edgeSource[k - lo] = s;
-      edgeTarget[k - lo] =
-        k < last ? intAt(batch.stateId, k + 1) - base : K + byteAt(batch.outcome, t);
-      outDegree[s] = intAt(outDegree, s) + 1;
-      rewardSum[s] = at(rewardSum, s) + at(batch.reward, k);
+  const reward = batch.reward.subarray(lo, hi);
+  return {
+    stateCount,
+    edgeSource,
+    edgeTarget,
+    ...successorLists(edgeSource, edgeTarget, reward, stateCount),
+  };
+}
+
+/** One edge per step record, from its state to its successor (§1.2), in local node ids. */
+function groupEdges(batch: ColumnarBatch, g: number, K: number) {
+  const base = intAt(batch.groupStateOffsets, g);
+  const [lo, hi] = groupStepRange(batch, g);
+  const edgeSource = new Int32Array(hi - lo);
+  const edgeTarget = new Int32Array(hi - lo);
+  const [first, end] = groupTrajectoryRange(batch, g);
+  for (let t = first; t < end; t++) {
+    const terminal = K + byteAt(batch.outcome, t);
+    const [from, to] = trajectoryStepRange(batch, t);
+    for (let k = from; k < to; k++) {
+      edgeSource[k - lo] = intAt(batch.stateId, k) - base;
+      edgeTarget[k - lo] = batch.continues[k] ? intAt(batch.stateId, k + 1) - base : terminal;
     }
   }
-  // Counting sort of edges by source, then merge equal successors per source.
-  const firstEdge = new Int32Array(K + 1);
-  for (let s = 0; s < K; s++) firstEdge[s + 1] = intAt(firstEdge, s) + intAt(outDegree, s);
-  const fill = firstEdge.slice(0, K);
-  const bySource = new Int32Array(m);
-  for (let e = 0; e < m; e++) {
-    const s = intAt(edgeSource, e);
-    const slot = intAt(fill, s);
-    fill[s] = slot + 1;
-    bySource[slot] = intAt(edgeTarget, e);
-  }
+  return { edgeSource, edgeTarget };
+}
 
+/** The CSR successor lists with parallel edges merged, the mean rewards and distinct successor counts. */
+function successorLists(source: Int32Array, target: Int32Array, reward: Float64Array, K: number) {
+  const { outDegree, rewardSum, firstEdge, bySource } = sortEdgesBySource(
+    source,
+    target,
+    reward,
+    K,
+  );
   const rowStart = new Int32Array(K + 1);
-  const succ = new Int32Array(m);
-  const succWeight = new Float64Array(m);
+  const succ = new Int32Array(source.length);
+  const succWeight = new Float64Array(source.length);
   const slotOf = new Int32Array(K + 3).fill(-1);
   const distinctSuccessors = new Int32Array(K);
   const meanReward = new Float64Array(K);
@@ -83,13 +91,37 @@ export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGrap
   }
   rowStart[K] = n;
   return {
-    stateCount: K,
-    edgeSource,
-    edgeTarget,
     rowStart,
     succ: succ.subarray(0, n),
     succWeight: succWeight.subarray(0, n),
     meanReward,
     distinctSuccessors,
   };
+}
+
+/** Counting sort of the edges by source: edges of s are bySource[firstEdge[s] .. firstEdge[s+1]-1]. */
+function sortEdgesBySource(
+  source: Int32Array,
+  target: Int32Array,
+  reward: Float64Array,
+  K: number,
+) {
+  const outDegree = new Int32Array(K);
+  const rewardSum = new Float64Array(K);
+  for (let e = 0; e < source.length; e++) {
+    const s = intAt(source, e);
+    outDegree[s] = intAt(outDegree, s) + 1;
+    rewardSum[s] = at(rewardSum, s) + at(reward, e);
+  }
+  const firstEdge = new Int32Array(K + 1);
+  for (let s = 0; s < K; s++) firstEdge[s + 1] = intAt(firstEdge, s) + intAt(outDegree, s);
+  const fill = firstEdge.slice(0, K);
+  const bySource = new Int32Array(source.length);
+  for (let e = 0; e < source.length; e++) {
+    const s = intAt(source, e);
+    const slot = intAt(fill, s);
+    fill[s] = slot + 1;
+    bySource[slot] = intAt(target, e);
+  }
+  return { outDegree, rewardSum, firstEdge, bySource };
 }

@@ -1,7 +1,8 @@
-import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
-import { cosineClusters, type Clusters } from '../core/cosine-clusters';
+import { actionPeers, type ActionPeers } from '../core/action-peers';
+import { cosineClusters, mergedClusterCount } from '../core/cosine-clusters';
+import { plusScaled } from '../core/elementwise';
 import { episodeTerm } from '../core/episode-advantage';
-import { groupStats, type GroupStats } from '../core/group-stats';
+import { groupStats, type GroupStats, type Normalize } from '../core/group-stats';
 import { groupingSummary } from '../core/grouping-summary';
 import { rewardToGo } from '../core/returns';
 import { localBucketIds } from '../core/step-groups';
@@ -89,33 +90,10 @@ export const bipace = defineMethod({
     const g = rewardToGo(batch, p.gamma);
     const clusters = cosineClusters(batch, p.clusterEpsilon);
     const stats = groupStats(g, clusters.bucketOf, clusters.bucketCount);
-    const peers = actionPeerSums(batch, clusters, g);
-    const value = new Float64Array(batch.stepCount);
-    const q = new Float64Array(batch.stepCount).fill(NaN);
-    const advStep = new Float64Array(batch.stepCount);
-    const advantages = new Float64Array(batch.stepCount);
-    const withStd = p.normalize === 'mean-std';
-    for (let k = 0; k < batch.stepCount; k++) {
-      const c = intAt(clusters.bucketOf, k);
-      const V = at(stats.mean, c);
-      value[k] = V;
-      if (intAt(stats.count, c) >= 2) {
-        const scale = withStd ? 1 / (at(stats.std, c) + p.epsilon) : 1;
-        const nA = intAt(peers.count, k);
-        if (p.estimator === 'q_style') {
-          const Q = (at(peers.sum, k) + p.shrinkage * V) / (nA + p.shrinkage);
-          q[k] = Q;
-          advStep[k] = (Q - V) * scale;
-        } else {
-          const others = intAt(stats.count, c) - nA;
-          const b = others > 0 ? (clusterSum(stats, c) - at(peers.sum, k)) / others : V;
-          advStep[k] = (at(g, k) - b) * scale;
-        }
-      }
-      advantages[k] = at(advEpisode, k) + p.stepWeight * at(advStep, k);
-    }
+    const peers = actionPeers(batch, clusters, g);
+    const { advStep, value, q } = paceStepTerm(g, clusters.bucketOf, stats, peers, p);
     return {
-      advantages,
+      advantages: plusScaled(advEpisode, p.stepWeight, advStep),
       diagnostics: {
         clusterId: localBucketIds(batch, clusters),
         clusterDist: clusters.distance,
@@ -133,45 +111,42 @@ export const bipace = defineMethod({
   },
 });
 
-function clusterSum(stats: GroupStats, c: number): number {
-  return at(stats.mean, c) * intAt(stats.count, c);
-}
-
-/** Per step: n_a and Σ g over the members of its cluster that took the same action. */
-function actionPeerSums(batch: ColumnarBatch, clusters: Clusters, g: Float64Array) {
-  const sum = new Float64Array(batch.stepCount);
-  const count = new Int32Array(batch.stepCount);
-  for (let grp = 0; grp < batch.groupCount; grp++) {
-    const [lo, hi] = groupStepRange(batch, grp);
-    const acc = new Map<number, { sum: number; count: number }>();
-    const firstAction = intAt(batch.groupActionOffsets, grp);
-    const actions = intAt(batch.groupActionOffsets, grp + 1) - firstAction;
-    const key = (k: number) =>
-      intAt(clusters.bucketOf, k) * actions + intAt(batch.actionId, k) - firstAction;
-    for (let k = lo; k < hi; k++) {
-      const entry = acc.get(key(k));
-      if (entry) {
-        entry.sum += at(g, k);
-        entry.count++;
-      } else acc.set(key(k), { sum: at(g, k), count: 1 });
-    }
-    for (let k = lo; k < hi; k++) {
-      const entry = acc.get(key(k)) as { sum: number; count: number };
-      sum[k] = entry.sum;
-      count[k] = entry.count;
+/**
+ * A^S per step (0 in a singleton cluster), with V̂_C and, for q_style, Q̃ for the diagnostics.
+ * Σ g over the cluster is V̂_C·|C|; over the same-action peers it is n_a·Q̂.
+ */
+function paceStepTerm(
+  g: Float64Array,
+  clusterOf: Int32Array,
+  stats: GroupStats,
+  peers: ActionPeers,
+  p: {
+    estimator: 'q_style' | 'diff_peer';
+    normalize: Normalize;
+    shrinkage: number;
+    epsilon: number;
+  },
+) {
+  const value = new Float64Array(g.length);
+  const q = new Float64Array(g.length).fill(NaN);
+  const advStep = new Float64Array(g.length);
+  for (let k = 0; k < g.length; k++) {
+    const c = intAt(clusterOf, k);
+    const V = at(stats.mean, c);
+    const size = intAt(stats.count, c);
+    value[k] = V;
+    if (size < 2) continue;
+    const scale = p.normalize === 'mean-std' ? 1 / (at(stats.std, c) + p.epsilon) : 1;
+    const nA = intAt(peers.count, k);
+    if (p.estimator === 'q_style') {
+      const Q = (at(peers.sum, k) + p.shrinkage * V) / (nA + p.shrinkage);
+      q[k] = Q;
+      advStep[k] = (Q - V) * scale;
+    } else {
+      const others = size - nA;
+      const b = others > 0 ? (V * size - at(peers.sum, k)) / others : V;
+      advStep[k] = (at(g, k) - b) * scale;
     }
   }
-  return { sum, count };
-}
-
-/** Clusters whose members carry more than one distinct anchor text (what BiGPO merged beyond exact hashing). */
-function mergedClusterCount(batch: ColumnarBatch, clusters: Clusters): number {
-  const firstState = new Int32Array(clusters.bucketCount).fill(-1);
-  const merged = new Uint8Array(clusters.bucketCount);
-  for (let k = 0; k < batch.stepCount; k++) {
-    const c = intAt(clusters.bucketOf, k);
-    if (firstState[c] === -1) firstState[c] = intAt(batch.stateId, k);
-    else if (firstState[c] !== batch.stateId[k]) merged[c] = 1;
-  }
-  return merged.reduce((a, b) => a + b, 0);
+  return { advStep, value, q };
 }

@@ -1,7 +1,7 @@
-import type { ColumnarBatch } from '../batch/columnar-batch';
+import { criticalityScores, leaveOneOutNll } from '../core/criticality';
 import { episodeTerm } from '../core/episode-advantage';
-import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
-import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
+import { groupRelative } from '../core/group-stats';
+import { groupingSummary, groupSizeDiagnostics } from '../core/grouping-summary';
 import { rewardToGo } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
 import {
@@ -81,117 +81,37 @@ export const gaca = defineMethod({
     const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const groups = exactStepGroups(batch);
-    const stats = groupStats(g, groups.bucketOf, groups.bucketCount);
-    const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
-    const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
+    const { term: advStep, stats } = groupRelative(g, groups, p.normalize, p.epsilon);
+    const sizes = groupSizeDiagnostics(groups.bucketOf, stats.count);
     if (p.singletonFallback === 'episode') {
       for (let k = 0; k < batch.stepCount; k++)
-        if (stepGroupSize[k] === 1) advStep[k] = at(advEpisode, k);
+        if (sizes.singleton[k]) advStep[k] = at(advEpisode, k);
     }
-    const H = p.debiased ? leaveOneOutNll(batch, groups.bucketOf, groups.bucketCount) : batch.nll;
+    const H = p.debiased ? leaveOneOutNll(batch.nll, groups) : batch.nll;
     const criticality = criticalityScores(batch, H, g, p.alphaC, !p.debiased);
     const lambda = new Float64Array(batch.stepCount);
     const advantages = new Float64Array(batch.stepCount);
     for (let k = 0; k < batch.stepCount; k++) {
-      const c = at(criticality, k);
-      const l =
-        c >= 1
-          ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
-          : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
+      const l = mixingWeight(at(criticality, k), p);
       lambda[k] = l;
       advantages[k] = l * p.stepWeight * at(advStep, k) + (1 - l) * at(advEpisode, k);
     }
     return {
       advantages,
-      diagnostics: {
-        nll: batch.nll.slice(),
-        criticality,
-        lambda,
-        advEpisode,
-        advStep,
-        stepGroupSize,
-        singleton: singletonFlags(stepGroupSize),
-      },
+      diagnostics: { nll: batch.nll.slice(), criticality, lambda, advEpisode, advStep, ...sizes },
       summary: { ...groupingSummary(stats.count, 'stepGroup'), ...lambdaSummary(lambda) },
     };
   },
 });
 
-/**
- * c_t per step. H = NaN marks a step without a score input: with
- * `undefinedIsNeutral` (plain GACA, zero-token steps) it gets ê = 1 and still
- * counts in mean(score); otherwise (debiased, singletons) it gets c = 1 and is
- * left out of every mean.
- */
-function criticalityScores(
-  batch: ColumnarBatch,
-  H: Float64Array,
-  g: Float64Array,
-  alphaC: number,
-  undefinedIsNeutral: boolean,
-): Float64Array {
-  const c = new Float64Array(batch.stepCount);
-  const off = batch.trajectoryStepOffsets;
-  for (let i = 0; i < batch.trajectoryCount; i++) {
-    const lo = intAt(off, i);
-    const hi = intAt(off, i + 1);
-    let sumH = 0;
-    let nH = 0;
-    let sumDelta = 0;
-    for (let k = lo; k < hi; k++) {
-      if (!Number.isNaN(at(H, k))) {
-        sumH += at(H, k);
-        nH++;
-      }
-      if (k > lo) sumDelta += Math.abs(at(g, k) - at(g, k - 1));
-    }
-    const meanH = nH > 0 ? sumH / nH : 0;
-    const meanDelta = sumDelta / (hi - lo);
-    let sumScore = 0;
-    let nScore = 0;
-    for (let k = lo; k < hi; k++) {
-      const h = at(H, k);
-      if (Number.isNaN(h) && !undefinedIsNeutral) {
-        c[k] = NaN;
-        continue;
-      }
-      const e = Number.isNaN(h) || meanH <= 0 ? 1 : h / meanH;
-      const d = meanDelta === 0 ? 1 : (k > lo ? Math.abs(at(g, k) - at(g, k - 1)) : 0) / meanDelta;
-      c[k] = alphaC * e + (1 - alphaC) * d;
-      sumScore += at(c, k);
-      nScore++;
-    }
-    const meanScore = nScore > 0 ? sumScore / nScore : 0;
-    for (let k = lo; k < hi; k++) {
-      c[k] = Number.isNaN(at(c, k)) || meanScore <= 0 ? 1 : at(c, k) / meanScore;
-    }
-  }
-  return c;
-}
-
-/** H^LOO: mean NLL of the *other* members of the step's anchor group; NaN where there are none. */
-function leaveOneOutNll(
-  batch: ColumnarBatch,
-  bucketOf: Int32Array,
-  bucketCount: number,
-): Float64Array {
-  const sum = new Float64Array(bucketCount);
-  const count = new Int32Array(bucketCount);
-  const H = batch.nll;
-  for (let k = 0; k < batch.stepCount; k++) {
-    if (Number.isNaN(at(H, k))) continue;
-    const b = intAt(bucketOf, k);
-    sum[b] = at(sum, b) + at(H, k);
-    count[b] = intAt(count, b) + 1;
-  }
-  const out = new Float64Array(batch.stepCount);
-  for (let k = 0; k < batch.stepCount; k++) {
-    const b = intAt(bucketOf, k);
-    const hasOwn = !Number.isNaN(at(H, k));
-    const others = intAt(count, b) - (hasOwn ? 1 : 0);
-    out[k] = others > 0 ? (at(sum, b) - (hasOwn ? at(H, k) : 0)) / others : NaN;
-  }
-  return out;
+/** λ_t: λ_0 at c = 1, with slope α_λ above and β_λ below, clipped to [0, 1]. */
+function mixingWeight(
+  c: number,
+  p: { lambda0: number; alphaLambda: number; betaLambda: number },
+): number {
+  return c >= 1
+    ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
+    : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
 }
 
 function lambdaSummary(lambda: Float64Array) {

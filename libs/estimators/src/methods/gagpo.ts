@@ -21,6 +21,7 @@ const { at } = typedReads;
  *   δ_{i,t} = r_{i,t} + γ·V̂(s_{i,t+1}) − V̂(s_{i,t})                     t < T
  *   δ_{i,T} = r_{i,T} + γ·b − V̂(s_{i,T}),  b = V̂(nextState) for a truncated end with
  *             `bootstrapTruncated` and a nextState seen in the group, else 0
+ *             (the batch's `successorStateId` names s_{i,t+1} and that nextState)
  *   Â       = GAE of δ with γλ
  *   A       = (Â − mean(Â_k))/(std(Â_k) + ε) over the task group's step records ("mean-std"),
  *             Â − mean ("mean") or Â ("none"); a one-record group gives 0 when normalised.
@@ -82,6 +83,7 @@ export const gagpo = defineMethod({
   },
 });
 
+/** x normalised over the step records of each task group: (x − μ)/(σ + ε) or x − μ; 0 alone. */
 function normalizePerGroup(
   batch: ColumnarBatch,
   x: Float64Array,

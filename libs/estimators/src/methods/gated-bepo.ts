@@ -1,8 +1,8 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { episodeTerm } from '../core/episode-advantage';
 import { rangeStats } from '../core/group-stats';
-import { gaeScan, rewardToGo } from '../core/returns';
-import { transitionGraph, type TransitionGraph } from '../core/transition-graph';
+import { bellmanValues } from '../core/bellman-fixed-point';
+import { gaeScan, rewardToGo, tdResiduals, valuesAt } from '../core/returns';
 import {
   episodeStatsParam,
   epsilonParam,
@@ -98,34 +98,18 @@ export const gatedBepo = defineMethod({
   estimate(batch, p) {
     const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
-    const value = new Float64Array(batch.stepCount);
-    const delta = new Float64Array(batch.stepCount);
-    const gate = new Uint8Array(batch.stepCount);
-    let maxIterations = 0;
-    let converged = true;
-    for (let grp = 0; grp < batch.groupCount; grp++) {
-      const [lo] = groupStepRange(batch, grp);
-      const graph = transitionGraph(batch, grp);
-      const fp = fixedPoint(
-        graph,
-        initialValues(graph, g, lo),
-        p.gamma,
-        p.fixedPointTol,
-        p.fixedPointMaxIter,
-      );
-      maxIterations = Math.max(maxIterations, fp.iterations);
-      converged &&= fp.converged;
-      for (let e = 0; e < graph.edgeSource.length; e++) {
-        const s = intAt(graph.edgeSource, e);
-        const k = lo + e;
-        value[k] = at(fp.V, s);
-        delta[k] =
-          at(batch.reward, k) + p.gamma * at(fp.V, intAt(graph.edgeTarget, e)) - at(fp.V, s);
-        gate[k] = intAt(graph.distinctSuccessors, s) >= p.gateMinDistinctSuccessors ? 1 : 0;
-      }
-    }
+    const V = bellmanValues(batch, g, p.gamma, p.fixedPointTol, p.fixedPointMaxIter);
+    const value = valuesAt(V.value, batch.stateId);
+    const delta = tdResiduals(
+      batch,
+      value,
+      valuesAt(V.value, batch.successorStateId),
+      p.gamma,
+      false,
+    );
     const advStep = gaeScan(batch, delta, p.gamma * p.lambda);
     if (p.fpNormalization === 'group_std') divideByGroupStd(batch, advStep, p.epsilon);
+    const gate = gates(batch, V.distinctSuccessors, p.gateMinDistinctSuccessors);
     const eta = new Float64Array(batch.stepCount);
     const advantages = new Float64Array(batch.stepCount);
     let gateOn = 0;
@@ -140,54 +124,20 @@ export const gatedBepo = defineMethod({
       diagnostics: { value, delta, gate, eta, advStep, advEpisode },
       summary: {
         gateOnRate: batch.stepCount ? gateOn / batch.stepCount : 0,
-        fixedPointIterationsMax: maxIterations,
-        fixedPointConverged: converged,
+        fixedPointIterationsMax: V.iterationsMax,
+        fixedPointConverged: V.converged,
       },
     };
   },
 });
 
-/** V⁰(s) = mean Monte-Carlo return of the records in s; absorbing nodes 0. */
-function initialValues(graph: TransitionGraph, g: Float64Array, firstStep: number): Float64Array {
-  const K = graph.stateCount;
-  const V = new Float64Array(K + 3);
-  const count = new Int32Array(K);
-  for (let e = 0; e < graph.edgeSource.length; e++) {
-    const s = intAt(graph.edgeSource, e);
-    V[s] = at(V, s) + at(g, firstStep + e);
-    count[s] = intAt(count, s) + 1;
+/** ρ(s_t) per step: 1 where the step's state leads to at least `minDistinct` distinct nodes. */
+function gates(batch: ColumnarBatch, distinctSuccessors: Int32Array, minDistinct: number) {
+  const gate = new Uint8Array(batch.stepCount);
+  for (let k = 0; k < batch.stepCount; k++) {
+    gate[k] = intAt(distinctSuccessors, intAt(batch.stateId, k)) >= minDistinct ? 1 : 0;
   }
-  for (let s = 0; s < K; s++) V[s] = at(V, s) / intAt(count, s);
-  return V;
-}
-
-/** Synchronous mean-Bellman sweeps over the merged successor lists. */
-export function fixedPoint(
-  graph: TransitionGraph,
-  V0: Float64Array,
-  gamma: number,
-  tol: number,
-  maxIter: number,
-): { V: Float64Array; iterations: number; converged: boolean } {
-  const K = graph.stateCount;
-  let V: Float64Array = V0;
-  let next: Float64Array = new Float64Array(V0.length); // absorbing nodes stay 0
-  const { rowStart, succ, succWeight, meanReward } = graph;
-  for (let it = 1; it <= maxIter; it++) {
-    let change = 0;
-    for (let s = 0; s < K; s++) {
-      let backup = 0;
-      for (let e = intAt(rowStart, s); e < intAt(rowStart, s + 1); e++) {
-        backup += at(succWeight, e) * at(V, intAt(succ, e));
-      }
-      const v = at(meanReward, s) + gamma * backup;
-      change = Math.max(change, Math.abs(v - at(V, s)));
-      next[s] = v;
-    }
-    [V, next] = [next, V];
-    if (change <= tol) return { V, iterations: it, converged: true };
-  }
-  return { V, iterations: maxIter, converged: false };
+  return gate;
 }
 
 /** x ÷ (std of its task group + ε), with σ = 1 for a one-record group (docs/estimators.md §1.7). */

@@ -1,6 +1,7 @@
 import { episodeTerm } from '../core/episode-advantage';
-import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
-import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
+import { plusScaled } from '../core/elementwise';
+import { groupRelative } from '../core/group-stats';
+import { groupingSummary, groupSizeDiagnostics } from '../core/grouping-summary';
 import { rewardToGo } from '../core/returns';
 import { exactStepGroups, localBucketIds, similarityStepGroups } from '../core/step-groups';
 import {
@@ -11,9 +12,6 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
-import { typedReads } from '../typed-arrays';
-
-const { at } = typedReads;
 
 /**
  * GiGPO: Group-in-Group Policy Optimization (docs/estimators.md §2.5).
@@ -71,19 +69,12 @@ export const gigpo = defineMethod({
       p.similarityThreshold === undefined
         ? exactStepGroups(batch)
         : similarityStepGroups(batch, p.similarityThreshold);
-    const stats = groupStats(g, groups.bucketOf, groups.bucketCount);
-    const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
-    const advantages = new Float64Array(batch.stepCount);
-    for (let k = 0; k < batch.stepCount; k++) {
-      advantages[k] = at(advEpisode, k) + p.stepWeight * at(advStep, k);
-    }
-    const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
+    const { term: advStep, stats } = groupRelative(g, groups, p.normalize, p.epsilon);
     return {
-      advantages,
+      advantages: plusScaled(advEpisode, p.stepWeight, advStep),
       diagnostics: {
         stepGroupId: localBucketIds(batch, groups),
-        stepGroupSize,
-        singleton: singletonFlags(stepGroupSize),
+        ...groupSizeDiagnostics(groups.bucketOf, stats.count),
         advEpisode,
         advStep,
       },

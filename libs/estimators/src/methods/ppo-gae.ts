@@ -1,3 +1,4 @@
+import { plus } from '../core/elementwise';
 import { rangeStats } from '../core/group-stats';
 import { gaeScan, tdResiduals } from '../core/returns';
 import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
@@ -14,6 +15,8 @@ const { at } = typedReads;
  *   V_next(t) = V(s_{t+1})                                     t < T
  *   V_next(T) = 0                                              success / failure
  *   V_next(T) = bootstrapTruncated ? nextValue (absent → 0) : 0  truncated
+ * (the batch's `successorValue` holds V(s_{t+1}) and a truncated end's nextValue; tdResiduals
+ * applies the rules at the end)
  *   δ_t = r_t + γ·V_next(t) − V(s_t)
  *   A_T = δ_T,  A_t = δ_t + γλ·A_{t+1}
  *   returnTarget_t = A_t + V(s_t)   (critic target, before whitening)
@@ -48,17 +51,16 @@ export const ppoGae = defineMethod({
     const { value, successorValue } = batch;
     const delta = tdResiduals(batch, value, successorValue, p.gamma, p.bootstrapTruncated);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
-    const returnTarget = new Float64Array(batch.stepCount);
-    for (let k = 0; k < batch.stepCount; k++) returnTarget[k] = at(advRaw, k) + at(value, k);
     const advantages = p.whiten === 'batch_steps' ? whiten(advRaw) : advRaw.slice();
     return {
       advantages,
-      diagnostics: { value: value.slice(), delta, advRaw, returnTarget },
+      diagnostics: { value: value.slice(), delta, advRaw, returnTarget: plus(advRaw, value) },
       summary: {},
     };
   },
 });
 
+/** (x − mean)/√(var + 1e-8) over all step records; 0 for a one-record batch. */
 function whiten(x: Float64Array): Float64Array {
   const out = new Float64Array(x.length);
   if (x.length < 2) return out;
