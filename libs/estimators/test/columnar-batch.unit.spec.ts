@@ -9,8 +9,8 @@ import {
 import { A, B, C, KEY_BATCH } from './support/key-fixture';
 
 /**
- * What the builder derives from the steps it is given: outcomes, and what follows each step
- * (docs/estimators.md §1.2–1.3).
+ * What the builder derives from the steps it is given: outcomes, and what a trajectory's end
+ * may bootstrap from (docs/estimators.md §1.2–1.3).
  */
 
 function outcomesOf(trajectories: [Outcome | undefined, number[]][]): number[] {
@@ -55,29 +55,13 @@ describe('resolveOutcome', () => {
   });
 });
 
-describe('successor columns', () => {
+describe('bootstrap columns', () => {
   const batch = columnarBatchFromJson(KEY_BATCH);
-  const NONE = NaN;
 
-  test('continues is 0 exactly at the last step of each trajectory', () => {
-    expect(Array.from(batch.continues)).toEqual([1, 1, 0, 1, 1, 0, 1, 0, 1, 0]);
-  });
-
-  test('the successor of a step is the next step; only a truncated end names one of its own', () => {
+  test("only a truncated end has something to bootstrap from: its nextState's id and its nextValue", () => {
     // States by first appearance: A = 0, B = 1, C = 2, B′ = 3. Only τ4 is truncated (nextState C).
-    expect(Array.from(batch.successorStateId)).toEqual([1, 1, -1, 2, 2, -1, 3, -1, 2, 2]);
-    expect(Array.from(batch.successorValue)).toEqual([
-      0.65,
-      0.75,
-      NONE,
-      0.1,
-      0.05,
-      NONE,
-      0.4,
-      NONE,
-      0.1,
-      0.08,
-    ]);
+    expect(Array.from(batch.bootstrapStateId)).toEqual([-1, -1, -1, 2]);
+    expect(Array.from(batch.bootstrapValue)).toEqual([NaN, NaN, NaN, 0.08]);
   });
 
   test('nextState and nextValue of a success or failure are ignored', () => {
@@ -85,8 +69,8 @@ describe('successor columns', () => {
     Object.assign(b.groups[0]!.trajectories[0]!.steps[2]!, { nextState: A, nextValue: 5 });
     Object.assign(b.groups[0]!.trajectories[1]!.steps[2]!, { nextState: B, nextValue: 6 });
     const built = columnarBatchFromJson(b);
-    expect(Array.from(built.successorStateId)).toEqual(Array.from(batch.successorStateId));
-    expect(Array.from(built.successorValue)).toEqual(Array.from(batch.successorValue));
+    expect(Array.from(built.bootstrapStateId)).toEqual(Array.from(batch.bootstrapStateId));
+    expect(Array.from(built.bootstrapValue)).toEqual(Array.from(batch.bootstrapValue));
   });
 
   test('a truncated end bootstraps only from a state of its own group, and only if given', () => {
@@ -95,16 +79,18 @@ describe('successor columns', () => {
     other.groups.push({
       id: 'other',
       trajectories: [
-        { id: 'other/t1', outcome: 'truncated', steps: [{ state: 'X', action: 'a', reward: 0 }] },
+        {
+          id: 'other/t1',
+          outcome: 'truncated',
+          steps: [{ state: 'X', action: 'a', reward: 0, nextValue: 0.5 }],
+        },
       ],
     });
     t4.steps[1]!.nextState = 'a room no step of this group was in';
     delete t4.steps[1]!.nextValue;
     other.groups[1]!.trajectories[0]!.steps[0]!.nextState = C; // a state of the first group only
     const built = columnarBatchFromJson(other);
-    expect(built.successorStateId[9]).toBe(-1);
-    expect(built.successorValue[9]).toBeNaN();
-    expect(built.successorStateId[10]).toBe(-1);
-    expect(Array.from(built.continues.subarray(8))).toEqual([1, 0, 0]);
+    expect(Array.from(built.bootstrapStateId)).toEqual([-1, -1, -1, -1, -1]);
+    expect(Array.from(built.bootstrapValue)).toEqual([NaN, NaN, NaN, NaN, 0.5]);
   });
 });

@@ -1,7 +1,7 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
 import { OUTCOME, type ColumnarBatch, type StepField } from './columnar-batch';
 import { resolveOutcome, type Outcome } from './rollout-batch';
-import { successorColumns } from './successors';
+import { bootstrapColumns } from './bootstrap';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -183,7 +183,7 @@ export class ColumnarBatchBuilder {
       nextStateText: this.nextStateText,
       nextValue: Float64Array.from(this.nextValue),
     };
-    return { ...batch, ...successorColumns(batch, ends) };
+    return { ...batch, ...bootstrapColumns(batch, ends) };
   }
 
   private meanNll(step: StepInput): number {

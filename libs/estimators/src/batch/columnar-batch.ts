@@ -46,22 +46,14 @@ export interface ColumnarBatch {
   readonly actionTexts: readonly string[];
 
   /**
-   * Per step: 1 when step t + 1 of the same trajectory follows, 0 at a trajectory's last step,
-   * whatever its outcome. Termination lives here: the returns, TD residuals and GAE scan read
-   * it (docs/estimators.md §1.3) rather than checking where trajectories end.
+   * Per trajectory, what its end may bootstrap from (docs/estimators.md §1.3), resolved once by
+   * the builder so that methods never look at outcomes: for a `truncated` trajectory, the state
+   * id of its last step's `nextState` if that text is a state of the same group, else −1; −1 for
+   * every other trajectory (a terminal node, worth 0).
    */
-  readonly continues: Uint8Array;
-  /**
-   * Per step: the state id of its successor, the next step's state. At the last step of a
-   * `truncated` trajectory, the id of its `nextState` if that text is a state of the same group
-   * (what a truncated end may bootstrap from); −1 at every other last step (a terminal node).
-   */
-  readonly successorStateId: Int32Array;
-  /**
-   * Per step: the critic value of its successor, the next step's `value`. At the last step of a
-   * `truncated` trajectory its `nextValue`; NaN where there is none (a terminal node is worth 0).
-   */
-  readonly successorValue: Float64Array;
+  readonly bootstrapStateId: Int32Array;
+  /** Per trajectory: a `truncated` trajectory's last `nextValue`; NaN if absent or not truncated. */
+  readonly bootstrapValue: Float64Array;
 
   /** Mean token NLL per step (`nll`, else −mean(tokenLogprobs)); NaN for a
    * step with zero tokens or without the field (see `firstMissing`). */
@@ -109,16 +101,4 @@ export function groupStepRange(batch: ColumnarBatch, g: number): [number, number
   const t = batch.groupTrajectoryOffsets;
   const s = batch.trajectoryStepOffsets;
   return [intAt(s, intAt(t, g)), intAt(s, intAt(t, g + 1))];
-}
-
-/** Trajectories [first, end) of task group g. */
-export function groupTrajectoryRange(batch: ColumnarBatch, g: number): [number, number] {
-  const t = batch.groupTrajectoryOffsets;
-  return [intAt(t, g), intAt(t, g + 1)];
-}
-
-/** Global step indices [first, end) of trajectory i. */
-export function trajectoryStepRange(batch: ColumnarBatch, i: number): [number, number] {
-  const s = batch.trajectoryStepOffsets;
-  return [intAt(s, i), intAt(s, i + 1)];
 }

@@ -1,4 +1,4 @@
-import { trajectoryStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import type { ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 import type { StepGroups } from './step-groups';
 
@@ -22,8 +22,10 @@ export function criticalityScores(
   undefinedIsNeutral: boolean,
 ): Float64Array {
   const c = new Float64Array(batch.stepCount);
+  const off = batch.trajectoryStepOffsets;
   for (let i = 0; i < batch.trajectoryCount; i++) {
-    const [lo, hi] = trajectoryStepRange(batch, i);
+    const lo = intAt(off, i);
+    const hi = intAt(off, i + 1);
     const { meanH, meanDelta } = trajectoryMeans(H, g, lo, hi);
     let sumScore = 0;
     let nScore = 0;

@@ -1,4 +1,4 @@
-import { groupTrajectoryRange, type ColumnarBatch } from '../batch/columnar-batch';
+import type { ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 import type { Normalize } from './group-stats';
 import { broadcastToSteps, episodeReturns } from './returns';
@@ -34,8 +34,10 @@ function episodeAdvantages(
 ): Float64Array {
   const advantage = new Float64Array(batch.trajectoryCount);
   const weight = episodeWeights(batch, p.episodeStats);
+  const off = batch.groupTrajectoryOffsets;
   for (let g = 0; g < batch.groupCount; g++) {
-    const [lo, hi] = groupTrajectoryRange(batch, g);
+    const lo = intAt(off, g);
+    const hi = intAt(off, g + 1);
     const { mu, sigma } = weightedStats(R, weight, lo, hi);
     for (let i = lo; i < hi; i++) {
       const centred = at(R, i) - mu;

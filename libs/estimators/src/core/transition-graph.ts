@@ -1,9 +1,4 @@
-import {
-  groupStepRange,
-  groupTrajectoryRange,
-  trajectoryStepRange,
-  type ColumnarBatch,
-} from '../batch/columnar-batch';
+import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 
 const { at, byteAt, intAt } = typedReads;
@@ -29,54 +24,66 @@ export interface TransitionGraph {
 }
 
 export function transitionGraph(batch: ColumnarBatch, g: number): TransitionGraph {
-  const stateCount = intAt(batch.groupStateOffsets, g + 1) - intAt(batch.groupStateOffsets, g);
-  const { edgeSource, edgeTarget } = groupEdges(batch, g, stateCount);
-  const [lo, hi] = groupStepRange(batch, g);
-  const reward = batch.reward.subarray(lo, hi);
+  const K = intAt(batch.groupStateOffsets, g + 1) - intAt(batch.groupStateOffsets, g);
+  const edges = groupEdges(batch, g, K);
+  const lists = successorLists(edges, K);
   return {
-    stateCount,
-    edgeSource,
-    edgeTarget,
-    ...successorLists(edgeSource, edgeTarget, reward, stateCount),
+    stateCount: K,
+    edgeSource: edges.source,
+    edgeTarget: edges.target,
+    rowStart: lists.rowStart,
+    succ: lists.succ,
+    succWeight: lists.succWeight,
+    meanReward: lists.meanReward,
+    distinctSuccessors: lists.distinctSuccessors,
   };
 }
 
-/** One edge per step record, from its state to its successor (§1.2), in local node ids. */
-function groupEdges(batch: ColumnarBatch, g: number, K: number) {
-  const base = intAt(batch.groupStateOffsets, g);
-  const [lo, hi] = groupStepRange(batch, g);
-  const edgeSource = new Int32Array(hi - lo);
-  const edgeTarget = new Int32Array(hi - lo);
-  const [first, end] = groupTrajectoryRange(batch, g);
-  for (let t = first; t < end; t++) {
-    const terminal = K + byteAt(batch.outcome, t);
-    const [from, to] = trajectoryStepRange(batch, t);
-    for (let k = from; k < to; k++) {
-      edgeSource[k - lo] = intAt(batch.stateId, k) - base;
-      edgeTarget[k - lo] = batch.continues[k] ? intAt(batch.stateId, k + 1) - base : terminal;
-    }
-  }
-  return { edgeSource, edgeTarget };
+interface Edges {
+  source: Int32Array;
+  target: Int32Array;
+  outDegree: Int32Array;
+  rewardSum: Float64Array;
 }
 
-/** The CSR successor lists with parallel edges merged, the mean rewards and distinct successor counts. */
-function successorLists(source: Int32Array, target: Int32Array, reward: Float64Array, K: number) {
-  const { outDegree, rewardSum, firstEdge, bySource } = sortEdgesBySource(
-    source,
-    target,
-    reward,
-    K,
-  );
+/** One edge per step record, from its state to its successor (§1.2), in local node ids. */
+function groupEdges(batch: ColumnarBatch, g: number, K: number): Edges {
+  const { stateId, reward, outcome } = batch;
+  const base = intAt(batch.groupStateOffsets, g);
+  const [lo, hi] = groupStepRange(batch, g);
+  const source = new Int32Array(hi - lo);
+  const target = new Int32Array(hi - lo);
+  const outDegree = new Int32Array(K);
+  const rewardSum = new Float64Array(K);
+  const tOff = batch.groupTrajectoryOffsets;
+  const off = batch.trajectoryStepOffsets;
+  for (let t = intAt(tOff, g); t < intAt(tOff, g + 1); t++) {
+    const terminal = K + byteAt(outcome, t);
+    const last = intAt(off, t + 1) - 1;
+    for (let k = intAt(off, t); k <= last; k++) {
+      const s = intAt(stateId, k) - base;
+      source[k - lo] = s;
+      target[k - lo] = k < last ? intAt(stateId, k + 1) - base : terminal;
+      outDegree[s] = intAt(outDegree, s) + 1;
+      rewardSum[s] = at(rewardSum, s) + at(reward, k);
+    }
+  }
+  return { source, target, outDegree, rewardSum };
+}
+
+/** CSR successor lists with parallel edges merged, mean rewards and distinct successor counts. */
+function successorLists(edges: Edges, K: number) {
+  const { firstEdge, bySource } = sortBySource(edges, K);
   const rowStart = new Int32Array(K + 1);
-  const succ = new Int32Array(source.length);
-  const succWeight = new Float64Array(source.length);
+  const succ = new Int32Array(bySource.length);
+  const succWeight = new Float64Array(bySource.length);
   const slotOf = new Int32Array(K + 3).fill(-1);
   const distinctSuccessors = new Int32Array(K);
   const meanReward = new Float64Array(K);
   let n = 0;
   for (let s = 0; s < K; s++) {
     rowStart[s] = n;
-    const deg = intAt(outDegree, s);
+    const deg = intAt(edges.outDegree, s);
     for (let e = intAt(firstEdge, s); e < intAt(firstEdge, s + 1); e++) {
       const d = intAt(bySource, e);
       if (intAt(slotOf, d) < intAt(rowStart, s)) {
@@ -87,7 +94,7 @@ function successorLists(source: Int32Array, target: Int32Array, reward: Float64A
       succWeight[slot] = at(succWeight, slot) + 1 / deg;
     }
     distinctSuccessors[s] = n - intAt(rowStart, s);
-    meanReward[s] = at(rewardSum, s) / deg;
+    meanReward[s] = at(edges.rewardSum, s) / deg;
   }
   rowStart[K] = n;
   return {
@@ -99,29 +106,17 @@ function successorLists(source: Int32Array, target: Int32Array, reward: Float64A
   };
 }
 
-/** Counting sort of the edges by source: edges of s are bySource[firstEdge[s] .. firstEdge[s+1]-1]. */
-function sortEdgesBySource(
-  source: Int32Array,
-  target: Int32Array,
-  reward: Float64Array,
-  K: number,
-) {
-  const outDegree = new Int32Array(K);
-  const rewardSum = new Float64Array(K);
-  for (let e = 0; e < source.length; e++) {
-    const s = intAt(source, e);
-    outDegree[s] = intAt(outDegree, s) + 1;
-    rewardSum[s] = at(rewardSum, s) + at(reward, e);
-  }
+/** Counting sort of the edge targets by source: those of s are bySource[firstEdge[s] .. firstEdge[s+1]-1]. */
+function sortBySource(edges: Edges, K: number) {
   const firstEdge = new Int32Array(K + 1);
-  for (let s = 0; s < K; s++) firstEdge[s + 1] = intAt(firstEdge, s) + intAt(outDegree, s);
+  for (let s = 0; s < K; s++) firstEdge[s + 1] = intAt(firstEdge, s) + intAt(edges.outDegree, s);
   const fill = firstEdge.slice(0, K);
-  const bySource = new Int32Array(source.length);
-  for (let e = 0; e < source.length; e++) {
-    const s = intAt(source, e);
+  const bySource = new Int32Array(edges.source.length);
+  for (let e = 0; e < edges.source.length; e++) {
+    const s = intAt(edges.source, e);
     const slot = intAt(fill, s);
     fill[s] = slot + 1;
-    bySource[slot] = intAt(target, e);
+    bySource[slot] = intAt(edges.target, e);
   }
-  return { outDegree, rewardSum, firstEdge, bySource };
+  return { firstEdge, bySource };
 }

@@ -21,7 +21,7 @@ const { at } = typedReads;
  *   δ_{i,t} = r_{i,t} + γ·V̂(s_{i,t+1}) − V̂(s_{i,t})                     t < T
  *   δ_{i,T} = r_{i,T} + γ·b − V̂(s_{i,T}),  b = V̂(nextState) for a truncated end with
  *             `bootstrapTruncated` and a nextState seen in the group, else 0
- *             (the batch's `successorStateId` names s_{i,t+1} and that nextState)
+ *             (that nextState is the batch's `bootstrapStateId`)
  *   Â       = GAE of δ with γλ
  *   A       = (Â − mean(Â_k))/(std(Â_k) + ε) over the task group's step records ("mean-std"),
  *             Â − mean ("mean") or Â ("none"); a one-record group gives 0 when normalised.
@@ -63,8 +63,8 @@ export const gagpo = defineMethod({
     const groups = exactStepGroups(batch);
     const proxy = groupStats(g, groups.bucketOf, groups.bucketCount);
     const value = valuesAt(proxy.mean, batch.stateId);
-    const successorValue = valuesAt(proxy.mean, batch.successorStateId);
-    const delta = tdResiduals(batch, value, successorValue, p.gamma, p.bootstrapTruncated);
+    const bootstrap = p.bootstrapTruncated ? valuesAt(proxy.mean, batch.bootstrapStateId) : null;
+    const delta = tdResiduals(batch, value, bootstrap, p.gamma);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const advantages =
       p.normalize === 'none'

@@ -100,13 +100,7 @@ export const gatedBepo = defineMethod({
     const g = rewardToGo(batch, p.gamma);
     const V = bellmanValues(batch, g, p.gamma, p.fixedPointTol, p.fixedPointMaxIter);
     const value = valuesAt(V.value, batch.stateId);
-    const delta = tdResiduals(
-      batch,
-      value,
-      valuesAt(V.value, batch.successorStateId),
-      p.gamma,
-      false,
-    );
+    const delta = tdResiduals(batch, value, null, p.gamma); // every end is worth 0, ⊥truncated too
     const advStep = gaeScan(batch, delta, p.gamma * p.lambda);
     if (p.fpNormalization === 'group_std') divideByGroupStd(batch, advStep, p.epsilon);
     const gate = gates(batch, V.distinctSuccessors, p.gateMinDistinctSuccessors);

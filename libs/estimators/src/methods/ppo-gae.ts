@@ -15,8 +15,7 @@ const { at } = typedReads;
  *   V_next(t) = V(s_{t+1})                                     t < T
  *   V_next(T) = 0                                              success / failure
  *   V_next(T) = bootstrapTruncated ? nextValue (absent → 0) : 0  truncated
- * (the batch's `successorValue` holds V(s_{t+1}) and a truncated end's nextValue; tdResiduals
- * applies the rules at the end)
+ * (a truncated end's nextValue is the batch's `bootstrapValue`)
  *   δ_t = r_t + γ·V_next(t) − V(s_t)
  *   A_T = δ_T,  A_t = δ_t + γλ·A_{t+1}
  *   returnTarget_t = A_t + V(s_t)   (critic target, before whitening)
@@ -48,8 +47,9 @@ export const ppoGae = defineMethod({
     { name: 'returnTarget', kind: 'number', description: 'critic regression target A_t + V(s_t)' },
   ],
   estimate(batch, p) {
-    const { value, successorValue } = batch;
-    const delta = tdResiduals(batch, value, successorValue, p.gamma, p.bootstrapTruncated);
+    const { value } = batch;
+    const bootstrap = p.bootstrapTruncated ? batch.bootstrapValue : null;
+    const delta = tdResiduals(batch, value, bootstrap, p.gamma);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const advantages = p.whiten === 'batch_steps' ? whiten(advRaw) : advRaw.slice();
     return {

@@ -1,4 +1,3 @@
-import { groupTrajectoryRange } from '../batch/columnar-batch';
 import { episodeWeights } from '../core/episode-advantage';
 import { broadcastToSteps, episodeReturns } from '../core/returns';
 import { episodeStatsParam } from '../registry/common-params';
@@ -40,8 +39,10 @@ export const rloo = defineMethod({
     const weight = episodeWeights(batch, p.episodeStats);
     const adv = new Float64Array(batch.trajectoryCount);
     const baseline = new Float64Array(batch.trajectoryCount);
+    const off = batch.groupTrajectoryOffsets;
     for (let g = 0; g < batch.groupCount; g++) {
-      const [lo, hi] = groupTrajectoryRange(batch, g);
+      const lo = intAt(off, g);
+      const hi = intAt(off, g + 1);
       let n = 0;
       let sum = 0;
       for (let i = lo; i < hi; i++) {

@@ -3,11 +3,10 @@ import { OUTCOME, type ColumnarBatch } from './columnar-batch';
 
 const { at, byteAt, intAt } = typedReads;
 
-/** What follows each step (docs/estimators.md §1.2–1.3): the batch's termination, in one place. */
-export interface SuccessorColumns {
-  continues: Uint8Array;
-  successorStateId: Int32Array;
-  successorValue: Float64Array;
+/** What each trajectory's end may bootstrap from (docs/estimators.md §1.2–1.3). */
+export interface BootstrapColumns {
+  bootstrapStateId: Int32Array;
+  bootstrapValue: Float64Array;
 }
 
 /** What the last step of each trajectory gives as its successor, if anything. */
@@ -18,31 +17,24 @@ export interface TrajectoryEnds {
 }
 
 /**
- * Per step: `continues` is 1 when step t + 1 of the same trajectory follows and 0 at a
- * trajectory's last step; the successor of step t < T is step t + 1 (its state, its `value`).
- * The successor of a last step is a terminal node, worth 0 (−1, NaN), except at a truncated
- * end: there it is what the trajectory names to bootstrap from, used only by methods asked to.
+ * Per trajectory: a truncated one keeps what its last step names as successor, `nextState`
+ * (as a state id, when that text is a state of the same group) and `nextValue`; every other
+ * trajectory gets −1 and NaN, whatever it gave: success and failure end in a terminal node,
+ * worth 0, so there is nothing to bootstrap from. The outcome is read here and nowhere else.
  */
-export function successorColumns(
-  batch: Omit<ColumnarBatch, keyof SuccessorColumns>,
+export function bootstrapColumns(
+  batch: Omit<ColumnarBatch, keyof BootstrapColumns>,
   ends: TrajectoryEnds,
-): SuccessorColumns {
-  const { trajectoryStepOffsets, stateId, value, outcome } = batch;
+): BootstrapColumns {
   const nextStateId = resolveNextStates(batch, ends.nextStateText);
-  const n = stateId.length;
-  const continues = new Uint8Array(n).fill(1);
-  const successorStateId = new Int32Array(n);
-  const successorValue = new Float64Array(n);
-  successorStateId.set(stateId.subarray(1));
-  successorValue.set(value.subarray(1));
-  for (let i = 0; i < outcome.length; i++) {
-    const last = intAt(trajectoryStepOffsets, i + 1) - 1;
-    const truncated = byteAt(outcome, i) === OUTCOME.truncated;
-    continues[last] = 0;
-    successorStateId[last] = truncated ? intAt(nextStateId, i) : -1;
-    successorValue[last] = truncated ? at(ends.nextValue, i) : NaN;
+  const bootstrapStateId = new Int32Array(batch.trajectoryCount).fill(-1);
+  const bootstrapValue = new Float64Array(batch.trajectoryCount).fill(NaN);
+  for (let i = 0; i < batch.trajectoryCount; i++) {
+    if (byteAt(batch.outcome, i) !== OUTCOME.truncated) continue;
+    bootstrapStateId[i] = intAt(nextStateId, i);
+    bootstrapValue[i] = at(ends.nextValue, i);
   }
-  return { continues, successorStateId, successorValue };
+  return { bootstrapStateId, bootstrapValue };
 }
 
 /** Per trajectory, the state id of its `nextState` if that text is a state of its own group (§1.2), else −1. */
