@@ -13,8 +13,8 @@ const shared = {
   transform: { '^.+\\.ts$': ['@swc/jest', swcConfig] },
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
-    '^@creditlab/(estimators|db|events|client|envs)$': '<rootDir>/libs/$1/src',
-    '^@creditlab/(estimators|db|events|client|envs)/(.*)$': '<rootDir>/libs/$1/src/$2',
+    '^@creditlab/([a-z-]+)$': '<rootDir>/libs/$1/src',
+    '^@creditlab/([a-z-]+)/(.*)$': '<rootDir>/libs/$1/src/$2',
   },
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/dist-test/'],
 };

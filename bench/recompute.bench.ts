@@ -8,7 +8,7 @@
  */
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { estimate } from '@creditlab/estimators';
-import { loadIterationBatches } from '../apps/server/src/advantages/iteration-batch-loader';
+import { readIterations } from '../apps/server/src/advantages/iteration-reader';
 import {
   syntheticBatchJson,
   type SyntheticShape,
@@ -97,7 +97,8 @@ async function main(): Promise<void> {
     const texts = new Map<string, string>();
     for (let i = 0; i < run.iterations; i += 16) {
       const chunk = Array.from({ length: Math.min(16, run.iterations - i) }, (_, j) => i + j);
-      batches.push(...(await loadIterationBatches(pool, run.id, chunk, texts)).values());
+      const read = await readIterations(pool, run.id, chunk, { steps: true, texts });
+      for (const it of read.values()) if (it.batch) batches.push(it.batch);
     }
     const readSeconds = (performance.now() - t0) / 1000;
 

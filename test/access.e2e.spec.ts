@@ -142,6 +142,7 @@ describe('roles', () => {
     for (const mutation of [
       `mutation { createRun(input: { name: "x", env: "e", method: "grpo" }) { id } }`,
       `mutation { appendEvents(runId: "${runA}", events: []) { accepted } }`,
+      `mutation { finishRun(runId: "${runA}", status: failed) { id } }`,
       `mutation { recompute(runId: "${runA}", method: { name: "rloo" }) { id } }`,
       `mutation { cancelJob(id: "${jobA}") { id } }`,
     ]) {
@@ -289,9 +290,10 @@ describe("another project's key finds nothing, on every path", () => {
     expect(mine.data!.run.events.nodes.length).toBeGreaterThan(1);
   });
 
-  test('appendEvents, recompute and compare: the same NOT_FOUND as a run that does not exist', async () => {
+  test('appendEvents, finishRun, recompute and compare: the same NOT_FOUND as a run that does not exist', async () => {
     for (const op of [
       (r: string) => `mutation { appendEvents(runId: "${r}", events: []) { accepted } }`,
+      (r: string) => `mutation { finishRun(runId: "${r}", status: aborted) { id status } }`,
       (r: string) => `mutation { recompute(runId: "${r}", method: { name: "rloo" }) { id } }`,
       (r: string) =>
         `{ compare(runId: "${r}", methods: [{ name: "grpo" }, { name: "rloo" }]) { stepCount } }`,
@@ -301,6 +303,13 @@ describe("another project's key finds nothing, on every path", () => {
       expect(theirs.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
       expect(withoutId(theirs, runA)).toEqual(withoutId(nobody, NOWHERE));
     }
+    const untouched = await gql<{ run: { status: string } }>(
+      server,
+      `{ run(id: "${runA}") { status } }`,
+      {},
+      keys.aRead,
+    );
+    expect(untouched.data!.run.status).toBe('running');
   });
 
   test('jobs: another project’s job is null to read and to cancel, and stays untouched', async () => {

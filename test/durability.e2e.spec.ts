@@ -1,10 +1,11 @@
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
-import { chmod, mkdtemp } from 'node:fs/promises';
-import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { fixtureBatches } from './support/fixture-batches';
-import { freePort } from './support/free-port';
+import {
+  portOpen,
+  privateEmbeddedPostgres,
+  removePrivateDirectories,
+  trackPostmaster,
+} from './support/private-postgres';
 import { readIteration } from './support/read-back';
 import { gql, spawnServer, ADMIN_KEY, api } from './support/test-server';
 
@@ -13,21 +14,17 @@ import { gql, spawnServer, ADMIN_KEY, api } from './support/test-server';
  * embedded PostgreSQL in a persistent data directory. Everything acknowledged
  * survives a stop and a restart, and stopping the server stops the database.
  */
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = createConnection({ port, host: '127.0.0.1' });
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
+afterAll(removePrivateDirectories);
 
 test('stop and restart the server with its embedded database: all acknowledged data is there', async () => {
-  const root = await mkdtemp(path.join(tmpdir(), 'creditlab-durability-'));
-  await chmod(root, 0o755);
-  const pgPort = await freePort();
-  const env = { CREDITLAB_PG_DIR: path.join(root, 'pg'), CREDITLAB_PG_PORT: String(pgPort) };
+  const { env, port: pgPort } = await privateEmbeddedPostgres();
   const [name, batch] = fixtureBatches()[4]!;
 
   const first = await spawnServer(env);
+  expect(first.output()).toContain(
+    `database: embedded PostgreSQL, data in ${env.CREDITLAB_PG_DIR}`,
+  );
+  await trackPostmaster(env.CREDITLAB_PG_DIR);
   const client = new CreditlabClient({ url: first.url, apiKey: ADMIN_KEY });
   const { id } = await client.createRun({
     name,
@@ -51,6 +48,7 @@ test('stop and restart the server with its embedded database: all acknowledged d
 
   const second = await spawnServer(env);
   try {
+    await trackPostmaster(env.CREDITLAB_PG_DIR);
     const res = await gql<{
       run: { lastSeq: number; tags: string[]; iterations: { stepCount: number }[] };
     }>(second, 'query($id: ID!) { run(id: $id) { lastSeq tags iterations { stepCount } } }', {

@@ -189,8 +189,8 @@ test('a nested query costs a fixed number of SQL statements whatever the page si
   const large = await cost(4, 20);
   expect(large.steps).toBeGreaterThan(small.steps * 10);
   expect(large.statements).toBe(small.statements);
-  // runs (Prisma), iterations (counts and logged metrics), groups, trajectories, steps with texts, events
-  expect(large.statements).toBe(7);
+  // runs (Prisma), iterations (their projection), groups, trajectories, steps with texts, events
+  expect(large.statements).toBe(6);
 });
 
 test('query limits: cost and page size are refused with clear errors', async () => {

@@ -160,6 +160,29 @@ describe('a finished run', () => {
   });
 });
 
+describe('run creation', () => {
+  test('a NUL or a lone surrogate in a run’s name, tags or config is a 400 naming the field; no run is made', async () => {
+    const before = await rowCounts(server.databaseUrl);
+    for (const [body, path] of [
+      [{ name: 'a\u0000b', env: 'e', method: 'grpo' }, 'name'],
+      [{ name: 'x', env: 'e', method: 'grpo', tags: ['ok', 'b\ud800'] }, 'tags[1]'],
+      [
+        { name: 'x', env: 'e', method: 'grpo', config: { nested: { k: '\u0000' } } },
+        'config.nested.k',
+      ],
+    ] as const) {
+      const res = await api(`${server.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: 'INVALID_INPUT', path });
+    }
+    expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  });
+});
+
 describe('checkpoint uploads', () => {
   test('take the body whatever Content-Type curl or a library sends', async () => {
     const runId = await newRun('content types');

@@ -83,3 +83,17 @@ describe('migrations', () => {
     expect(count.rows[0].n).toBe(1);
   });
 });
+
+test('the test database is PostgreSQL 15 or newer, and the version asked for', async () => {
+  const c = new pg.Client({ connectionString: process.env.CREDITLAB_TEST_DATABASE_URL });
+  await c.connect();
+  try {
+    const major =
+      Number((await c.query('SHOW server_version_num')).rows[0].server_version_num) / 10000;
+    expect(Math.floor(major)).toBeGreaterThanOrEqual(15);
+    const asked = /postgresql\/(\d+)\//.exec(process.env.CREDITLAB_TEST_POSTGRES_BIN ?? '');
+    if (asked) expect(Math.floor(major)).toBe(Number(asked[1]));
+  } finally {
+    await c.end();
+  }
+});

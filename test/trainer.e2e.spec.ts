@@ -1,6 +1,8 @@
 import { DEFAULT_CONFIG, type TrainerConfig } from '../apps/trainer/src/config';
 import { decodeCheckpoint } from '../apps/trainer/src/policy/checkpoint';
-import { fork, retrain, train } from '../apps/trainer/src/trainer';
+import { fork } from '../apps/trainer/src/fork';
+import { retrain } from '../apps/trainer/src/retrain';
+import { train } from '../apps/trainer/src/trainer';
 import { readIteration } from './support/read-back';
 import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
 

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
 import { reapOrphans, track } from './process-registry';
+import { startSystemPostgres } from './system-postgres';
 
 /**
  * One PostgreSQL server per test run (the embedded one, in a fresh data
@@ -16,6 +17,14 @@ export default async function globalSetup(): Promise<void> {
   process.env.CREDITLAB_TEST_RUN = String(process.pid);
   await reapOrphans();
   if (process.env.CREDITLAB_TEST_DATABASE_URL) return;
+  const bin = process.env.CREDITLAB_TEST_POSTGRES_BIN;
+  if (bin) {
+    // Another PostgreSQL than the embedded one (npm run test:postgres15: Debian's postgresql-15).
+    const pg = await startSystemPostgres(bin, await freePort());
+    process.env.CREDITLAB_TEST_DATABASE_URL = pg.url;
+    (globalThis as { __creditlabTestPg?: TestPostgres }).__creditlabTestPg = pg;
+    return;
+  }
   const root = await mkdtemp(path.join(tmpdir(), 'creditlab-test-'));
   await chmod(root, 0o755); // PostgreSQL runs as its own user and must reach pg/ inside
   const dataDir = path.join(root, 'pg');

@@ -1,170 +1,48 @@
-import type { CreditlabClient } from '@creditlab/client';
+import { helpText } from '@creditlab/cli';
+import type { AdminCommand } from './admin-command';
+import { env } from './env-command';
+import { createKey, keys, revokeKey, whoami } from './key-commands';
+import { createProject, projects } from './project-commands';
+import { finishRun } from './run-commands';
 
-/** A mistake of the caller (usage, or a 4xx the server gave): exit status 2. */
-export class UsageError extends Error {}
+/** Every `npm run admin -- <command>`, in the order the help lists them. */
+export const COMMANDS: AdminCommand[] = [
+  whoami,
+  env,
+  projects,
+  createProject,
+  keys,
+  createKey,
+  revokeKey,
+  finishRun,
+];
 
-export const USAGE = `npm run admin -- <command> [options]
-
-  whoami                                   the key in use: prefix, project, role
-  projects                                 the projects this key sees
-  create-project <name> [--description T]  (admin key over every project)
-  keys [--project P] [--all]               keys (--all: revoked ones too)
-  create-key --role read|write|admin [--project P] [--name N] [--rate-limit N]
-                                           prints the new key once; only its hash is stored
-  revoke-key <id|prefix>
-
-  --server URL, --key KEY   default: CREDITLAB_URL / CREDITLAB_API_KEY, else ~/.creditlab/credentials.json
-  --json                    machine-readable output`;
-
-export interface CommandInput {
-  positionals: string[];
-  values: {
-    project?: string;
-    role?: string;
-    name?: string;
-    description?: string;
-    'rate-limit'?: string;
-    all?: boolean;
-  };
+export function findCommand(name: string): AdminCommand | undefined {
+  return COMMANDS.find((c) => c.name === name);
 }
 
-/** What a command prints: JSON for --json, else lines for a person. */
-export interface CommandOutput {
-  json: unknown;
-  text: string;
+/** `npm run admin -- --help`: the commands; each has its own `--help`. */
+export function adminHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'usage: npm run admin -- <command> [options]',
+    '',
+    'Keys, projects and runs through the server’s GraphQL API. The server and key: --server and --key, else',
+    'CREDITLAB_URL and CREDITLAB_API_KEY, else the credentials file the server wrote on its first start',
+    '(CREDITLAB_CREDENTIALS, else ~/.creditlab/credentials.json).',
+    '',
+    'commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.line}`),
+    '',
+    'options of every command: see npm run admin -- <command> --help',
+    '',
+    'examples:',
+    '  npm run admin -- create-key --project lab-a --role write --name alice',
+    '  npm run admin -- create-key --help',
+    '',
+    'exit status: 0 done, 1 the server failed or is unreachable, 2 a mistake (usage, or the server refused)',
+    '',
+  ].join('\n');
 }
 
-const KEY_FIELDS = 'id prefix name project role rateLimitPerMinute createdAt lastUsedAt revokedAt';
-
-interface KeyRow {
-  id: string;
-  prefix: string;
-  name: string;
-  project: string | null;
-  role: string;
-  rateLimitPerMinute: number | null;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-}
-
-export async function runCommand(
-  client: CreditlabClient,
-  command: string | undefined,
-  input: CommandInput,
-): Promise<CommandOutput> {
-  const { positionals, values } = input;
-  switch (command) {
-    case 'whoami': {
-      const { viewer } = await client.graphql<{ viewer: Record<string, unknown> }>(
-        '{ viewer { keyId prefix project role rateLimitPerMinute } }',
-      );
-      return {
-        json: viewer,
-        text: `cl_${String(viewer.prefix)}_…  role ${String(viewer.role)}  project ${String(viewer.project ?? '(every project)')}  at ${client.url}`,
-      };
-    }
-    case 'projects': {
-      const { projects } = await client.graphql<{
-        projects: { name: string; description: string; createdAt: string }[];
-      }>('{ projects { name description createdAt } }');
-      return {
-        json: projects,
-        text: table(
-          ['PROJECT', 'CREATED', 'DESCRIPTION'],
-          projects.map((p) => [p.name, p.createdAt, p.description]),
-        ),
-      };
-    }
-    case 'create-project': {
-      const name = only(positionals, 'create-project <name>');
-      const { createProject } = await client.graphql<{ createProject: { name: string } }>(
-        'mutation($n: String!, $d: String) { createProject(name: $n, description: $d) { name description createdAt } }',
-        { n: name, d: values.description ?? null },
-      );
-      return { json: createProject, text: `created project ${createProject.name}` };
-    }
-    case 'keys': {
-      const { apiKeys } = await client.graphql<{ apiKeys: KeyRow[] }>(
-        `query($p: String, $all: Boolean!) { apiKeys(project: $p, includeRevoked: $all) { ${KEY_FIELDS} } }`,
-        { p: values.project ?? null, all: values.all ?? false },
-      );
-      return {
-        json: apiKeys,
-        text: table(
-          ['ID', 'KEY', 'ROLE', 'PROJECT', 'NAME', 'LAST USED', 'REVOKED'],
-          apiKeys.map((k) => [
-            k.id,
-            `cl_${k.prefix}_…`,
-            k.role,
-            k.project ?? '(every project)',
-            k.name,
-            k.lastUsedAt ?? '-',
-            k.revokedAt ?? '-',
-          ]),
-        ),
-      };
-    }
-    case 'create-key': {
-      if (!values.role) throw new UsageError('create-key needs --role read|write|admin');
-      const rateLimit = values['rate-limit'] === undefined ? null : Number(values['rate-limit']);
-      if (rateLimit !== null && !(Number.isInteger(rateLimit) && rateLimit > 0))
-        throw new UsageError(`--rate-limit: a positive integer, got ${values['rate-limit']}`);
-      if (!['read', 'write', 'admin'].includes(values.role))
-        throw new UsageError(`--role: read, write or admin, got ${values.role}`);
-      const { createApiKey } = await client.graphql<{
-        createApiKey: { key: string; apiKey: KeyRow };
-      }>(
-        `mutation($i: CreateApiKeyInput!) { createApiKey(input: $i) { key apiKey { ${KEY_FIELDS} } } }`,
-        {
-          i: {
-            project: values.project ?? null,
-            role: values.role,
-            name: values.name ?? null,
-            rateLimitPerMinute: rateLimit,
-          },
-        },
-      );
-      const k = createApiKey.apiKey;
-      return {
-        json: createApiKey,
-        text:
-          `${createApiKey.key}\n\n` +
-          `${k.role} key for ${k.project ? `project ${k.project}` : 'every project'} (id ${k.id}).\n` +
-          'This is the only time the key is shown: store it now (only its hash is kept).',
-      };
-    }
-    case 'revoke-key': {
-      const id = only(positionals, 'revoke-key <id|prefix>');
-      const { revokeApiKey } = await client.graphql<{ revokeApiKey: KeyRow | null }>(
-        `mutation($id: ID!) { revokeApiKey(id: $id) { ${KEY_FIELDS} } }`,
-        { id },
-      );
-      if (!revokeApiKey) throw new UsageError(`key ${id} not found`);
-      return {
-        json: revokeApiKey,
-        text: `revoked cl_${revokeApiKey.prefix}_… at ${revokeApiKey.revokedAt}`,
-      };
-    }
-    default:
-      throw new UsageError(command ? `unknown command ${command}\n\n${USAGE}` : USAGE);
-  }
-}
-
-function only(positionals: string[], usage: string): string {
-  if (positionals.length !== 1 || !positionals[0]) throw new UsageError(`usage: ${usage}`);
-  return positionals[0];
-}
-
-function table(header: string[], rows: string[][]): string {
-  const all = [header, ...rows];
-  const widths = header.map((_, c) => Math.max(...all.map((r) => (r[c] ?? '').length)));
-  return all
-    .map((r) =>
-      r
-        .map((v, c) => v.padEnd(widths[c] as number))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
+export { helpText };

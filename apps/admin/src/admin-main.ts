@@ -1,65 +1,56 @@
 import { CreditlabApiError, CreditlabClient, CreditlabGraphQLError } from '@creditlab/client';
-import { parseArgs } from 'node:util';
-import { USAGE, UsageError, runCommand } from './admin-commands';
+import { helpText, reportUsageError, UsageError } from '@creditlab/cli';
+import { adminHelp, COMMANDS, findCommand } from './admin-commands';
 
 /**
- * `npm run admin -- create-key --project lab-a --role write`: keys and projects, through the
- * server's GraphQL API with an admin key. Exit status: 0 done, 2 a mistake of the caller (usage, or
- * the server refused: unknown project, wrong role, no key), 1 anything else (server unreachable).
+ * `npm run admin -- create-key --project lab-a --role write`: keys, projects and runs, through the
+ * server's GraphQL API. Exit status: 0 done, 2 a mistake of the caller (usage, or the server
+ * refused: unknown project, wrong role, no key), 1 anything else (server unreachable).
  */
-async function main(): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      allowPositionals: true,
-      options: {
-        server: { type: 'string' },
-        key: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        project: { type: 'string' },
-        role: { type: 'string' },
-        name: { type: 'string' },
-        description: { type: 'string' },
-        'rate-limit': { type: 'string' },
-        all: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`admin: ${(e as Error).message}\n\n${USAGE}\n`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === '--help' || name === '-h') {
+    process.stdout.write(adminHelp());
     return 0;
   }
-  const [command, ...rest] = positionals;
-  const client = CreditlabClient.connect(
-    { url: values.server, apiKey: values.key },
-    { retries: 1 },
-  );
+  let client: CreditlabClient | undefined;
   try {
-    const out = await runCommand(client, command, { positionals: rest, values });
-    process.stdout.write(values.json ? `${JSON.stringify(out.json, null, 2)}\n` : `${out.text}\n`);
-    return 0;
-  } catch (e) {
-    const refused =
-      e instanceof UsageError ||
-      (e instanceof CreditlabApiError && e.status < 500) ||
-      (e instanceof CreditlabGraphQLError && !e.codes.includes('INTERNAL_SERVER_ERROR'));
-    if (refused) {
-      process.stderr.write(`admin: ${e.message}\n`);
-      return 2;
+    if (name === undefined || name.startsWith('-'))
+      throw new UsageError(
+        `the command comes first: npm run admin -- <command> [options], one of ${COMMANDS.map((c) => c.name).join(', ')}`,
+      );
+    const command = findCommand(name);
+    if (!command)
+      throw new UsageError(
+        `unknown command ${JSON.stringify(name)}; one of ${COMMANDS.map((c) => c.name).join(', ')}`,
+      );
+    const parsed = command.parse(rest);
+    if (!parsed) {
+      process.stdout.write(helpText(command.spec));
+      return 0;
     }
-    const cause = (e as { cause?: { code?: string } }).cause?.code;
-    process.stderr.write(
-      cause === 'ECONNREFUSED'
-        ? `admin: no server at ${client.url} (start one with \`npm start\`, or pass --server)\n`
-        : `admin: ${(e as Error).message}\n`,
+    const out = await parsed.run(
+      () => (client ??= CreditlabClient.connect(parsed.connection, { retries: 1 })),
     );
-    return 1;
+    process.stdout.write(parsed.json ? `${JSON.stringify(out.json, null, 2)}\n` : `${out.text}\n`);
+    return 0;
+  } catch (e) {
+    return report(e, client?.url);
   }
 }
 
-void main().then((code) => process.exit(code));
+function report(e: unknown, url: string | undefined): number {
+  if (e instanceof UsageError) return reportUsageError('admin', e);
+  const refused =
+    (e instanceof CreditlabApiError && e.status < 500) ||
+    (e instanceof CreditlabGraphQLError && !e.codes.includes('INTERNAL_SERVER_ERROR'));
+  const cause = (e as { cause?: { code?: string } }).cause?.code;
+  const message =
+    cause === 'ECONNREFUSED'
+      ? `no server at ${url} (start one with \`npm start\`, or pass --server)`
+      : (e as Error).message;
+  process.stderr.write(`admin: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  return refused ? 2 : 1;
+}
+
+void main(process.argv.slice(2)).then((code) => process.exit(code));

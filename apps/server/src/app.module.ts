@@ -9,24 +9,17 @@ import { Database } from './database/database';
 import { DomainErrorFilter } from './errors/domain-error.filter';
 import { complexityLimitPlugin, documentLimitsRule } from './graphql/query-limits';
 import { formatError } from './graphql/format-error';
-import { createReadLoaders } from './graphql/read-loaders';
-import { RolloutGroupResolver, TrajectoryResolver } from './graphql/rollouts.resolver';
-import { RunsResolver } from './graphql/runs.resolver';
-import { AdvantagesModule } from './advantages/advantages.module';
-import { IngestModule } from './ingest/ingest.module';
-import {
-  AdvantagesResolver,
-  CompareResolver,
-  RunAdvantagesResolver,
-  StepAdvantagesResolver,
-} from './graphql/advantages.resolver';
-import { Metrics } from './metrics/metrics';
-import { MetricsController } from './metrics/metrics.controller';
-import { HealthController } from './health/health.controller';
+import { Metrics } from './operations/metrics';
+import { OperationsModule } from './operations/operations.module';
 import { AccessModule } from './access/access.module';
-import { AccessResolver } from './graphql/access.resolver';
+import { AdvantagesModule } from './advantages/advantages.module';
 import { CheckpointsModule } from './checkpoints/checkpoints.module';
-import { RunCheckpointsResolver } from './graphql/checkpoints.resolver';
+import { CompareModule } from './compare/compare.module';
+import { JobsModule } from './jobs/jobs.module';
+import { createRolloutLoaders } from './rollouts/rollout-loaders';
+import { RolloutsModule } from './rollouts/rollouts.module';
+import { createRunLoaders } from './runs/run-loaders';
+import { RunsModule } from './runs/runs.module';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -52,9 +45,13 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(config, db),
+        OperationsModule,
         AccessModule,
-        IngestModule,
+        RunsModule,
+        RolloutsModule,
         AdvantagesModule,
+        JobsModule,
+        CompareModule,
         CheckpointsModule,
         GraphQLModule.forRoot<ApolloDriverConfig>({
           driver: ApolloDriver,
@@ -65,7 +62,11 @@ export class AppModule {
           introspection: true,
           includeStacktraceInErrorResponses: false,
           formatError,
-          context: ({ req }: { req: Request }) => ({ req, loaders: createReadLoaders(db) }),
+          // Per request: the batch loaders every nested field of that request shares.
+          context: ({ req }: { req: Request }) => ({
+            req,
+            loaders: { ...createRunLoaders(db), ...createRolloutLoaders(db) },
+          }),
           validationRules: [
             documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
           ],
@@ -74,19 +75,7 @@ export class AppModule {
           plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
         }),
       ],
-      controllers: [MetricsController, HealthController],
-      providers: [
-        RunsResolver,
-        AccessResolver,
-        RunCheckpointsResolver,
-        RolloutGroupResolver,
-        TrajectoryResolver,
-        AdvantagesResolver,
-        RunAdvantagesResolver,
-        StepAdvantagesResolver,
-        CompareResolver,
-        { provide: APP_FILTER, useClass: DomainErrorFilter },
-      ],
+      providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],
     };
   }
 }

@@ -1,14 +1,31 @@
 import { Logger } from '@nestjs/common';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config/app-config';
+import { loadConfig, type AppConfig } from './config/app-config';
 import { startServer } from './server';
+import { startupFailure } from './startup-failure';
+import { onStopRequest } from './stop-requests';
+
+let config: AppConfig | undefined;
 
 /** `npm start`: the server on HOST:PORT, with the embedded PostgreSQL unless DATABASE_URL is set. */
 async function main(): Promise<void> {
   const logger = new Logger('creditlab');
-  const config = loadConfig();
+  // Listening from the start: a stop asked for while starting is carried out once started.
+  let stopRequested = false;
+  let stop = () => void (stopRequested = true);
+  onStopRequest(logger, () => stop());
+  config = loadConfig();
   const server = await startServer(config);
+  stop = () =>
+    void server.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        logger.error(e);
+        process.exit(1);
+      },
+    );
+  if (stopRequested) return stop();
   if (process.env.NODE_ENV !== 'production') {
     // Code-first schema, committed so that schema changes show in review.
     writeFileSync(
@@ -17,24 +34,13 @@ async function main(): Promise<void> {
     );
   }
   // Always printed, whatever LOG_LEVEL: scripts and tests wait for this line.
-  process.stdout.write(`Creditlab listening on ${server.url} (GraphQL at ${server.url}/graphql)\n`);
-  const stop = (signal: string) => {
-    logger.log(`${signal}: shutting down`);
-    server.close().then(
-      () => process.exit(0),
-      (e: unknown) => {
-        logger.error(e);
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.stdout.write(
+    `Creditlab listening on ${server.url} (GraphQL at ${server.url}/graphql); database: ${server.database}\n`,
+  );
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(
-    `${e instanceof ConfigError ? e.message : ((e as Error).stack ?? String(e))}\n`,
-  );
-  process.exit(e instanceof ConfigError ? 2 : 1);
+  const { message, status } = startupFailure(e, config);
+  process.stderr.write(`${message}\n`);
+  process.exit(status);
 });

@@ -1,37 +1,59 @@
 import {
-  defaultDataDir,
-  ensureDatabase,
-  runMigrations,
-  startEmbeddedPostgres,
-} from '@creditlab/db';
-import pg from 'pg';
-import { loadConfig } from './config/app-config';
+  helpText,
+  parseCommandLine,
+  reportUsageError,
+  UsageError,
+  type Command,
+} from '@creditlab/cli';
+import { loadConfig, type AppConfig } from './config/app-config';
+import { withCommandDatabase } from './database/command-database';
+import { startupFailure } from './startup-failure';
 
-/** `npm run db:migrate`: applies pending migrations to DATABASE_URL, or to the embedded database. */
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const embedded = config.databaseUrl
-    ? undefined
-    : await startEmbeddedPostgres({
-        dataDir: config.embeddedPostgres.dataDir ?? defaultDataDir(),
-        port: config.embeddedPostgres.port,
-      });
-  const url =
-    config.databaseUrl ??
-    (await ensureDatabase((embedded as { url: string }).url, config.embeddedPostgres.database));
-  const pool = new pg.Pool({ connectionString: url });
+const MIGRATE_COMMAND: Command<Record<string, never>> = {
+  invocation: 'npm run db:migrate --',
+  name: 'db:migrate',
+  synopsis: ['[--help]'],
+  summary:
+    'Applies the pending migrations (migrations/, in order, under an advisory lock) and the data steps they leave to the code (projections rebuilt from the event log, body hashes of old events) without starting the server, to DATABASE_URL, or else to the embedded PostgreSQL the server would start. The server does the same on start.',
+  flags: {},
+  examples: [
+    'npm run db:migrate',
+    'DATABASE_URL=postgres://creditlab@db.internal/creditlab npm run db:migrate',
+  ],
+  notes: `environment (as for the server):
+  DATABASE_URL            the PostgreSQL to migrate (default: unset, the embedded one)
+  CREDITLAB_PG_DIR        the embedded database's folder (default: ~/.creditlab/pg, or /var/lib/creditlab/pg as root)
+  CREDITLAB_PG_PORT       its port (default: 54329)
+  CREDITLAB_PG_DATABASE   its database (default: creditlab)
+
+exit status: 0 done, 1 a migration or the database failed, 2 bad usage or configuration`,
+};
+
+let config: AppConfig | undefined;
+
+/** `npm run db:migrate`: brings DATABASE_URL, or the embedded database, up to date. */
+async function main(argv: string[]): Promise<number> {
   try {
-    const result = await runMigrations(pool);
-    process.stdout.write(
-      `applied: ${result.applied.join(', ') || 'none'}; already applied: ${result.alreadyApplied.length}\n`,
-    );
-  } finally {
-    await pool.end();
-    await embedded?.stop();
+    if (parseCommandLine(MIGRATE_COMMAND, argv).help) {
+      process.stdout.write(helpText(MIGRATE_COMMAND));
+      return 0;
+    }
+  } catch (e) {
+    if (e instanceof UsageError) return reportUsageError('db:migrate', e);
+    throw e;
   }
+  config = loadConfig();
+  return withCommandDatabase(config, async () => {
+    process.stdout.write('the database is up to date\n');
+    return 0;
+  });
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`${(e as Error).message}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    const { message, status } = startupFailure(e, config);
+    process.stderr.write(`db:migrate: ${message}\n`);
+    process.exit(status);
+  },
+);

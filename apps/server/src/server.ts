@@ -1,11 +1,4 @@
 import 'reflect-metadata';
-import {
-  defaultDataDir,
-  ensureDatabase,
-  runMigrations,
-  startEmbeddedPostgres,
-  type RunningPostgres,
-} from '@creditlab/db';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -18,9 +11,10 @@ import { bootstrapAccess } from './access/bootstrap-access';
 import { RateLimits } from './access/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
-import { backfillEventHashes } from './ingest/event-hash-backfill';
-import { Metrics } from './metrics/metrics';
-import { RequestLogging } from './logging/request-logging';
+import { prepareDatabase } from './database/prepare-database';
+import { startDatabase } from './database/start-database';
+import { Metrics } from './operations/metrics';
+import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, Server } from 'node:http';
 
@@ -36,6 +30,8 @@ export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:4000 */
   url: string;
   db: Database;
+  /** Which database it uses, and where its data is (for the start-up banner). */
+  database: string;
   /** The GraphQL schema as SDL (what schema.gql holds). */
   schemaSdl(): string;
   /** Stops accepting, closes the app, the pool and the embedded database if this server started it. */
@@ -49,29 +45,21 @@ export interface RunningServer {
  */
 export async function startServer(config: AppConfig): Promise<RunningServer> {
   const logger = new Logger('creditlab');
-  let embedded: RunningPostgres | undefined;
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    const dataDir = config.embeddedPostgres.dataDir ?? defaultDataDir();
-    logger.log(
-      `starting embedded PostgreSQL in ${dataDir} on port ${config.embeddedPostgres.port}`,
-    );
-    embedded = await startEmbeddedPostgres({ dataDir, port: config.embeddedPostgres.port });
-    databaseUrl = await ensureDatabase(embedded.url, config.embeddedPostgres.database);
-  }
+  const logging = new RequestLogging(config);
+  // Start-up's own lines (the embedded database's among them) are JSON lines at LOG_LEVEL already.
+  Logger.overrideLogger(logging.nestLogger());
+  const { url: databaseUrl, embedded, where } = await startDatabase(config);
   const db = Database.connect(databaseUrl, {
     connections: config.connections.reads,
     ingestConnections: config.connections.ingest,
   });
   try {
-    const migrations = await runMigrations(db.pool);
-    if (migrations.applied.length)
-      logger.log(`applied migrations: ${migrations.applied.join(', ')}`);
-    const hashed = await backfillEventHashes(db.pool);
-    if (hashed) logger.log(`computed the body hash of ${hashed} events stored before body hashes`);
-    const logging = new RequestLogging(config);
+    await prepareDatabase(db.pool, (line) => logger.log(line));
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
       logger: logging.nestLogger(),
+      // A module that cannot be created rejects here (and start-up says why, then stops the
+      // database), instead of Nest ending the process on the spot.
+      abortOnError: false,
       // JSON bodies only, and not on routes that read the raw body themselves (NDJSON ingest,
       // checkpoint uploads): those take any bytes, whatever Content-Type a client sends.
       bodyParser: false,
@@ -87,7 +75,9 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       });
       next();
     });
-    app.use(authenticate(app.get(ApiKeysService), app.get(RateLimits)));
+    app.use(
+      authenticate(app.get(ApiKeysService), app.get(RateLimits), config.access.credentialsFile),
+    );
     await app.listen(config.port, config.host);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     await bootstrapAccess(
@@ -100,6 +90,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       app,
       url,
       db,
+      database: where,
       schemaSdl: () => printSchema(lexicographicSortSchema(app.get(GraphQLSchemaHost).schema)),
       close: () =>
         (closed ??= (async () => {

@@ -1,62 +1,81 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { machineLine, writeSection } from '../../../bench/support/bench-report';
-import { startBenchServer, type BenchServer } from '../../../bench/support/bench-server';
-import { CreditlabClient } from '@creditlab/client';
+import { CreditlabClient, resolveConnection } from '@creditlab/client';
+import { helpText, parseCommandLine, reportUsageError, UsageError } from '@creditlab/cli';
 import { textEnvironment } from '@creditlab/envs';
-import { DEFAULT_CONFIG } from './config';
-import { lineChartPng } from './png-plot';
-import { train, type IterationReport } from './trainer';
+import { DEFAULT_CONFIG, type TrainerConfig } from './config';
+import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
+import { writeReport, type RunResult, type TruthRow } from './experiment-report';
+import type { RunStart } from './iteration';
+import { connectionRefused, stopOnSignal } from './stop-signal';
 
 /**
  * `npm run experiment -- --env household-tiny --methods grpo,gigpo,gaca,gated-bepo,gagpo,bipace --seeds 3`
  * Trains every method with paired seeds (the same seed means the same initial weights and the same first
- * tasks) on a fresh server of its own, and writes docs/experiments.md and a learning-curve PNG.
+ * tasks), on a fresh server of its own unless given --server, and writes experiments.md and a
+ * learning-curve PNG (see --help).
  */
 const EVAL_EVERY = 5;
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      env: { type: 'string' },
-      methods: { type: 'string' },
-      seeds: { type: 'string' },
-      iterations: { type: 'string' },
-      'truth-iterations': { type: 'string' },
-    },
-  });
-  const env = values.env ?? 'household-tiny';
-  textEnvironment(env); // an unknown name stops here, with the list of environments
-  const methods = (values.methods ?? 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace').split(',');
-  const seeds = Number(values.seeds ?? 3);
-  const iterations = Number(values.iterations ?? DEFAULT_CONFIG.iterations);
-  const truthIterations = Number(values['truth-iterations'] ?? 10);
-  const bench = await startBenchServer({});
-  const results: { method: string; seed: number; reports: IterationReport[]; seconds: number }[] =
-    [];
+/** The server the runs go to, and what to do with it afterwards. */
+interface Target {
+  url: string;
+  apiKey?: string;
+  close(): Promise<void>;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let plan: ExperimentPlan;
+  try {
+    const line = parseCommandLine(EXPERIMENT_COMMAND, argv);
+    if (line.help) {
+      process.stdout.write(helpText(EXPERIMENT_COMMAND));
+      return 0;
+    }
+    plan = experimentPlan(line.values);
+  } catch (e) {
+    if (e instanceof UsageError) return reportUsageError('experiment', e);
+    throw e;
+  }
+  const stop = stopOnSignal('experiment');
+  const target = await connect(plan);
+  const results: RunResult[] = [];
   let truth: TruthRow[] = [];
   try {
-    if (truthIterations > 0 && textEnvironment(env).exact)
-      truth = await scoreAgainstTruth(bench, env, methods, truthIterations);
-    for (let seed = 1; seed <= seeds; seed++) {
-      for (const method of methods) {
+    const { train } = await import('./trainer');
+    const base = (method: string, seed: number): TrainerConfig => ({
+      ...DEFAULT_CONFIG,
+      serverUrl: target.url,
+      env: plan.env,
+      method,
+      seed,
+      iterations: plan.iterations,
+      tasksPerIteration: plan.tasksPerIteration,
+      groupSize: plan.groupSize,
+      evalEvery: EVAL_EVERY,
+      checkpointEvery: 0,
+      trueAdvantages: false,
+    });
+    const hooks = {
+      shouldStop: stop.requested,
+      onStart: (r: RunStart) => {
+        stop.current = r.runId;
+        process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
+      },
+    };
+    if (plan.truthIterations > 0 && textEnvironment(plan.env).exact) {
+      const config = { ...base('grpo', 1), iterations: plan.truthIterations, trueAdvantages: true };
+      const { runId, status } = await train(
+        { ...config, evalEvery: config.iterations },
+        hooks,
+        target.apiKey,
+      );
+      if (status === 'aborted') return 130;
+      truth = await scoreAgainstTruth(target, runId, plan.methods);
+    }
+    for (let seed = 1; seed <= plan.seeds; seed++) {
+      for (const method of plan.methods) {
         const t0 = performance.now();
-        const { reports } = await train(
-          {
-            ...DEFAULT_CONFIG,
-            serverUrl: bench.server.url,
-            env,
-            method,
-            iterations,
-            seed,
-            evalEvery: EVAL_EVERY,
-            checkpointEvery: 0,
-            trueAdvantages: false,
-          },
-          {},
-          bench.adminKey,
-        );
+        const { reports, status } = await train(base(method, seed), hooks, target.apiKey);
+        if (status === 'aborted') return 130;
         results.push({ method, seed, reports, seconds: (performance.now() - t0) / 1000 });
         const last = reports.at(-1);
         process.stderr.write(
@@ -65,117 +84,26 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await bench.close();
+    await target.close();
   }
-  await writeReport(env, methods, seeds, iterations, results, truth, truthIterations);
+  const file = await writeReport(plan, EVAL_EVERY, results, truth);
+  process.stderr.write(`wrote ${file} and experiments-${plan.env}.png beside it\n`);
+  return 0;
 }
 
-async function writeReport(
-  env: string,
-  methods: string[],
-  seeds: number,
-  iterations: number,
-  results: { method: string; seed: number; reports: IterationReport[]; seconds: number }[],
-  truth: TruthRow[],
-  truthIterations: number,
-) {
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
-  const evalCurve = (reports: IterationReport[]) =>
-    reports
-      .filter((r) => r.evaluation !== undefined)
-      .map((r) => [r.iteration + 1, r.evaluation as number] as [number, number]);
-  const rows = methods.map((method) => {
-    const runs = results.filter((r) => r.method === method);
-    const finals = runs.map((r) => evalCurve(r.reports).at(-1)?.[1] ?? 0);
-    const bests = runs.map((r) => Math.max(0, ...evalCurve(r.reports).map(([, y]) => y)));
-    const to80 = runs.map((r) => evalCurve(r.reports).find(([, y]) => y >= 0.8)?.[0]);
-    const reached = to80.filter((x): x is number => x !== undefined);
-    const firstTrain = mean(runs.map((r) => r.reports[0]?.successRate ?? 0));
-    return `| ${method} | ${(100 * mean(finals)).toFixed(0)} % (${finals.map((f) => (100 * f).toFixed(0)).join(', ')}) | ${(100 * mean(bests)).toFixed(0)} % | ${reached.length ? `${mean(reached).toFixed(0)} (${reached.length}/${runs.length} seeds)` : `not reached`} | ${(100 * firstTrain).toFixed(0)} % | ${mean(runs.map((r) => r.seconds)).toFixed(0)} s |`;
-  });
-  const series = methods.map((method) => {
-    const curves = results.filter((r) => r.method === method).map((r) => evalCurve(r.reports));
-    const xs = curves[0]?.map(([x]) => x) ?? [];
-    return {
-      label: method,
-      points: xs.map((x, i) => [x, mean(curves.map((c) => c[i]?.[1] ?? 0))] as [number, number]),
-    };
-  });
-  const docs = path.resolve(__dirname, '../../../docs');
-  await mkdir(docs, { recursive: true });
-  const png = `experiments-${env}.png`;
-  await writeFile(path.join(docs, png), lineChartPng(series, iterations));
-  const colours = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
-  const c = DEFAULT_CONFIG;
-  // One section per environment; hand-written observations outside the markers survive a re-run.
-  writeSection(
-    `experiment:${env}`,
-    `## ${env}: ${methods.length} methods, ${seeds} paired seeds, ${iterations} iterations
-
-Command: \`npm run experiment -- --env ${env} --methods ${methods.join(',')} --seeds ${seeds} --iterations ${iterations}\`.
-Machine: ${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}.
-Trainer defaults (apps/trainer/src/config.ts): B = ${c.tasksPerIteration} tasks × G = ${c.groupSize} rollouts per iteration, PPO-clip
-(ε ${c.ppo.clip}, ${c.ppo.epochs} epochs × ${c.ppo.minibatches} minibatches, Adam ${c.ppo.learningRate}, entropy ${c.ppo.entropyCoef}), bag-of-tokens policy (${c.policy.hidden} hidden), each method at its
-registry defaults. Held-out success: the sampling policy, 4 rollouts on each of ${c.evalTasks} evaluation tasks (held-out seeds), every ${EVAL_EVERY} iterations.
-
-| method | final held-out success (per seed) | best held-out | iterations to 80 % held-out | training success, iteration 1 (untrained policy) | wall time per run |
-|---|---:|---:|---:|---:|---:|
-${rows.join('\n')}
-
-![mean held-out success per iteration](${png})
-
-Curves: mean held-out success over seeds (y from 0 to 100 %, grid lines every 20 %; x: iterations 0 to ${iterations}, one point per evaluation); colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
-${
-  truth.length
-    ? `
-Against the truth: a GRPO run of ${truthIterations} iterations (seed 1) logs every step's exact advantage under the rollout
-policy (\`trueAdvantage\`, γ ${c.trueAdvantageGamma}); \`compare(...) { againstReference }\` then scores every method on those
-identical rollouts (${truth[0]!.steps} steps).
-
-| method | Pearson with the true advantage | Spearman | sign agreement |
-|---|---:|---:|---:|
-${truth.map((t) => `| ${t.method} | ${fmt(t.pearson)} | ${fmt(t.spearman)} | ${(100 * t.signAgreement).toFixed(0)} % |`).join('\n')}`
-    : ''
-}`,
-    path.join(docs, 'experiments.md'),
-    '# Experiments\n\nWritten by `npm run experiment`, one section per environment; observations are written by hand below each.\n',
-  );
-  process.stderr.write(`wrote docs/experiments.md and docs/${png}\n`);
+/** The server to train against, as for `npm run train`: --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the credentials file. */
+async function connect(plan: ExperimentPlan): Promise<Target> {
+  const { url, apiKey } = resolveConnection(plan.server ?? {});
+  return { url, apiKey, close: async () => undefined };
 }
 
-interface TruthRow {
-  method: string;
-  steps: number;
-  pearson: number | null;
-  spearman: number | null;
-  signAgreement: number;
-}
-
-const fmt = (x: number | null) => (x === null ? '–' : x.toFixed(2));
-
-/** One run that logs the exact advantages, then every method scored against them by the server. */
+/** Every method scored by the server against the exact advantages the run logged. */
 async function scoreAgainstTruth(
-  bench: BenchServer,
-  env: string,
+  target: Target,
+  runId: string,
   methods: string[],
-  iterations: number,
 ): Promise<TruthRow[]> {
-  const { runId } = await train(
-    {
-      ...DEFAULT_CONFIG,
-      serverUrl: bench.server.url,
-      env,
-      method: 'grpo',
-      iterations,
-      seed: 1,
-      evalEvery: iterations,
-      checkpointEvery: 0,
-      trueAdvantages: true,
-    },
-    {},
-    bench.adminKey,
-  );
-  const client = new CreditlabClient({ url: bench.server.url, apiKey: bench.adminKey });
+  const client = new CreditlabClient({ url: target.url, apiKey: target.apiKey });
   const { compare } = await client.graphql<{ compare: { againstReference: TruthRow[] } }>(
     `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m) {
        againstReference { method steps pearson spearman signAgreement } } }`,
@@ -185,7 +113,12 @@ async function scoreAgainstTruth(
   return compare.againstReference;
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`experiment: ${(e as Error).stack ?? String(e)}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(
+      `experiment: ${connectionRefused(e) ? 'no Creditlab server there (check --server)' : (e as Error).message}\n`,
+    );
+    process.exit(1);
+  },
+);

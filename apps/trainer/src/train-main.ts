@@ -1,111 +1,115 @@
-import { resolveConnection } from '@creditlab/client';
-import { textEnvironment } from '@creditlab/envs';
-import { parseArgs } from 'node:util';
-import { DEFAULT_CONFIG, type TrainerConfig } from './config';
-import { fork, retrain, train, type IterationReport } from './trainer';
+import {
+  CreditlabApiError,
+  CreditlabGraphQLError,
+  resolveConnection,
+  type Connection,
+} from '@creditlab/client';
+import { helpText, parseCommandLine, reportUsageError, UsageError } from '@creditlab/cli';
+import { TrainerInputError } from './errors';
+import type { IterationReport, RunStart, TrainerHooks } from './iteration';
+import type { EndStatus } from './run-ending';
+import { connectionRefused, stopOnSignal } from './stop-signal';
+import { TRAIN_COMMAND, trainPlan, type TrainPlan } from './train-command';
 
-/** The server this run talks to, for the message when it cannot be reached. */
-let target = '';
-
-/** `npm run train -- --env household-tiny --method gigpo --iterations 30 --seed 1` */
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      env: { type: 'string' },
-      method: { type: 'string' },
-      param: { type: 'string', multiple: true },
-      iterations: { type: 'string' },
-      tasks: { type: 'string' },
-      'group-size': { type: 'string' },
-      seed: { type: 'string' },
-      server: { type: 'string' },
-      key: { type: 'string' },
-      fork: { type: 'string' },
-      'from-checkpoint': { type: 'string' },
-      retrain: { type: 'string' },
+/** `npm run train -- --env household-tiny --method gigpo --iterations 30 --seed 1` (see --help). */
+async function main(argv: string[]): Promise<number> {
+  let plan: TrainPlan;
+  let server: Connection;
+  try {
+    const line = parseCommandLine(TRAIN_COMMAND, argv);
+    if (line.help) {
+      process.stdout.write(helpText(TRAIN_COMMAND));
+      return 0;
+    }
+    // --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the credentials file.
+    server = resolveConnection({ url: line.values.server, apiKey: line.values.key });
+    plan = trainPlan(line.values, server.url);
+  } catch (e) {
+    if (e instanceof UsageError) return reportUsageError('train', e);
+    throw e;
+  }
+  const stop = stopOnSignal('train');
+  let total = 0;
+  const hooks: TrainerHooks = {
+    shouldStop: stop.requested,
+    onStart: (run: RunStart) => {
+      stop.current = run.runId;
+      total = run.iterations;
+      process.stderr.write(
+        `run ${run.runId}: iterations ${run.firstIteration + 1} to ${run.iterations}\n`,
+      );
     },
-  });
-  const params = Object.fromEntries(
-    (values.param ?? []).map((p) => {
-      const [k, v = ''] = p.split('=');
-      return [
-        k,
-        v === 'true' ? true : v === 'false' ? false : Number.isNaN(Number(v)) ? v : Number(v),
-      ];
-    }),
-  );
-  // --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the embedded server's credentials file.
-  const server = resolveConnection({ url: values.server, apiKey: values.key });
-  target = server.url;
-  const fromCheckpoint = Number(values['from-checkpoint'] ?? 0);
-  const config: TrainerConfig = {
-    ...DEFAULT_CONFIG,
-    serverUrl: server.url,
-    env: values.env ?? DEFAULT_CONFIG.env,
-    method: values.method ?? DEFAULT_CONFIG.method,
-    methodParams: params,
-    iterations: Number(values.iterations ?? DEFAULT_CONFIG.iterations),
-    tasksPerIteration: Number(values.tasks ?? DEFAULT_CONFIG.tasksPerIteration),
-    groupSize: Number(values['group-size'] ?? DEFAULT_CONFIG.groupSize),
-    seed: Number(values.seed ?? DEFAULT_CONFIG.seed),
+    onIteration: (r: IterationReport) => process.stderr.write(`${progressLine(r, total)}\n`),
   };
   try {
-    textEnvironment(config.env);
-    for (const [flag, v] of Object.entries({
-      iterations: config.iterations,
-      tasks: config.tasksPerIteration,
-      'group-size': config.groupSize,
-      seed: config.seed,
-      'from-checkpoint': fromCheckpoint,
-    }))
-      if (!Number.isInteger(v) || v < 0) throw new Error(`--${flag}: a whole number, got ${v}`);
+    const { runId, status } = await execute(plan, server, hooks);
+    process.stdout.write(`${runId}\n`);
+    return status === 'aborted' ? 130 : 0;
   } catch (e) {
-    process.stderr.write(`train: ${(e as Error).message}\n`);
-    process.exit(2);
+    return reportFailure(e, server.url);
   }
-  let stop = false;
-  process.once('SIGINT', () => {
-    stop = true;
-    process.stderr.write('\nstopping after this iteration; the run will be marked aborted\n');
-  });
-  const hooks = {
-    shouldStop: () => stop,
-    onIteration: (r: IterationReport) =>
-      process.stderr.write(
-        `${bar((r.iteration + 1) / config.iterations)} iteration ${r.iteration + 1}/${config.iterations}  success ${(100 * r.successRate).toFixed(0)}%` +
-          `${r.evaluation === undefined ? '' : `  held-out ${(100 * r.evaluation).toFixed(0)}%`}  ${r.stepsPerSecond.toFixed(0)} steps/s\n`,
-      ),
-  };
-  // --fork RUN_ID [--from-checkpoint K]: that run's config and seed under --method, from scratch or from
-  // its checkpoint K (its weights after K iterations), linked to it.
-  // --retrain RUN_ID: that run's updates again on its stored rollouts, under --method.
-  const { runId } = values.retrain
-    ? await retrain(server, values.retrain, config.method, params, hooks)
-    : values.fork
-      ? await fork(
-          server,
-          values.fork,
-          config.method,
-          params,
-          hooks,
-          values.iterations ? { iterations: config.iterations } : {},
-          fromCheckpoint,
-        )
-      : await train(config, hooks, server.apiKey);
-  process.stdout.write(`${runId}\n`);
 }
 
-function bar(fraction: number, width = 20): string {
-  const full = Math.round(fraction * width);
-  return `[${'#'.repeat(full)}${'.'.repeat(width - full)}]`;
+/** Loads the trainer (and TensorFlow.js) only now: `--help` and usage errors answer at once. */
+async function execute(
+  plan: TrainPlan,
+  server: Connection,
+  hooks: TrainerHooks,
+): Promise<{ runId: string; status: EndStatus }> {
+  switch (plan.mode) {
+    case 'train':
+      return (await import('./trainer')).train(plan.config, hooks, server.apiKey);
+    case 'fork':
+      return (await import('./fork')).fork(
+        server,
+        plan.parent,
+        plan.method,
+        plan.params,
+        hooks,
+        plan.overrides,
+        plan.fromCheckpoint,
+      );
+    case 'retrain':
+      return (await import('./retrain')).retrain(
+        server,
+        plan.parent,
+        plan.method,
+        plan.params,
+        hooks,
+        {
+          iterations: plan.iterations,
+        },
+      );
+  }
 }
 
-main().catch((e: unknown) => {
-  const refused = (e as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED';
-  process.stderr.write(
-    refused
-      ? `train: no Creditlab server at ${target} (start one with \`npm start\`, or pass --server)\n`
-      : `train: ${(e as Error).message}\n`,
-  );
-  process.exit(1);
-});
+/** `[#####...............] iteration 5/20  success 25%  held-out 13%  180 steps/s` */
+export function progressLine(r: IterationReport, total: number): string {
+  const full = Math.round(((r.iteration + 1) / total) * 20);
+  const bar = `[${'#'.repeat(full)}${'.'.repeat(Math.max(0, 20 - full))}]`;
+  const success = Number.isNaN(r.successRate)
+    ? ''
+    : `  success ${(100 * r.successRate).toFixed(0)}%`;
+  const heldOut =
+    r.evaluation === undefined ? '' : `  held-out ${(100 * r.evaluation).toFixed(0)}%`;
+  return `${bar} iteration ${r.iteration + 1}/${total}${success}${heldOut}  ${r.stepsPerSecond.toFixed(0)} steps/s`;
+}
+
+/** One line on stderr; 2 for what the caller asked wrong (nothing was created), 1 otherwise. */
+function reportFailure(e: unknown, url: string): number {
+  const caller =
+    e instanceof TrainerInputError ||
+    (e instanceof CreditlabApiError && [401, 403].includes(e.status)) ||
+    (e instanceof CreditlabGraphQLError &&
+      e.codes.some((c) => ['UNAUTHENTICATED', 'FORBIDDEN'].includes(c)));
+  const message = connectionRefused(e)
+    ? `no Creditlab server at ${url} (start one with \`npm start\`, or pass --server)`
+    : (e as Error).message;
+  process.stderr.write(`train: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  return caller ? 2 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => process.exit(reportFailure(e, '')),
+);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
-import { resolveConnection } from './credentials';
+import { Kind, parse } from 'graphql';
+import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
+import { resolveConnection } from '@creditlab/credentials';
 
 export interface ClientOptions {
   /** Server base URL, e.g. http://127.0.0.1:4000 */
@@ -10,8 +12,11 @@ export interface ClientOptions {
   /** Events per NDJSON request when appending (a request is all-or-nothing). */
   batchSize?: number;
   /**
-   * Attempts per request on network errors, 5xx answers and 429 (after the server's Retry-After);
-   * retrying is safe: event ids make appends idempotent.
+   * Retries per request. An idempotent request (appends, by their event ids; createRun, by the run
+   * id the client chooses; online advantages, by their event id; checkpoint uploads; GraphQL
+   * queries) is retried on network errors, 5xx answers and 429; any other (GraphQL mutations, unless
+   * told) only when the server certainly did not act on it: 429 (refused before any route) or a
+   * refused connection.
    */
   retries?: number;
   /** First retry delay; doubles each attempt, with jitter. */
@@ -29,30 +34,6 @@ export interface AppendProgress {
 export interface AppendSummary extends AppendProgress {
   requests: number;
   retries: number;
-}
-
-/** An answer the server gave on purpose (4xx): not retried, carries the server's JSON body. */
-export class CreditlabApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: Record<string, unknown>,
-  ) {
-    super(`${status} ${String(body.error ?? '')}: ${String(body.message ?? JSON.stringify(body))}`);
-  }
-}
-
-export interface GraphQLErrorItem {
-  message: string;
-  extensions?: { code?: string } & Record<string, unknown>;
-}
-
-/** GraphQL errors of an answer; `codes` are their `extensions.code` (NOT_FOUND, FORBIDDEN, ...). */
-export class CreditlabGraphQLError extends Error {
-  readonly codes: string[];
-  constructor(readonly errors: GraphQLErrorItem[]) {
-    super(errors.map((e) => e.message).join('; '));
-    this.codes = errors.map((e) => e.extensions?.code ?? 'UNKNOWN');
-  }
 }
 
 /**
@@ -97,9 +78,19 @@ export class CreditlabClient {
     };
   }
 
+  /**
+   * Creates a run under an id the client chooses (`input.id`, else a fresh UUID), so that a retry of
+   * a request whose answer was lost returns the same run instead of making a second one.
+   */
   async createRun(input: RunInput): Promise<{ id: string }> {
-    const res = await this.request('/v1/runs', 'application/json', JSON.stringify(input));
-    return res as { id: string };
+    const body = JSON.stringify({ ...input, id: input.id ?? randomUUID() });
+    const { res } = await this.send('/v1/runs', {
+      method: 'POST',
+      contentType: 'application/json',
+      body,
+      idempotent: true,
+    });
+    return (await res.json()) as { id: string };
   }
 
   /**
@@ -123,12 +114,14 @@ export class CreditlabClient {
     const send = async () => {
       if (batch.length === 0) return;
       const body = batch.map((e) => JSON.stringify(e)).join('\n') + '\n';
-      const { result, retries } = await this.requestWithRetries(
-        `/v1/runs/${encodeURIComponent(runId)}/events`,
-        'application/x-ndjson',
+      // Idempotent: the server stores each event id once, so a retried batch adds nothing twice.
+      const { res, retries } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+        method: 'POST',
+        contentType: 'application/x-ndjson',
         body,
-      );
-      const r = result as { accepted: number; duplicates: number; lastSeq: number };
+        idempotent: true,
+      });
+      const r = (await res.json()) as { accepted: number; duplicates: number; lastSeq: number };
       total.sent += batch.length;
       total.accepted += r.accepted;
       total.duplicates += r.duplicates;
@@ -169,6 +162,7 @@ export class CreditlabClient {
         contentType: 'application/json',
         accept: 'application/octet-stream',
         body: JSON.stringify({ method, params, eventId }),
+        idempotent: true, // the advantages.used event is recorded once per eventId
       },
     );
     const bytes = new Uint8Array(await res.arrayBuffer());
@@ -195,6 +189,7 @@ export class CreditlabClient {
         contentType: 'application/octet-stream',
         body: data,
         headers: { 'x-creditlab-checkpoint-format': format },
+        idempotent: true, // the same bytes again are acknowledged; other bytes are refused (409)
       },
     );
     return (await res.json()) as { iteration: number; sha256: string; bytes: number; path: string };
@@ -209,6 +204,7 @@ export class CreditlabClient {
       {
         method: 'GET',
         accept: 'application/octet-stream',
+        idempotent: true,
       },
     );
     return {
@@ -218,37 +214,29 @@ export class CreditlabClient {
     };
   }
 
-  /** POSTs a GraphQL operation; GraphQL errors are thrown with their messages. */
-  async graphql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
-    const res = (await this.request(
-      '/graphql',
-      'application/json',
-      JSON.stringify({ query, variables }),
-    )) as {
-      data?: T;
-      errors?: GraphQLErrorItem[];
-    };
-    if (res.errors?.length) throw new CreditlabGraphQLError(res.errors);
-    return res.data as T;
-  }
-
-  private async request(path: string, contentType: string, body: string): Promise<unknown> {
-    return (await this.requestWithRetries(path, contentType, body)).result;
-  }
-
-  private async requestWithRetries(
-    path: string,
-    contentType: string,
-    body: string,
-  ): Promise<{ result: unknown; retries: number }> {
-    const { res, retries } = await this.send(path, { method: 'POST', contentType, body });
-    const text = await res.text();
-    return { result: text ? (JSON.parse(text) as unknown) : {}, retries };
+  /**
+   * POSTs a GraphQL operation; GraphQL errors are thrown with their messages. Queries are retried;
+   * mutations are not, unless `idempotent` says that repeating this one is harmless.
+   */
+  async graphql<T>(
+    query: string,
+    variables: Record<string, unknown> = {},
+    options: { idempotent?: boolean } = {},
+  ): Promise<T> {
+    const { res } = await this.send('/graphql', {
+      method: 'POST',
+      contentType: 'application/json',
+      body: JSON.stringify({ query, variables }),
+      idempotent: options.idempotent ?? onlyQueries(query),
+    });
+    const answer = (await res.json()) as { data?: T; errors?: GraphQLErrorItem[] };
+    if (answer.errors?.length) throw new CreditlabGraphQLError(answer.errors);
+    return answer.data as T;
   }
 
   /**
-   * One request with retries on network errors, 5xx and 429; resolves with the successful answer,
-   * throws CreditlabApiError with the server's JSON body for any other status.
+   * One request, retried as `init.idempotent` allows (see `ClientOptions.retries`); resolves with
+   * the successful answer, throws CreditlabApiError with the server's JSON body for any other status.
    */
   private async send(
     path: string,
@@ -258,6 +246,8 @@ export class CreditlabClient {
       accept?: string;
       body?: string | Uint8Array;
       headers?: Record<string, string>;
+      /** Whether sending it twice has the effect of sending it once: every call says so. */
+      idempotent: boolean;
     },
   ): Promise<{ res: Response; retries: number }> {
     for (let attempt = 0; ; attempt++) {
@@ -269,13 +259,13 @@ export class CreditlabClient {
           body: init.body,
         });
       } catch (e) {
-        if (attempt >= this.retries) throw e;
+        if (attempt >= this.retries || !(init.idempotent || connectionRefused(e))) throw e;
         await this.backoff(attempt);
         continue;
       }
       if (res.ok) return { res, retries: attempt };
       const text = await res.text();
-      if (!retryable(res.status) || attempt >= this.retries) {
+      if (!retryable(res.status, init.idempotent) || attempt >= this.retries) {
         let body: Record<string, unknown>;
         try {
           body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
@@ -296,8 +286,27 @@ export class CreditlabClient {
   }
 }
 
-/** 5xx: the server failed; 429: this key's request rate was exceeded. Anything else is final. */
-const retryable = (status: number): boolean => status >= 500 || status === 429;
+/**
+ * 429: refused before any route ran (this key's request rate), so always safe to repeat; 5xx: the
+ * server failed, perhaps after acting, so repeated only when repeating is harmless.
+ */
+const retryable = (status: number, idempotent: boolean): boolean =>
+  status === 429 || (idempotent && status >= 500);
+
+/** Nothing listened: the request never reached a server. */
+const connectionRefused = (e: unknown): boolean =>
+  (e as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED';
+
+/** Whether a GraphQL document holds only queries (what a retry cannot repeat the effect of). */
+function onlyQueries(document: string): boolean {
+  try {
+    return parse(document).definitions.every(
+      (d) => d.kind !== Kind.OPERATION_DEFINITION || d.operation === 'query',
+    );
+  } catch {
+    return false; // the server will say what is wrong with it, once
+  }
+}
 
 /** A fresh event id (UUID v4). */
 export const newEventId = (): string => randomUUID();

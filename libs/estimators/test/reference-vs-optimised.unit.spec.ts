@@ -14,7 +14,7 @@ import {
   gatedBepoReference,
   gigpoReference,
 } from './reference/plain-estimators';
-import { seededRandom } from '../../envs/src/random';
+import { seededRandom } from '@creditlab/random';
 import { syntheticBatchJson, type SyntheticShape } from './support/synthetic-rollouts';
 import { expectClose } from './support/tolerance';
 

@@ -98,6 +98,8 @@ export const eventDataSchemas = {
     method: z.string().min(1),
     params: z.record(z.string(), z.unknown()),
     advantageSetId: z.string().optional(),
+    /** The log position of the iteration the advantages were computed from: the version consumed. */
+    inputsSeq: z.number().int().min(1).optional(),
   }),
   'metrics.logged': z.object({ iteration, metrics: z.record(z.string().min(1), finite) }),
   'evaluation.logged': z.object({
@@ -124,7 +126,7 @@ export const eventDataSchemas = {
 } as const;
 
 export type ClientEventType = keyof typeof eventDataSchemas;
-/** `run.created` is written by the server when a run is created, never sent by clients. */
+/** `run.created` is written by the server when a run is created (POST /v1/runs), never sent by clients. */
 export type EventType = ClientEventType | 'run.created';
 export const CLIENT_EVENT_TYPES = Object.keys(eventDataSchemas) as ClientEventType[];
 export const EVENT_TYPES: EventType[] = ['run.created', ...CLIENT_EVENT_TYPES];
@@ -132,17 +134,25 @@ export const EVENT_TYPES: EventType[] = ['run.created', ...CLIENT_EVENT_TYPES];
 /** An event's data as the server holds it after validation. */
 export type EventData<T extends ClientEventType> = z.output<(typeof eventDataSchemas)[T]>;
 
+/** What `run.created` records: the run as its creator described it, in its project (its id is the stream's). */
+export type RunCreatedData = z.output<typeof runCreatedSchema>;
+
 /** One event as a client sends it (a line of NDJSON, or an item of `appendEvents`). */
 export type ClientEvent = {
   [T in ClientEventType]: { id: string; type: T; data: z.input<(typeof eventDataSchemas)[T]> };
 }[ClientEventType];
 
-/** One event after validation: vectors decoded, ids in lower case. */
-export type ValidEvent = {
-  [T in ClientEventType]: { id: string; type: T; data: EventData<T> };
-}[ClientEventType];
+/** One event after validation: vectors decoded, ids in lower case (run.created: written by the server). */
+export type ValidEvent =
+  | { [T in ClientEventType]: { id: string; type: T; data: EventData<T> } }[ClientEventType]
+  | { id: string; type: 'run.created'; data: RunCreatedData };
 
 export const runInputSchema = z.object({
+  /**
+   * The run's id, chosen by the client (optional): creating a run again with the same id and the
+   * same body answers with that run, so a retried request never makes a second one.
+   */
+  id: z.uuid().optional(),
   name: z.string().min(1).max(200),
   /** Omitted: the key's project ("default" for an admin key over every project). */
   project: z.string().min(1).max(100).optional(),
@@ -156,4 +166,8 @@ export const runInputSchema = z.object({
   forkIteration: z.number().int().min(0).optional(),
 });
 export type RunInput = z.input<typeof runInputSchema>;
+
+export const runCreatedSchema = runInputSchema.omit({ id: true }).extend({
+  project: z.string().min(1).max(100),
+});
 export type ParsedRunInput = z.output<typeof runInputSchema>;

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { CLIENT_EVENT_TYPES, eventDataSchemas, type ValidEvent } from './event-schemas';
+import {
+  CLIENT_EVENT_TYPES,
+  eventDataSchemas,
+  runCreatedSchema,
+  type ValidEvent,
+} from './event-schemas';
 import { findUnstorable } from './storable-json';
 
 /** Why one event is invalid: the field path inside the event and what is wrong there. */
@@ -18,7 +23,11 @@ const envelope = z.object({ id: z.uuid(), type: z.string(), data: z.unknown() })
  * schema. Reports the first problem with a dotted path such as
  * `data.groups[0].trajectories[1].steps[2].reward`.
  */
-export function validateEvent(value: unknown): EventValidation {
+export function validateEvent(
+  value: unknown,
+  /** The server's own events (run.created) are accepted only from the server. */
+  from: 'client' | 'server' = 'client',
+): EventValidation {
   const unstorable = findUnstorable(value);
   if (unstorable)
     return { ok: false, issue: { path: formatPath(unstorable.path), message: unstorable.message } };
@@ -26,10 +35,14 @@ export function validateEvent(value: unknown): EventValidation {
   if (!env.success) return { ok: false, issue: firstIssue(env.error) };
   const { type } = env.data;
   if (type === 'run.created') {
-    return {
-      ok: false,
-      issue: { path: 'type', message: 'run.created is written by the server (POST /v1/runs)' },
-    };
+    if (from === 'client')
+      return {
+        ok: false,
+        issue: { path: 'type', message: 'run.created is written by the server (POST /v1/runs)' },
+      };
+    const data = runCreatedSchema.safeParse(env.data.data);
+    if (!data.success) return { ok: false, issue: firstIssue(data.error, ['data']) };
+    return { ok: true, event: { id: env.data.id.toLowerCase(), type, data: data.data } };
   }
   if (!(CLIENT_EVENT_TYPES as string[]).includes(type)) {
     return {

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
+import { AccessResolver } from './access.resolver';
 import { ApiKeysService } from './api-keys.service';
 import { ProjectScope } from './project-scope.service';
 import { RateLimits } from './rate-limits';
@@ -10,6 +11,7 @@ import { RolesGuard } from './roles.guard';
 @Global()
 @Module({
   providers: [
+    AccessResolver,
     ApiKeysService,
     ProjectScope,
     {

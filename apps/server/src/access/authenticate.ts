@@ -18,20 +18,20 @@ type AuthenticatedRequest = { principal?: Principal };
 /**
  * Authentication and the per-key request rate, once per HTTP request (GraphQL included), before
  * any route: a request without a live key, or over its key's rate, is answered here.
+ * `credentialsFile`: where this server writes the key it creates on its first start (named in the
+ * answer to a request without a key, so that the advice holds for this server's configuration).
  */
-export function authenticate(keys: ApiKeysService, limits: RateLimits): RequestHandler {
+export function authenticate(
+  keys: ApiKeysService,
+  limits: RateLimits,
+  credentialsFile: string,
+): RequestHandler {
+  const noKey = `send an API key as "Authorization: Bearer <key>"; this server wrote one to ${credentialsFile} on its first start (unless CREDITLAB_ADMIN_KEY was set), \`npm run -s admin -- env\` prints it as shell exports, and \`npm run admin -- create-key\` makes more`;
   return (req: Request, res: Response, next: NextFunction) => {
     if (PUBLIC_PATHS.has(req.path)) return next();
     const token = bearerToken(req.headers.authorization);
     if (!token) {
-      sendDomainError(
-        req,
-        res,
-        new DomainError(
-          ErrorCode.Unauthenticated,
-          'send an API key as "Authorization: Bearer <key>"; the embedded server wrote one to ~/.creditlab/credentials.json on its first start, and `npm run admin -- create-key` makes more',
-        ),
-      );
+      sendDomainError(req, res, new DomainError(ErrorCode.Unauthenticated, noKey));
       return;
     }
     void (async () => {

@@ -1,4 +1,4 @@
-import { writeCredentials } from '@creditlab/client';
+import { writeCredentials } from '@creditlab/credentials';
 import type { Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { generateApiKey, hashApiKey, prefixOf } from './api-key';

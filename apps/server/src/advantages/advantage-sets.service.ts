@@ -4,22 +4,27 @@ import {
   getMethod,
   resolveParams,
   type ColumnarBatch,
-  type DiagnosticKind,
 } from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
-import { Metrics } from '../metrics/metrics';
+import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
+import { encodeDiagnostics, packFloat32Array } from './advantage-codec';
 import {
-  decodeDiagnostics,
-  encodeDiagnostics,
-  packFloat32Array,
-  unpackFloat32Array,
-  type Diagnostics,
-  type StoredDiagnostics,
-} from './advantage-codec';
+  decodeStored,
+  freshIteration,
+  freshIterations,
+  insertIterations,
+  type DecodedIteration,
+  type StoredIteration,
+} from './advantage-store';
 import { EstimatorPool } from './estimator-pool';
-import { loadIterationBatch, loadIterationBatches } from './iteration-batch-loader';
+import {
+  readIteration,
+  readIterations,
+  type IterationSnapshot,
+  type TrajectoryShape,
+} from './iteration-reader';
 
 export interface MethodRequest {
   name: string;
@@ -36,24 +41,14 @@ export interface AdvantageSet {
   version: string;
 }
 
-export interface IterationAdvantages {
-  iteration: number;
-  stepCount: number;
-  advantages: Float32Array;
-  diagnostics: Diagnostics;
-  summary: Record<string, unknown>;
-  computeMs: number;
-  /** false when this call computed it, true when it was already stored. */
+/**
+ * An iteration's advantages under a set, computed from the iteration as it stood at log position
+ * `inputsSeq` (the newest, when read), with the shape they are laid out in.
+ */
+export interface IterationAdvantages extends DecodedIteration {
+  shape: TrajectoryShape[];
+  /** false when this call computed it, true when a fresh version was stored already. */
   reused: boolean;
-}
-
-interface StoredRow {
-  iteration: number;
-  stepCount: number;
-  advantages: Buffer;
-  diagnostics: StoredDiagnostics;
-  summary: Record<string, unknown>;
-  computeMs: number;
 }
 
 /**
@@ -148,117 +143,84 @@ export class AdvantageSetsService {
     };
   }
 
-  /** The iteration's advantages under `set`: from the store, or computed now and stored. */
+  /**
+   * The iteration's advantages under `set`, always those the estimator gives on the iteration as it
+   * stands: a stored version is used only if it was computed from the current log position (late
+   * steps, trajectories or outcomes make it stale); otherwise the iteration is read, estimated, and
+   * the new version stored (if the set is stored). Advantages and shape come from one snapshot.
+   */
   async iteration(
     set: AdvantageSet,
     iteration: number,
     withDiagnostics = true,
   ): Promise<IterationAdvantages> {
-    return (
-      (set.id === null ? null : await this.stored(set.id, iteration, withDiagnostics)) ??
-      (await this.compute(set, iteration))
-    );
-  }
-
-  async stored(
-    setId: string,
-    iteration: number,
-    withDiagnostics = true,
-  ): Promise<IterationAdvantages | null> {
-    const res = await this.db.pool.query<{
-      step_count: number;
-      advantages: Buffer;
-      names: string[];
-      kinds: DiagnosticKind[];
-      diagnostics: Buffer;
-      summary: Record<string, unknown>;
-      compute_ms: number;
-    }>(
-      `SELECT step_count, advantages, diagnostic_names AS names, diagnostic_kinds AS kinds,
-              ${withDiagnostics ? 'diagnostics' : `''::bytea AS diagnostics`}, summary, compute_ms
-       FROM advantage_set_iterations WHERE set_id = $1 AND iteration = $2`,
-      [setId, iteration],
-    );
-    const row = res.rows[0];
-    if (!row) return null;
-    return {
-      iteration,
-      stepCount: row.step_count,
-      advantages: unpackFloat32Array(row.advantages),
-      diagnostics: withDiagnostics
-        ? decodeDiagnostics(
-            { names: row.names, kinds: row.kinds, values: row.diagnostics },
-            row.step_count,
-          )
-        : {},
-      summary: row.summary,
-      computeMs: row.compute_ms,
-      reused: true,
-    };
-  }
-
-  /** Reads the iteration's steps as a columnar batch, estimates in a worker thread, stores the result in one statement. */
-  async compute(set: AdvantageSet, iteration: number): Promise<IterationAdvantages> {
-    const batch = await loadIterationBatch(this.db.pool, set.runId, iteration);
-    if (!batch) throw noRollouts(set.runId, iteration);
-    const row = await this.estimateRow(set, iteration, batch);
-    const inserted = set.id === null ? 1 : await this.insertRows(set.id, [row]);
-    if (inserted === 0 && set.id !== null) {
-      // Another process stored it first: what is stored is what everyone reads.
-      return { ...((await this.stored(set.id, iteration)) as IterationAdvantages), reused: false };
+    if (set.id !== null) {
+      const fresh = await freshIteration(
+        this.db.pool,
+        set.runId,
+        set.id,
+        iteration,
+        withDiagnostics,
+      );
+      if (fresh) {
+        const now = await readIteration(this.db.pool, set.runId, iteration, { steps: false });
+        // Unless steps arrived in between: then compute from the newer snapshot below.
+        if (now?.inputsSeq === fresh.inputsSeq) return { ...fresh, shape: now.shape, reused: true };
+      }
     }
-    return {
-      iteration,
-      stepCount: row.stepCount,
-      advantages: unpackFloat32Array(row.advantages),
-      diagnostics: decodeDiagnostics(row.diagnostics, row.stepCount),
-      summary: row.summary,
-      computeMs: row.computeMs,
-      reused: false,
-    };
+    const snapshot = await readIteration(this.db.pool, set.runId, iteration);
+    if (!snapshot?.batch) throw noRollouts(set.runId, iteration);
+    const row = await this.estimateRow(set, snapshot);
+    if (set.id !== null) await insertIterations(this.db.pool, set.id, [row]);
+    return { ...decodeStored(row), shape: snapshot.shape, reused: false };
   }
 
   /**
    * The bulk path for recompute jobs, in two halves so a job can read the next chunk while it
-   * estimates and stores this one: `loadMany` reads several iterations with one statement (texts
+   * estimates and stores this one: `loadMany` reads several iterations in one snapshot (texts
    * cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
-   * stores them with one statement.
+   * stores them with one statement, each stamped with the log position it was read at.
    */
   loadMany(
     set: AdvantageSet,
     iterations: number[],
     texts?: Map<string, string>,
-  ): Promise<Map<number, ColumnarBatch>> {
-    return loadIterationBatches(this.db.pool, set.runId, iterations, texts);
+  ): Promise<Map<number, IterationSnapshot>> {
+    return readIterations(this.db.pool, set.runId, iterations, { steps: true, texts });
   }
 
   async computeLoaded(
-    set: AdvantageSet,
+    set: StoredSet,
     iterations: number[],
-    batches: Map<number, ColumnarBatch>,
+    snapshots: Map<number, IterationSnapshot>,
   ): Promise<void> {
     const results = await Promise.allSettled(
       iterations.map((i) => {
-        const batch = batches.get(i);
-        if (!batch) return Promise.reject(noRollouts(set.runId, i));
-        return this.estimateRow(set, i, batch);
+        const snapshot = snapshots.get(i);
+        if (!snapshot?.batch) return Promise.reject(noRollouts(set.runId, i));
+        return this.estimateRow(set, snapshot);
       }),
     );
     // The first failure in iteration order, whichever thread finished first: the same input, the same message.
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    if (set.id === null) throw new Error('recompute jobs work on stored sets');
-    await this.insertRows(
+    await insertIterations(
+      this.db.pool,
       set.id,
-      results.map((r) => (r as PromiseFulfilledResult<StoredRow>).value),
+      results.map((r) => (r as PromiseFulfilledResult<StoredIteration>).value),
     );
+  }
+
+  /** The iterations of a set whose stored version is fresh (computed from their current log position). */
+  freshIterations(set: StoredSet, iterations?: number[]): Promise<number[]> {
+    return freshIterations(this.db.pool, set.runId, set.id, iterations);
   }
 
   private async estimateRow(
     set: AdvantageSet,
-    iteration: number,
-    batch: ColumnarBatch,
-  ): Promise<StoredRow> {
+    snapshot: IterationSnapshot,
+  ): Promise<StoredIteration> {
+    const batch = snapshot.batch as ColumnarBatch;
     let out;
     try {
       out = await this.estimators.run(batch, set.method, set.params);
@@ -266,8 +228,8 @@ export class AdvantageSetsService {
       if (e instanceof EstimatorInputError) {
         throw new DomainError(
           ErrorCode.InvalidInput,
-          `${set.method} on run ${set.runId} iteration ${iteration}: ${e.message}`,
-          { iteration, estimatorError: e.code },
+          `${set.method} on run ${set.runId} iteration ${snapshot.iteration}: ${e.message}`,
+          { iteration: snapshot.iteration, estimatorError: e.code },
         );
       }
       throw e;
@@ -275,7 +237,8 @@ export class AdvantageSetsService {
     this.metrics.estimatorSeconds.observe({ method: set.method }, out.ms / 1000);
     const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
     return {
-      iteration,
+      iteration: snapshot.iteration,
+      inputsSeq: snapshot.inputsSeq,
       stepCount: batch.stepCount,
       advantages: packFloat32Array(out.result.advantages),
       diagnostics: encodeDiagnostics(out.result.diagnostics, kinds, batch.stepCount),
@@ -284,44 +247,12 @@ export class AdvantageSetsService {
     };
   }
 
-  /** One statement for any number of iterations; returns how many were new. */
-  private async insertRows(setId: string, rows: StoredRow[]): Promise<number> {
-    const res = await this.db.pool.query(
-      `INSERT INTO advantage_set_iterations
-         (set_id, iteration, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics, summary, compute_ms)
-       SELECT $1, u.iteration, u.step_count, u.advantages, string_to_array(u.names, ','), string_to_array(u.kinds, ','),
-              u.diagnostics, u.summary, u.compute_ms
-       FROM unnest($2::int[], $3::int[], $4::bytea[], $5::text[], $6::text[], $7::bytea[], $8::jsonb[], $9::real[])
-         AS u(iteration, step_count, advantages, names, kinds, diagnostics, summary, compute_ms)
-       ON CONFLICT (set_id, iteration) DO NOTHING`,
-      [
-        setId,
-        rows.map((r) => r.iteration),
-        rows.map((r) => r.stepCount),
-        rows.map((r) => r.advantages),
-        rows.map((r) => r.diagnostics.names.join(',')),
-        rows.map((r) => r.diagnostics.kinds.join(',')),
-        rows.map((r) => r.diagnostics.values),
-        rows.map((r) => JSON.stringify(r.summary)),
-        rows.map((r) => r.computeMs),
-      ],
-    );
-    return res.rowCount ?? 0;
-  }
-
-  async storedIterations(setId: string): Promise<number[]> {
-    const res = await this.db.pool.query<{ iteration: number }>(
-      'SELECT iteration FROM advantage_set_iterations WHERE set_id = $1',
-      [setId],
-    );
-    return res.rows.map((r) => r.iteration);
-  }
-
   /** Iterations that hold rollouts, and which of them are complete (a later iteration exists, or the run ended). */
   async iterationsOf(runId: string): Promise<{ all: number[]; complete: number[] }> {
     const res = await this.db.pool.query<{ iteration: number; complete: boolean }>(
-      `SELECT DISTINCT t.iteration, (r.status <> 'running' OR t.iteration < r.last_iteration) AS complete
-       FROM trajectories t JOIN runs r ON r.id = t.run_id WHERE t.run_id = $1 ORDER BY t.iteration`,
+      `SELECT it.iteration, (r.status <> 'running' OR it.iteration < r.last_iteration) AS complete
+       FROM iterations it JOIN runs r ON r.id = it.run_id
+       WHERE it.run_id = $1 AND it.step_count > 0 ORDER BY it.iteration`,
       [runId],
     );
     return {
@@ -345,7 +276,10 @@ export class AdvantageSetsService {
       `SELECT s.id, s.method, s.params_key, s.estimator_version, s.created_at,
               array_agg(i.iteration ORDER BY i.iteration) FILTER (WHERE i.iteration IS NOT NULL) AS iterations,
               sum(i.step_count) AS steps
-       FROM advantage_sets s LEFT JOIN advantage_set_iterations i ON i.set_id = s.id
+       FROM advantage_sets s
+       LEFT JOIN (advantage_set_iterations i JOIN iterations it
+                  ON it.run_id = $1 AND it.iteration = i.iteration AND it.inputs_seq = i.inputs_seq)
+         ON i.set_id = s.id
        WHERE s.run_id = $1 GROUP BY s.id ORDER BY s.id`,
       [runId],
     );

@@ -1,19 +1,17 @@
 import type { AdvantageSet, IterationAdvantages } from './advantage-sets.service';
 import { diagnosticValue } from './advantage-codec';
-import type { TrajectoryShape } from './iteration-structure';
 
 /** The advantages/v1 document of one stored iteration (values at float32 precision). */
 export function advantagesDocument(
   set: AdvantageSet,
   it: IterationAdvantages,
-  shape: TrajectoryShape[],
   withDiagnostics = true,
 ) {
   const groups: {
     id: string;
     trajectories: { id: string; advantages: number[]; diagnostics?: Record<string, unknown[]> }[];
   }[] = [];
-  for (const t of shape) {
+  for (const t of it.shape) {
     let group = groups[groups.length - 1];
     if (!group || group.id !== t.groupId) {
       group = { id: t.groupId, trajectories: [] };
@@ -41,6 +39,8 @@ export function advantagesDocument(
     version: set.version,
     params: set.params,
     advantageSetId: set.id,
+    /** The log position of the iteration these advantages were computed from (its version). */
+    inputsSeq: it.inputsSeq,
     iteration: it.iteration,
     summary: it.summary,
     groups,

@@ -15,21 +15,19 @@ import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { firstIssue } from '@creditlab/events';
-import { Database } from '../database/database';
 import { Caller } from '../access/caller.decorator';
 import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { EventAppender } from '../ingest/event-appender.service';
+import { EventAppender } from '../rollouts/event-appender.service';
 import {
   AdvantageSetsService,
   type AdvantageSet,
   type IterationAdvantages,
 } from './advantage-sets.service';
 import { advantagesDocument } from './advantages-document';
-import { iterationStructure } from './iteration-structure';
 
 const consumeSchema = z.object({
   method: z.string().min(1),
@@ -68,7 +66,6 @@ export class AdvantagesController {
   constructor(
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
     @Inject(EventAppender) private readonly appender: EventAppender,
-    @Inject(Database) private readonly db: Database,
     @Inject(ProjectScope) private readonly scope: ProjectScope,
   ) {}
 
@@ -111,21 +108,29 @@ export class AdvantagesController {
     await this.appender.appendOne(runId, {
       id: b.eventId ?? randomUUID(),
       type: 'advantages.used',
-      data: { iteration, method: set.method, params: set.params, advantageSetId: set.id },
+      // Which version the update consumed: the iteration as it stood at inputsSeq.
+      data: {
+        iteration,
+        method: set.method,
+        params: set.params,
+        advantageSetId: set.id,
+        inputsSeq: it.inputsSeq,
+      },
     });
     return this.answer(set, it, b.diagnostics, req, res);
   }
 
   /** Raw little-endian float32 in canonical step order when asked for, else advantages/v1 JSON. */
-  private async answer(
+  private answer(
     set: AdvantageSet,
     it: IterationAdvantages,
     withDiagnostics: boolean,
     req: Request,
     res: Response,
-  ): Promise<unknown> {
+  ): unknown {
     if (set.id !== null) res.setHeader('X-Creditlab-Advantage-Set', set.id);
     res.setHeader('X-Creditlab-Reused', String(it.reused));
+    res.setHeader('X-Creditlab-Inputs-Seq', String(it.inputsSeq));
     if ((req.headers.accept ?? '').includes('application/octet-stream')) {
       res.setHeader('X-Creditlab-Steps', String(it.stepCount));
       return new StreamableFile(
@@ -133,8 +138,7 @@ export class AdvantagesController {
         { type: 'application/octet-stream' },
       );
     }
-    const shape = await iterationStructure(this.db.pool, set.runId, it.iteration);
-    return advantagesDocument(set, it, shape, withDiagnostics);
+    return advantagesDocument(set, it, withDiagnostics);
   }
 }
 

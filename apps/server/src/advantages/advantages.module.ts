@@ -1,14 +1,18 @@
 import { Module } from '@nestjs/common';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
-import { IngestModule } from '../ingest/ingest.module';
+import { RolloutsModule } from '../rollouts/rollouts.module';
 import { AdvantageSetsService } from './advantage-sets.service';
 import { AdvantagesController } from './advantages.controller';
-import { CompareService } from './compare.service';
+import {
+  AdvantagesResolver,
+  RunAdvantagesResolver,
+  StepAdvantagesResolver,
+} from './advantages.resolver';
 import { EstimatorPool } from './estimator-pool';
-import { RecomputeService } from './recompute.service';
 
+/** Any method's advantages on stored rollouts: the registry, advantage sets, the online and read paths. */
 @Module({
-  imports: [IngestModule],
+  imports: [RolloutsModule],
   controllers: [AdvantagesController],
   providers: [
     {
@@ -17,9 +21,10 @@ import { RecomputeService } from './recompute.service';
       useFactory: (c: AppConfig) => new EstimatorPool(c.recompute.estimatorThreads),
     },
     AdvantageSetsService,
-    RecomputeService,
-    CompareService,
+    AdvantagesResolver,
+    RunAdvantagesResolver,
+    StepAdvantagesResolver,
   ],
-  exports: [AdvantageSetsService, RecomputeService, CompareService],
+  exports: [AdvantageSetsService],
 })
 export class AdvantagesModule {}

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
-import { IngestModule } from '../ingest/ingest.module';
+import { RolloutsModule } from '../rollouts/rollouts.module';
+import { RunCheckpointsResolver } from './checkpoints.resolver';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
 
 @Module({
-  imports: [IngestModule],
+  imports: [RolloutsModule],
   controllers: [CheckpointsController],
-  providers: [CheckpointsService],
+  providers: [CheckpointsService, RunCheckpointsResolver],
   exports: [CheckpointsService],
 })
 export class CheckpointsModule {}

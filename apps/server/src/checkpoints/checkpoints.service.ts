@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { EventAppender } from '../ingest/event-appender.service';
+import { EventAppender } from '../rollouts/event-appender.service';
 
 export interface CheckpointInfo {
   iteration: number;

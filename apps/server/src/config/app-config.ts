@@ -1,4 +1,4 @@
-import { credentialsPath } from '@creditlab/client';
+import { credentialsPath } from '@creditlab/credentials';
 import { z } from 'zod';
 
 /**

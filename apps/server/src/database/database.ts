@@ -29,11 +29,18 @@ export class Database {
   }
 
   static connect(url: string, sizes = { connections: 10, ingestConnections: 8 }): Database {
+    const logger = new Logger('database');
     const open = (max: number) => {
       const pool = new pg.Pool({ connectionString: url, max });
-      // An idle client can lose its server (a restart, a failover): pg reports that on the pool, and
-      // an unhandled 'error' event would end the process. The next query opens a new connection.
-      pool.on('error', (e) => new Logger('database').warn(`idle connection lost: ${e.message}`));
+      // A connection can lose its server at any time (PostgreSQL restarted or killed, a failover),
+      // and pg reports that as an 'error' event: on the pool for an idle client, on the client itself
+      // while it is checked out (a transaction between two statements). Unheard, either event would
+      // end the process. The statement running fails with the error (a 503 for the request), pg-pool
+      // drops the broken client when it is released, and the next query opens a new connection.
+      pool.on('error', (e) => logger.warn(`idle connection lost: ${e.message}`));
+      pool.on('connect', (client) =>
+        client.on('error', (e) => logger.debug(`connection lost: ${e.message}`)),
+      );
       return pool;
     };
     return new Database(open(sizes.connections), url, open(sizes.ingestConnections));

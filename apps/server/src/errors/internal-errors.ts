@@ -19,22 +19,47 @@ const CONNECTION_MESSAGES = [
   'Connection ended unexpectedly',
 ];
 
+/** Prisma's codes for a database it cannot reach, that timed out, or that closed the connection. */
+const PRISMA_CONNECTION_CODES = new Set(['P1001', 'P1002', 'P1017']);
+/** Prisma driver adapter error kinds for the same (`meta.driverAdapterError.cause.kind`). */
+const ADAPTER_CONNECTION_KINDS = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+]);
+
+interface ErrorShape {
+  code?: unknown;
+  kind?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  meta?: { driverAdapterError?: unknown };
+}
+
+function isConnectionError({ code, kind, message }: ErrorShape): boolean {
+  if (typeof code === 'string') {
+    if (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code)) return true;
+    if (CONNECTION_ERRNOS.has(code) || PRISMA_CONNECTION_CODES.has(code)) return true;
+  }
+  if (typeof kind === 'string' && ADAPTER_CONNECTION_KINDS.has(kind)) return true;
+  return typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.includes(m));
+}
+
 /**
  * Whether an error means "PostgreSQL cannot be reached" rather than "this request is wrong":
- * SQLSTATE class 08 (connection exception), 57P01–57P03 (shutting down, cannot connect now), a
- * refused or reset socket, or pg's messages for a connection that ended. Prisma's driver adapter
- * wraps the pg error as its `cause`.
+ * SQLSTATE class 08 (connection exception), 57P01–57P03 (shutting down, crashed, cannot connect
+ * now), a refused or reset socket, pg's messages for a connection that ended, Prisma's P1001
+ * (cannot reach), P1002 (timed out) and P1017 (connection closed). Prisma's driver adapter wraps the
+ * pg error as its `cause`, or (a known request error) as `meta.driverAdapterError`.
  */
 export function isDatabaseUnavailable(e: unknown): boolean {
-  for (let err = e, depth = 0; err && typeof err === 'object' && depth < 5; depth++) {
-    const { code, message } = err as { code?: unknown; message?: unknown };
-    if (typeof code === 'string') {
-      if (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code)) return true;
-      if (CONNECTION_ERRNOS.has(code)) return true;
-    }
-    if (typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.includes(m)))
-      return true;
-    err = (err as { cause?: unknown }).cause;
+  const pending: unknown[] = [e];
+  for (let seen = 0; pending.length && seen < 10; seen++) {
+    const err = pending.shift();
+    if (!err || typeof err !== 'object') continue;
+    const shape = err as ErrorShape;
+    if (isConnectionError(shape)) return true;
+    pending.push(shape.cause, shape.meta?.driverAdapterError);
   }
   return false;
 }

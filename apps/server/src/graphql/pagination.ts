@@ -50,3 +50,20 @@ export const POSITION_CURSOR = z.tuple([
     .min(-1)
     .max(2 ** 31 - 1),
 ]);
+
+/**
+ * A page of a connection from `limit + 1` rows fetched: the extra row, if any, only says that
+ * there is a next page.
+ */
+export function toPage<T>(
+  rows: T[],
+  limit: number,
+  cursorOf: (last: T) => string,
+): { nodes: T[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } {
+  const nodes = rows.slice(0, limit);
+  const last = nodes[nodes.length - 1];
+  return {
+    nodes,
+    pageInfo: { hasNextPage: rows.length > limit, endCursor: last ? cursorOf(last) : null },
+  };
+}

@@ -1,4 +1,4 @@
-import { pick, seededRandom, shuffle } from '../random';
+import { pick, seededRandom, shuffle } from '@creditlab/random';
 
 export type TaskType = 'pick_and_place' | 'clean' | 'heat' | 'cool' | 'examine' | 'pick_two';
 export type ReceptacleKind =

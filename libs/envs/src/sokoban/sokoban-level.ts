@@ -1,4 +1,4 @@
-import { seededRandom } from '../random';
+import { seededRandom } from '@creditlab/random';
 
 export interface SokobanSize {
   /** Interior width and height (the border walls come on top). */

@@ -8,21 +8,29 @@ import { parseParamText } from '../registry/param-schema';
 import { estimate, getMethod } from '../registry/registry';
 import { registryAsJson, registryAsText } from './describe-registry';
 
-export const USAGE = `usage: estimate --method NAME [--param key=value ...] [--input batch.json] [options]
-       estimate --list [--json]
+export const USAGE = `usage: npm run -s estimate -- --method NAME [--param key=value ...] [--input batch.json] [options]
+       npm run -s estimate -- --list [--json]
 
 Reads a rollout-batch/v1 JSON document (from --input, else stdin) and prints the
 advantages/v1 JSON of one estimator on stdout.
 
-  --method NAME        estimator (see --list)
-  --param key=value    estimator parameter; repeat for several
-  --input FILE         read the batch from FILE instead of stdin
-  --no-diagnostics     leave per-step diagnostics out of the output
-  --pretty             indent the JSON output
-  --timing             one line on stderr: ms reading+parsing, building the columnar batch, estimating
-  --list               print the estimators with their parameters (--json: as JSON)
+options:
+  -m, --method NAME      estimator, see --list (default: none, required unless --list)
+  -p, --param key=value  estimator parameter; repeat for several (default: the method's defaults, see --list)
+  -i, --input FILE       read the batch from FILE (default: stdin)
+  --no-diagnostics       leave per-step diagnostics out of the output (default: off, diagnostics included)
+  --pretty               indent the JSON output (default: off)
+  --timing               one line on stderr: ms reading+parsing, building the columnar batch, estimating (default: off)
+  --list                 print the estimators with their parameters (default: off)
+  --json                 with --list: print them as JSON (default: off)
+  -h, --help             print this help (default: off)
 
-Exit status: 0 on success, 2 for bad input or usage (message on stderr, nothing on stdout).`;
+examples:
+  npm run -s estimate -- --method gigpo --param gamma=0.9 --input examples/get-the-key.json --pretty
+  cat examples/get-the-key.json | npm run -s estimate -- --method grpo --no-diagnostics
+  npm run -s estimate -- --list
+
+exit status: 0 on success, 2 for bad input or usage (one line on stderr, nothing on stdout).`;
 
 export interface CliIo {
   readStdin(): Promise<string>;
@@ -68,8 +76,8 @@ export async function runEstimateCli(argv: string[], io: CliIo): Promise<number>
     return 0;
   } catch (e) {
     if (e instanceof EstimatorInputError || e instanceof UsageError) {
-      io.stderr(`estimate: ${e.message}\n`);
-      if (e instanceof UsageError) io.stderr(`${USAGE}\n`);
+      const hint = e instanceof UsageError ? ' (see npm run estimate -- --help)' : '';
+      io.stderr(`estimate: ${e.message.replace(/\s*\n\s*/g, ' ')}${hint}\n`);
       return 2;
     }
     throw e;
@@ -95,7 +103,8 @@ function parseOptions(argv: string[]) {
       },
     }).values;
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    // Node's message may carry advice on further lines; the first says what is wrong.
+    throw new UsageError((e as Error).message.split('\n')[0] ?? '');
   }
 }
 

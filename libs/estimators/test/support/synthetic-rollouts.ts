@@ -1,5 +1,5 @@
 // The seeded PRNG the environments use (pure, no dependencies): one implementation for all test data.
-import { seededRandom } from '../../../envs/src/random';
+import { seededRandom } from '@creditlab/random';
 import type { StepInput } from '../../src/batch/columnar-batch-builder';
 import type {
   Outcome,

@@ -1,0 +1,140 @@
+import type { DiagnosticKind } from '@creditlab/estimators';
+import type pg from 'pg';
+import {
+  decodeDiagnostics,
+  unpackFloat32Array,
+  type Diagnostics,
+  type StoredDiagnostics,
+} from './advantage-codec';
+
+/** One iteration of a set as computed from the iteration at log position `inputsSeq`. */
+export interface StoredIteration {
+  iteration: number;
+  inputsSeq: number;
+  stepCount: number;
+  advantages: Buffer;
+  diagnostics: StoredDiagnostics;
+  summary: Record<string, unknown>;
+  computeMs: number;
+}
+
+export interface DecodedIteration {
+  iteration: number;
+  inputsSeq: number;
+  stepCount: number;
+  advantages: Float32Array;
+  diagnostics: Diagnostics;
+  summary: Record<string, unknown>;
+  computeMs: number;
+}
+
+/**
+ * The version of (set, iteration) computed from the iteration as it stands now — the one whose
+ * log position equals the iteration's current `inputs_seq` — or undefined if none is stored (never
+ * computed, or computed before later steps or outcomes arrived: stale).
+ */
+export async function freshIteration(
+  pool: pg.Pool,
+  runId: string,
+  setId: string,
+  iteration: number,
+  withDiagnostics: boolean,
+): Promise<DecodedIteration | undefined> {
+  const res = await pool.query<{
+    inputs_seq: string;
+    step_count: number;
+    advantages: Buffer;
+    names: string[];
+    kinds: DiagnosticKind[];
+    diagnostics: Buffer;
+    summary: Record<string, unknown>;
+    compute_ms: number;
+  }>(
+    `SELECT a.inputs_seq, a.step_count, a.advantages, a.diagnostic_names AS names,
+            a.diagnostic_kinds AS kinds, ${withDiagnostics ? 'a.diagnostics' : `''::bytea AS diagnostics`},
+            a.summary, a.compute_ms
+     FROM iterations it
+     JOIN advantage_set_iterations a
+       ON a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
+     WHERE it.run_id = $1 AND it.iteration = $3`,
+    [runId, setId, iteration],
+  );
+  const row = res.rows[0];
+  if (!row) return undefined;
+  return {
+    iteration,
+    inputsSeq: Number(row.inputs_seq),
+    stepCount: row.step_count,
+    advantages: unpackFloat32Array(row.advantages),
+    diagnostics: withDiagnostics
+      ? decodeDiagnostics(
+          { names: row.names, kinds: row.kinds, values: row.diagnostics },
+          row.step_count,
+        )
+      : {},
+    summary: row.summary,
+    computeMs: row.compute_ms,
+  };
+}
+
+/** Which of `iterations` have a fresh version in the set (see freshIteration). */
+export async function freshIterations(
+  pool: pg.Pool,
+  runId: string,
+  setId: string,
+  iterations?: number[],
+): Promise<number[]> {
+  const res = await pool.query<{ iteration: number }>(
+    `SELECT a.iteration FROM iterations it
+     JOIN advantage_set_iterations a
+       ON a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
+     WHERE it.run_id = $1 AND ($3::int[] IS NULL OR it.iteration = ANY($3::int[]))
+     ORDER BY a.iteration`,
+    [runId, setId, iterations ?? null],
+  );
+  return res.rows.map((r) => r.iteration);
+}
+
+/** Stores computed versions, one statement for any number of them; a version stored already stays. */
+export async function insertIterations(
+  pool: pg.Pool,
+  setId: string,
+  rows: StoredIteration[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await pool.query(
+    `INSERT INTO advantage_set_iterations
+       (set_id, iteration, inputs_seq, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics,
+        summary, compute_ms)
+     SELECT $1, u.iteration, u.inputs_seq, u.step_count, u.advantages, string_to_array(u.names, ','),
+            string_to_array(u.kinds, ','), u.diagnostics, u.summary, u.compute_ms
+     FROM unnest($2::int[], $3::bigint[], $4::int[], $5::bytea[], $6::text[], $7::text[], $8::bytea[],
+                 $9::jsonb[], $10::real[])
+       AS u(iteration, inputs_seq, step_count, advantages, names, kinds, diagnostics, summary, compute_ms)
+     ON CONFLICT (set_id, iteration, inputs_seq) DO NOTHING`,
+    [
+      setId,
+      rows.map((r) => r.iteration),
+      rows.map((r) => r.inputsSeq),
+      rows.map((r) => r.stepCount),
+      rows.map((r) => r.advantages),
+      rows.map((r) => r.diagnostics.names.join(',')),
+      rows.map((r) => r.diagnostics.kinds.join(',')),
+      rows.map((r) => r.diagnostics.values),
+      rows.map((r) => JSON.stringify(r.summary)),
+      rows.map((r) => r.computeMs),
+    ],
+  );
+}
+
+export function decodeStored(row: StoredIteration): DecodedIteration {
+  return {
+    iteration: row.iteration,
+    inputsSeq: row.inputsSeq,
+    stepCount: row.stepCount,
+    advantages: unpackFloat32Array(row.advantages),
+    diagnostics: decodeDiagnostics(row.diagnostics, row.stepCount),
+    summary: row.summary,
+    computeMs: row.computeMs,
+  };
+}

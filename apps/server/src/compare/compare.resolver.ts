@@ -1,0 +1,89 @@
+import { Inject } from '@nestjs/common';
+import { Args, Context, ID, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import { Caller } from '../access/caller.decorator';
+import type { Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
+import { MethodInput } from '../advantages/advantages.models';
+import { countMethod, storageOf, toRequest } from '../advantages/method-requests';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { AgainstReference, Comparison, StepAdvantagesConnection } from './compare.models';
+import { CompareService } from './compare.service';
+import { ComparisonReport, type ComparisonReportObject } from './comparison-report';
+
+/** The data behind a Comparison object, kept for its paginated `rows`. */
+
+@Resolver(() => Comparison)
+export class CompareResolver {
+  constructor(
+    @Inject(CompareService) private readonly compareService: CompareService,
+    @Inject(ComparisonReport) private readonly report: ComparisonReport,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
+  ) {}
+
+  @Query(() => Comparison, {
+    description:
+      'Several methods side by side on the same stored rollouts (sets computed as needed).',
+    // Estimator work: priced per method compared.
+    complexity: ({ args, childComplexity }) =>
+      1000 * (Array.isArray(args.methods) ? args.methods.length : 1) + childComplexity,
+  })
+  @Requires('read')
+  async compare(
+    @Caller() caller: Principal,
+    @Args('runId', { type: () => ID }) runId: string,
+    @Args('methods', { type: () => [MethodInput] }) methods: MethodInput[],
+    @Args('iterations', { type: () => [Int], nullable: true }) iterations: number[] | undefined,
+    @Args('disagreements', {
+      type: () => Int,
+      defaultValue: 10,
+      description: 'Steps listed per pair.',
+    })
+    disagreements: number,
+    @Args('examples', {
+      type: () => Int,
+      defaultValue: 10,
+      description: 'Examples listed per method against the episode sign.',
+    })
+    examples: number,
+    @Context() ctx: Record<string, unknown>,
+  ): Promise<ComparisonReportObject> {
+    await this.scope.assertRun(caller, runId);
+    if (disagreements > 100 || examples > 100)
+      throw new DomainError(ErrorCode.InvalidInput, 'disagreements and examples: at most 100');
+    const requests = methods.map(toRequest);
+    for (const m of requests) {
+      const r = this.compareService.resolve(m);
+      countMethod(ctx, r.method, r.params);
+    }
+    const data = await this.compareService.compare(
+      runId,
+      requests,
+      iterations ?? undefined,
+      storageOf(caller),
+    );
+    return this.report.build(data, disagreements, examples);
+  }
+
+  @ResolveField(() => StepAdvantagesConnection, {
+    description: 'Per-step rows with every method’s advantage, in canonical order (first ≤ 1000).',
+  })
+  rows(
+    @Parent() comparison: ComparisonReportObject,
+    @Args('first', { type: () => Int, defaultValue: 100 }) first: number,
+    @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+  ): Promise<StepAdvantagesConnection> {
+    return this.report.rows(comparison, first, after);
+  }
+
+  @ResolveField(() => [AgainstReference], {
+    description:
+      "Each method against a per-step reference value in the steps' extra fields, by default the exact `trueAdvantage` the trainer logs on tiny tasks: how well each estimator recovers the truth. Empty when no step carries the field.",
+  })
+  againstReference(
+    @Parent() comparison: ComparisonReportObject,
+    @Args('field', { defaultValue: 'trueAdvantage' }) field: string,
+  ): Promise<AgainstReference[]> {
+    return this.report.againstReference(comparison, field);
+  }
+}

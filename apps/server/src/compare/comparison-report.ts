@@ -1,0 +1,222 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { pearson, ranks, signAgreement, spearman, topK } from './compare-stats';
+import type {
+  AgainstReference,
+  Comparison,
+  CreditAgainstEpisode,
+  MethodPair,
+  StepAdvantages,
+  StepAdvantagesConnection,
+} from './compare.models';
+import { CompareService, type Comparison as ComparisonData, type StepRef } from './compare.service';
+
+/** A comparison as the API shows it, with the data behind it (for its paginated rows). */
+export type ComparisonReportObject = Comparison & { data: ComparisonData };
+
+/**
+ * What `compare` reports about several methods' advantages on the same steps: per-method summaries,
+ * pairwise agreement with the steps they disagree on most, credit against the episode-level sign,
+ * agreement with a reference the steps carry, and the per-step rows.
+ */
+@Injectable()
+export class ComparisonReport {
+  constructor(@Inject(CompareService) private readonly compareService: CompareService) {}
+
+  /** The summary, pairs and credit against the episode sign, with `disagreements` and `examples` steps listed. */
+  async build(
+    data: ComparisonData,
+    disagreements: number,
+    examples: number,
+  ): Promise<ComparisonReportObject> {
+    const names = data.methods.map((m, i) => label(m.set.method, i, data));
+    const rank = data.advantages.map((a) => ranks(a));
+    const z = data.advantages.map(standardise);
+    // Choose every listed step first, then fetch all their texts with one statement.
+    const pairPicks: { a: number; b: number; positions: number[] }[] = [];
+    for (let a = 0; a < data.advantages.length; a++) {
+      for (let b = a + 1; b < data.advantages.length; b++) {
+        const za = z[a] as Float64Array;
+        const zb = z[b] as Float64Array;
+        pairPicks.push({
+          a,
+          b,
+          positions: topK(data.stepCount, disagreements, (k) =>
+            Math.abs((za[k] as number) - (zb[k] as number)),
+          ),
+        });
+      }
+    }
+    const against = data.advantages.map((_, m) =>
+      this.against(data, m, names[m] as string, examples),
+    );
+    const rowsOf = await this.rowMaker(data, [
+      ...pairPicks.flatMap((p) => p.positions),
+      ...against.flatMap((a) => a.positions),
+    ]);
+    const pairs: MethodPair[] = pairPicks.map(({ a, b, positions }) => ({
+      a: names[a] as string,
+      b: names[b] as string,
+      pearson: pearson(data.advantages[a] as Float32Array, data.advantages[b] as Float32Array),
+      spearman: pearson(rank[a] as Float64Array, rank[b] as Float64Array),
+      signAgreement: signAgreement(
+        data.advantages[a] as Float32Array,
+        data.advantages[b] as Float32Array,
+      ),
+      disagreements: positions.map(rowsOf),
+    }));
+    const againstEpisode: CreditAgainstEpisode[] = against.map(({ positions, ...rest }) => ({
+      ...rest,
+      examples: positions.map(rowsOf),
+    }));
+    return {
+      runId: data.runId,
+      iterations: data.iterations,
+      stepCount: data.stepCount,
+      methods: data.methods.map((m, i) => ({
+        method: names[i]!,
+        params: m.set.params,
+        advantageSetId: m.set.id,
+        summary: m.summary,
+        rates: m.rates,
+      })),
+      pairs,
+      againstEpisode,
+      data,
+    };
+  }
+
+  /** Per-step rows in canonical order, a page of at most 1000 after a cursor. */
+  async rows(
+    comparison: ComparisonReportObject,
+    first: number,
+    after: string | undefined,
+  ): Promise<StepAdvantagesConnection> {
+    if (first < 1 || first > 1000)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `rows: first must be an integer from 1 to 1000, got ${first}`,
+      );
+    if (after && !/^\d{1,10}$/.test(after))
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        'rows: "after" is not a cursor this API issued',
+      );
+    const from = after ? Number(after) + 1 : 0;
+    const to = Math.min(comparison.data.stepCount, from + first);
+    const positions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+    const nodes = positions.map(await this.rowMaker(comparison.data, positions));
+    return {
+      nodes,
+      endCursor: to > from ? String(to - 1) : null,
+      hasNextPage: to < comparison.data.stepCount,
+    };
+  }
+
+  /** Each method against a per-step reference value the steps carry in their extra fields. */
+  async againstReference(
+    comparison: ComparisonReportObject,
+    field: string,
+  ): Promise<AgainstReference[]> {
+    const data = comparison.data;
+    const reference = await this.compareService.referenceValues(data, field);
+    const keep: number[] = [];
+    reference.forEach((v, k) => {
+      if (!Number.isNaN(v)) keep.push(k);
+    });
+    if (keep.length === 0) return [];
+    const truth = Float64Array.from(keep, (k) => reference[k] as number);
+    return data.advantages.map((adv, m) => {
+      const mine = Float64Array.from(keep, (k) => adv[k] as number);
+      return {
+        method: comparison.methods[m]!.method,
+        field,
+        steps: keep.length,
+        pearson: pearson(mine, truth),
+        spearman: spearman(mine, truth),
+        signAgreement: signAgreement(mine, truth),
+      };
+    });
+  }
+
+  private against(data: ComparisonData, m: number, name: string, examples: number) {
+    const adv = data.advantages[m] as Float32Array;
+    const ep = data.episodeBaseline;
+    let goodInFailed = 0;
+    let badInSucceeded = 0;
+    const perGroup = new Int32Array(data.groups.length);
+    const hits: number[] = [];
+    for (let k = 0; k < adv.length; k++) {
+      const a = adv[k] as number;
+      const e = ep[k] as number;
+      if (a > 0 && e < 0) goodInFailed++;
+      else if (a < 0 && e > 0) badInSucceeded++;
+      else continue;
+      const g = data.groupOf[k] as number;
+      perGroup[g] = (perGroup[g] as number) + 1;
+      hits.push(k);
+    }
+    return {
+      method: name,
+      against: goodInFailed + badInSucceeded,
+      goodInFailed,
+      badInSucceeded,
+      byGroup: data.groups
+        .map((g, i) => ({
+          iteration: g.iteration,
+          groupId: g.groupId,
+          steps: g.steps,
+          against: perGroup[i] as number,
+        }))
+        .filter((g) => g.against > 0)
+        .sort((x, y) => y.against - x.against),
+      positions: topK(hits.length, examples, (h) => Math.abs(adv[hits[h] as number] as number)).map(
+        (h) => hits[h] as number,
+      ),
+    };
+  }
+
+  /** Fetches the texts of the given steps (one statement) and returns a function that builds their rows. */
+  private async rowMaker(
+    data: ComparisonData,
+    positions: number[],
+  ): Promise<(k: number) => StepAdvantages> {
+    const unique = [...new Set(positions)];
+    const texts = await this.compareService.stepTexts(
+      data.runId,
+      unique.map((k) => data.steps[k] as StepRef),
+    );
+    const textOf = new Map(
+      unique.map((k, i) => [k, texts[i] as { state: string; action: string; reward: number }]),
+    );
+    return (k) => {
+      const ref = data.steps[k] as StepRef;
+      const text = textOf.get(k) as { state: string; action: string; reward: number };
+      return {
+        iteration: ref.iteration,
+        groupId: ref.groupId,
+        trajectoryId: ref.trajectoryId,
+        stepIndex: ref.stepIndex,
+        state: text.state,
+        action: text.action,
+        reward: text.reward,
+        advantages: data.advantages.map((a) => a[k] as number),
+      };
+    };
+  }
+}
+
+/** A method's name, with its index when the same method is compared under several parameter sets. */
+function label(method: string, i: number, data: ComparisonData): string {
+  return data.methods.filter((m) => m.set.method === method).length > 1 ? `${method}#${i}` : method;
+}
+
+function standardise(x: Float32Array): Float64Array {
+  let s = 0;
+  for (const v of x) s += v;
+  const m = s / (x.length || 1);
+  let ss = 0;
+  for (const v of x) ss += (v - m) ** 2;
+  const sd = Math.sqrt(ss / (x.length || 1)) || 1;
+  return Float64Array.from(x, (v) => (v - m) / sd);
+}

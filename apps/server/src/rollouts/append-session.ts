@@ -1,0 +1,246 @@
+import { eventBodyHash, validateEvent, type ValidEvent } from '@creditlab/events';
+import type pg from 'pg';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { encodeStepsBody } from './event-body';
+import {
+  RunProjector,
+  slicesOf,
+  type PlacedSlice,
+  type RunStatus,
+  type RunSummary,
+  type SequencedEvent,
+} from './run-projector';
+
+/** One incoming event: its 1-based position in the request and the parsed JSON value. */
+export interface IncomingEvent {
+  position: number;
+  value: unknown;
+}
+
+export interface AppendResult {
+  accepted: number;
+  duplicates: number;
+  lastSeq: number;
+}
+
+/** Flush to the database every this many steps (or events), so memory stays bounded. */
+const FLUSH_STEPS = 2000;
+const FLUSH_EVENTS = 1000;
+
+interface Pending {
+  position: number;
+  event: ValidEvent;
+  /** eventBodyHash of the event: tells a retry (same body) from a reused id (another body). */
+  hash: Buffer;
+}
+
+/**
+ * One append request inside one transaction, with the run's row locked: events are validated as
+ * they stream in (what each is, whether its id is new, whether the run takes events), given their
+ * seq, written to the log in chunks, and projected by the RunProjector in the same transaction,
+ * so a request of a million steps is never held in memory. Any problem throws, and the caller
+ * rolls the whole request back.
+ */
+export class AppendSession {
+  private readonly projector: RunProjector;
+  /** Event ids of this request → the body hash and line of their first appearance. */
+  private readonly seenIds = new Map<string, { hash: Buffer; position: number }>();
+  private pending: Pending[] = [];
+  private pendingSteps = 0;
+  private accepted = 0;
+  private duplicates = 0;
+  /** The chunk being written while the next one is parsed and validated (at most one in flight). */
+  private inflight: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly runId: string,
+    run: RunSummary,
+    /** The transaction's time: every event of the request is recorded at it. */
+    private readonly now: Date,
+    private readonly describe: (position: number) => string,
+    /** Whose events these are: only the server writes run.created. */
+    private readonly from: 'client' | 'server',
+  ) {
+    this.projector = new RunProjector(client, runId, run, (position, path, reason) =>
+      this.fail(position, path, reason),
+    );
+  }
+
+  async add(item: IncomingEvent): Promise<void> {
+    const result = validateEvent(item.value, this.from);
+    if (!result.ok) this.fail(item.position, result.issue.path, result.issue.message);
+    const event = result.event;
+    const hash = eventBodyHash(event.type, event.data);
+    const seen = this.seenIds.get(event.id);
+    if (seen) {
+      if (!seen.hash.equals(hash)) this.reusedId(item.position, event.id, `line ${seen.position}`);
+      this.duplicates++;
+      return;
+    }
+    this.seenIds.set(event.id, { hash, position: item.position });
+    this.pending.push({ position: item.position, event, hash });
+    this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.steps.length, 0);
+    if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS)
+      await this.startFlush();
+  }
+
+  async finish(): Promise<AppendResult & { steps: number }> {
+    await this.startFlush();
+    await this.inflight;
+    await this.projector.finish();
+    return {
+      accepted: this.accepted,
+      duplicates: this.duplicates,
+      lastSeq: this.projector.summary.lastSeq,
+      steps: this.projector.stepCount,
+    };
+  }
+
+  /**
+   * Waits until no write is in flight, then not an instant longer: the one pipelining rule, so that
+   * the database writes one chunk while the next is parsed, and statements stay in order on the
+   * transaction's connection. A failed write surfaces here or in `finish`.
+   */
+  private async startFlush(): Promise<void> {
+    await this.inflight;
+    const batch = this.pending;
+    this.pending = [];
+    this.pendingSteps = 0;
+    this.inflight = this.flush(batch);
+    this.inflight.catch(() => undefined); // observed later, by the next await
+  }
+
+  /** Lets an in-flight write finish (ignoring its outcome), so a rollback comes after it. */
+  async settle(): Promise<void> {
+    await this.inflight.catch(() => undefined);
+  }
+
+  private async flush(pending: Pending[]): Promise<void> {
+    const batch = await this.dropStoredDuplicates(pending);
+    if (batch.length === 0) return;
+    let status = this.projector.summary.status;
+    let seq = this.projector.summary.lastSeq;
+    const sequenced: SequencedEvent[] = batch.map(({ position, event }) => {
+      status = this.checkStatus(position, event, status);
+      return { seq: ++seq, position, event, recordedAt: this.now };
+    });
+    const placed = await this.projector.project(sequenced);
+    await this.client.query(
+      `INSERT INTO events (run_id, seq, id, type, iteration, data, step_count, body_hash, body, recorded_at)
+       SELECT $1, u.*, $10 FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::jsonb[],
+                                       $7::int[], $8::bytea[], $9::bytea[]) AS u`,
+      [
+        this.runId,
+        sequenced.map((e) => e.seq),
+        sequenced.map((e) => e.event.id),
+        sequenced.map((e) => e.event.type),
+        sequenced.map((e) => ('iteration' in e.event.data ? e.event.data.iteration : null)),
+        sequenced.map((e, n) => JSON.stringify(storedData(e.event, placed[n] as PlacedSlice[]))),
+        placed.map((slices) => slices.reduce((sum, s) => sum + s.stepCount, 0)),
+        batch.map((p) => p.hash),
+        sequenced.map((e) => bodyOf(e.event)),
+        this.now,
+      ],
+    );
+    this.accepted += batch.length;
+  }
+
+  /**
+   * Drops the events whose id is stored already with the same body (a retry: acknowledged, stored
+   * once); an id stored with another body is the caller's mistake (409). Events stored before
+   * body hashes existed and not yet backfilled count as the same.
+   */
+  private async dropStoredDuplicates(batch: Pending[]): Promise<Pending[]> {
+    if (batch.length === 0) return batch;
+    const stored = await this.client.query<{ id: string; seq: string; body_hash: Buffer | null }>(
+      'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])',
+      [this.runId, batch.map((p) => p.event.id)],
+    );
+    if (stored.rowCount === 0) return batch;
+    const byId = new Map(stored.rows.map((r) => [r.id, r]));
+    for (const p of batch) {
+      const row = byId.get(p.event.id);
+      if (row?.body_hash && !row.body_hash.equals(p.hash))
+        this.reusedId(p.position, p.event.id, `event ${row.seq} of this run`);
+    }
+    this.duplicates += byId.size;
+    return batch.filter((p) => !byId.has(p.event.id));
+  }
+
+  /**
+   * Events after run.finished are refused until run.resumed reopens the run; resuming a running
+   * run is a mistake too. Returns the run's status after the event.
+   */
+  private checkStatus(position: number, event: ValidEvent, status: RunStatus): RunStatus {
+    if (event.type === 'run.resumed') {
+      if (status !== 'running') return 'running';
+      throw new DomainError(
+        ErrorCode.Conflict,
+        `${this.describe(position)}: run ${this.runId} is running; run.resumed reopens a finished run`,
+        { line: position, path: 'type', runStatus: status },
+      );
+    }
+    if (status !== 'running') {
+      throw new DomainError(
+        ErrorCode.RunFinished,
+        `${this.describe(position)}: run ${this.runId} is ${status}; send a run.resumed event first to add to it`,
+        { line: position, path: 'type', runStatus: status },
+      );
+    }
+    return event.type === 'run.finished' ? event.data.status : status;
+  }
+
+  private reusedId(position: number, id: string, where: string): never {
+    throw new DomainError(
+      ErrorCode.Conflict,
+      `${this.describe(position)}: id: event id ${id} is already used by ${where} with another body; give each event its own id (the same id with the same body is a retry and is stored once)`,
+      { line: position, path: 'id', eventId: id },
+    );
+  }
+
+  private fail(position: number, path: string, reason: string): never {
+    throw new DomainError(
+      ErrorCode.InvalidEvent,
+      `${this.describe(position)}: ${path}: ${reason}`,
+      {
+        line: position,
+        path,
+        reason,
+      },
+    );
+  }
+}
+
+/** The steps of a step-bearing event, for the log (`events.body`); null for other events. */
+function bodyOf(event: ValidEvent): Buffer | null {
+  const slices = slicesOf(event);
+  return event.type === 'rollouts.appended' || event.type === 'steps.appended'
+    ? encodeStepsBody(slices.map((s) => s.steps))
+    : null;
+}
+
+/** The event's data as stored: step-bearing events name their slices (steps are in the body). */
+function storedData(event: ValidEvent, placed: PlacedSlice[]): unknown {
+  if (event.type === 'steps.appended') {
+    const { steps: _steps, ...rest } = event.data;
+    return { ...rest, stepCount: placed[0]?.stepCount ?? 0 };
+  }
+  if (event.type !== 'rollouts.appended') return event.data;
+  let n = 0;
+  return {
+    iteration: event.data.iteration,
+    groups: event.data.groups.map((g) => ({
+      id: g.id,
+      trajectories: g.trajectories.map((t) => {
+        const p = placed[n++] as PlacedSlice;
+        return {
+          id: t.id,
+          ...(t.outcome ? { outcome: t.outcome } : {}),
+          firstStepIndex: p.firstStepIndex,
+          stepCount: p.stepCount,
+        };
+      }),
+    })),
+  };
+}

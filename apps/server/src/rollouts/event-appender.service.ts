@@ -1,0 +1,124 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type pg from 'pg';
+import { isUuid } from '../database/uuid';
+import { Database } from '../database/database';
+import { Metrics } from '../operations/metrics';
+import { DomainError, runNotFound } from '../errors/domain-error';
+import { AppendSession, type AppendResult, type IncomingEvent } from './append-session';
+import { lockRun } from './run-lock';
+
+const describeLine = (position: number) => `line ${position}`;
+
+/** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
+export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
+
+/**
+ * Appends a request's events to a run's stream, all or nothing: one
+ * transaction, the run row locked (FOR UPDATE) so concurrent appenders to one
+ * run get gap-free sequence numbers, and a rollback on any error, including
+ * a source that fails mid-way (a cut connection). The connection and the lock
+ * are taken only once the first event has arrived and parsed, so a client that
+ * opens a request and sends nothing holds neither.
+ */
+@Injectable()
+export class EventAppender {
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(Metrics) private readonly metrics: Metrics,
+  ) {}
+
+  async append(
+    runId: string,
+    events: AsyncIterable<IncomingEvent>,
+    describe: (position: number) => string = describeLine,
+    alsoWrite?: AlsoWrite,
+  ): Promise<AppendResult> {
+    const timer = this.metrics.appendSeconds.startTimer();
+    try {
+      const result = await this.appendInTransaction(runId, events, describe, alsoWrite);
+      this.metrics.ingestedEvents.inc(result.accepted);
+      this.metrics.ingestedSteps.inc(result.steps);
+      this.metrics.duplicateEvents.inc(result.duplicates);
+      return { accepted: result.accepted, duplicates: result.duplicates, lastSeq: result.lastSeq };
+    } catch (e) {
+      this.metrics.rejectedRequests.inc({ code: e instanceof DomainError ? e.code : 'INTERNAL' });
+      throw e;
+    } finally {
+      timer();
+    }
+  }
+
+  /**
+   * One event the server writes itself (validated like any other; idempotent on its id), and
+   * optionally rows of its own in the same transaction: written only if the event is accepted.
+   */
+  appendOne(
+    runId: string,
+    event: { id: string; type: string; data: unknown },
+    alsoWrite?: AlsoWrite,
+  ): Promise<AppendResult> {
+    return this.append(
+      runId,
+      (async function* () {
+        yield { position: 1, value: event };
+      })(),
+      undefined,
+      alsoWrite,
+    );
+  }
+
+  /**
+   * The server's own events, in a transaction the caller holds (run creation writes `run.created`
+   * in the transaction that inserts the run's row): validated and projected like any other.
+   */
+  async appendWithin(
+    client: pg.PoolClient,
+    runId: string,
+    event: { id: string; type: string; data: unknown },
+  ): Promise<AppendResult> {
+    const locked = await lockRun(client, runId);
+    if (!locked) throw runNotFound(runId);
+    const session = new AppendSession(
+      client,
+      runId,
+      locked.run,
+      locked.now,
+      describeLine,
+      'server',
+    );
+    await session.add({ position: 1, value: event });
+    return session.finish();
+  }
+
+  private async appendInTransaction(
+    runId: string,
+    events: AsyncIterable<IncomingEvent>,
+    describe: (position: number) => string,
+    alsoWrite: AlsoWrite | undefined,
+  ): Promise<AppendResult & { steps: number }> {
+    if (!isUuid(runId)) throw runNotFound(runId);
+    const source = events[Symbol.asyncIterator]();
+    const first = await source.next();
+    const client = await this.db.ingestPool.connect();
+    let session: AppendSession | undefined;
+    try {
+      await client.query('BEGIN');
+      const locked = await lockRun(client, runId);
+      if (!locked) throw runNotFound(runId);
+      session = new AppendSession(client, runId, locked.run, locked.now, describe, 'client');
+      for (let item = first; !item.done; item = await source.next()) await session.add(item.value);
+      const result = await session.finish();
+      await alsoWrite?.(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      // A chunk may still be writing: let it finish so that nothing lands after the rollback.
+      await session?.settle();
+      await client.query('ROLLBACK').catch(() => undefined);
+      await source.return?.();
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import type pg from 'pg';
+
+/** The `iterations` projection of one iteration, as kept in memory while events are applied. */
+export interface IterationRow {
+  iteration: number;
+  groupCount: number;
+  trajectoryCount: number;
+  stepCount: number;
+  /** Seq of the last event that changed this iteration's steps or an outcome (estimator inputs). */
+  inputsSeq: number | null;
+  metrics: Record<string, number>;
+  evaluationSuccessRate: number | null;
+  lastSeq: number;
+  dirty: boolean;
+}
+
+/**
+ * What each iteration holds and the log position its estimator inputs reflect, loaded when an
+ * append first touches an iteration and written back with one statement per chunk.
+ */
+export class IterationTally {
+  private readonly rows = new Map<number, IterationRow>();
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly runId: string,
+    /** Iterations above this one have no row yet (nothing to load). */
+    private readonly lastIterationStored: number | null,
+  ) {}
+
+  /** Loads the rows of these iterations that are stored and not in memory yet. */
+  async touch(iterations: Iterable<number>): Promise<void> {
+    const last = this.lastIterationStored;
+    const wanted = [...new Set(iterations)].filter((i) => !this.rows.has(i));
+    const stored = wanted.filter((i) => last !== null && i <= last);
+    if (stored.length > 0) {
+      const res = await this.client.query<{
+        iteration: number;
+        group_count: number;
+        trajectory_count: number;
+        step_count: number;
+        inputs_seq: string | null;
+        metrics: Record<string, number>;
+        evaluation_success_rate: number | null;
+        last_seq: string;
+      }>('SELECT * FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])', [
+        this.runId,
+        stored,
+      ]);
+      for (const r of res.rows) {
+        this.rows.set(r.iteration, {
+          iteration: r.iteration,
+          groupCount: r.group_count,
+          trajectoryCount: r.trajectory_count,
+          stepCount: r.step_count,
+          inputsSeq: r.inputs_seq === null ? null : Number(r.inputs_seq),
+          metrics: r.metrics,
+          evaluationSuccessRate: r.evaluation_success_rate,
+          lastSeq: Number(r.last_seq),
+          dirty: false,
+        });
+      }
+    }
+    for (const i of wanted) {
+      if (this.rows.has(i)) continue;
+      this.rows.set(i, {
+        iteration: i,
+        groupCount: 0,
+        trajectoryCount: 0,
+        stepCount: 0,
+        inputsSeq: null,
+        metrics: {},
+        evaluationSuccessRate: null,
+        lastSeq: 0,
+        dirty: true,
+      });
+    }
+  }
+
+  /** The row of an iteration touched before, marked to be written. */
+  at(iteration: number): IterationRow {
+    const row = this.rows.get(iteration);
+    if (!row) throw new Error(`iteration ${iteration} was not touched`);
+    row.dirty = true;
+    return row;
+  }
+
+  async save(): Promise<void> {
+    const dirty = [...this.rows.values()].filter((r) => r.dirty);
+    if (dirty.length === 0) return;
+    await this.client.query(
+      `INSERT INTO iterations (run_id, iteration, group_count, trajectory_count, step_count, inputs_seq,
+                               metrics, evaluation_success_rate, last_seq)
+       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::bigint[], $7::jsonb[],
+                                $8::float8[], $9::bigint[])
+       ON CONFLICT (run_id, iteration) DO UPDATE SET group_count = EXCLUDED.group_count,
+         trajectory_count = EXCLUDED.trajectory_count, step_count = EXCLUDED.step_count,
+         inputs_seq = EXCLUDED.inputs_seq, metrics = EXCLUDED.metrics,
+         evaluation_success_rate = EXCLUDED.evaluation_success_rate, last_seq = EXCLUDED.last_seq`,
+      [
+        this.runId,
+        dirty.map((r) => r.iteration),
+        dirty.map((r) => r.groupCount),
+        dirty.map((r) => r.trajectoryCount),
+        dirty.map((r) => r.stepCount),
+        dirty.map((r) => r.inputsSeq),
+        dirty.map((r) => JSON.stringify(r.metrics)),
+        dirty.map((r) => r.evaluationSuccessRate),
+        dirty.map((r) => r.lastSeq),
+      ],
+    );
+    for (const r of dirty) r.dirty = false;
+  }
+}

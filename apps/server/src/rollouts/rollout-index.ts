@@ -1,0 +1,211 @@
+import { resolveOutcome, type Outcome } from '@creditlab/estimators';
+import type pg from 'pg';
+
+export interface TrajectoryState {
+  iteration: number;
+  key: string;
+  groupKey: string;
+  groupOrd: number;
+  /** Position in its group (order of first appearance). */
+  ord: number;
+  stepCount: number;
+  return: number;
+  /** The outcome sent (with the trajectory or by trajectory.finished), if any. */
+  outcomeGiven: Outcome | null;
+  changed: boolean;
+}
+
+interface GroupState {
+  iteration: number;
+  key: string;
+  ord: number;
+  trajectoryCount: number;
+  stored: boolean;
+}
+
+export interface RolloutRef {
+  iteration: number;
+  groupKey: string;
+  trajectoryKey: string;
+}
+
+const k = (iteration: number, key: string) => `${iteration}\u0000${key}`;
+
+/**
+ * The task groups and trajectories an append touches, loaded once and kept in memory for the
+ * transaction: new ones get their order of first appearance (the canonical order), existing ones
+ * their current length, so continuation steps are numbered after the stored ones. Their rows are
+ * written by `save`, one statement for new groups and one for every new or changed trajectory.
+ */
+export class RolloutIndex {
+  private readonly groups = new Map<string, GroupState>();
+  private readonly trajectories = new Map<string, TrajectoryState>();
+  private readonly groupsPerIteration = new Map<number, number>();
+
+  /**
+   * `lastIterationStored`: the run's last iteration when its row was locked. Iterations above it hold
+   * nothing yet, so appending a new iteration (the common case) needs no lookups at all.
+   */
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly runId: string,
+    private readonly lastIterationStored: number | null,
+  ) {}
+
+  find(iteration: number, trajectoryKey: string): TrajectoryState | undefined {
+    return this.trajectories.get(k(iteration, trajectoryKey));
+  }
+
+  /**
+   * Loads what is stored for these keys and creates what is missing, in the order given; returns
+   * the iteration of each group and trajectory it created (for the iterations' counts).
+   */
+  async ensure(
+    refs: RolloutRef[],
+    options = { createMissing: true },
+  ): Promise<{ groups: number[]; trajectories: number[] }> {
+    const created = { groups: [] as number[], trajectories: [] as number[] };
+    const unknown = refs.filter((r) => !this.trajectories.has(k(r.iteration, r.trajectoryKey)));
+    if (unknown.length === 0) return created;
+    await this.load(unknown);
+    if (!options.createMissing) return created;
+    for (const r of unknown) {
+      let group = this.groups.get(k(r.iteration, r.groupKey));
+      if (!group) {
+        const ord = this.groupsPerIteration.get(r.iteration) ?? 0;
+        this.groupsPerIteration.set(r.iteration, ord + 1);
+        group = { iteration: r.iteration, key: r.groupKey, ord, trajectoryCount: 0, stored: false };
+        this.groups.set(k(r.iteration, r.groupKey), group);
+        created.groups.push(r.iteration);
+      }
+      if (this.trajectories.has(k(r.iteration, r.trajectoryKey))) continue;
+      this.trajectories.set(k(r.iteration, r.trajectoryKey), {
+        iteration: r.iteration,
+        key: r.trajectoryKey,
+        groupKey: r.groupKey,
+        groupOrd: group.ord,
+        ord: group.trajectoryCount++,
+        stepCount: 0,
+        return: 0,
+        outcomeGiven: null,
+        changed: true,
+      });
+      created.trajectories.push(r.iteration);
+    }
+    return created;
+  }
+
+  /** Writes the new groups, then every new or changed trajectory (length, return, outcome). */
+  async save(): Promise<void> {
+    const newGroups = [...this.groups.values()].filter((g) => !g.stored);
+    if (newGroups.length > 0) {
+      await this.client.query(
+        `INSERT INTO rollout_groups (run_id, iteration, ord, key)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`,
+        [
+          this.runId,
+          newGroups.map((g) => g.iteration),
+          newGroups.map((g) => g.ord),
+          newGroups.map((g) => g.key),
+        ],
+      );
+      for (const g of newGroups) g.stored = true;
+    }
+    const changed = [...this.trajectories.values()].filter((t) => t.changed);
+    if (changed.length === 0) return;
+    await this.client.query(
+      `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
+       ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
+         outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`,
+      [
+        this.runId,
+        changed.map((t) => t.iteration),
+        changed.map((t) => t.groupOrd),
+        changed.map((t) => t.ord),
+        changed.map((t) => t.key),
+        changed.map((t) => resolveOutcome(t.outcomeGiven ?? undefined, t.return)),
+        changed.map((t) => t.outcomeGiven !== null),
+        changed.map((t) => t.stepCount),
+        changed.map((t) => t.return),
+      ],
+    );
+    for (const t of changed) t.changed = false;
+  }
+
+  private async load(refs: RolloutRef[]): Promise<void> {
+    const last = this.lastIterationStored;
+    const stored = refs.filter((r) => last !== null && r.iteration <= last);
+    const iterations = [...new Set(refs.map((r) => r.iteration))].filter(
+      (i) => !this.groupsPerIteration.has(i),
+    );
+    if (stored.length > 0) await this.loadStored(stored);
+    const countable = iterations.filter((i) => last !== null && i <= last);
+    if (countable.length > 0) {
+      const counts = await this.client.query<{ iteration: number; n: number }>(
+        `SELECT iteration, group_count AS n FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])`,
+        [this.runId, countable],
+      );
+      for (const c of counts.rows) this.groupsPerIteration.set(c.iteration, c.n);
+    }
+    for (const i of iterations)
+      if (!this.groupsPerIteration.has(i)) this.groupsPerIteration.set(i, 0);
+  }
+
+  private async loadStored(refs: RolloutRef[]): Promise<void> {
+    const groupRows = await this.client.query<{
+      iteration: number;
+      key: string;
+      ord: number;
+      n: number;
+    }>(
+      `SELECT g.iteration, g.key, g.ord,
+              (SELECT count(*)::int FROM trajectories t
+               WHERE t.run_id = g.run_id AND t.iteration = g.iteration AND t.group_ord = g.ord) AS n
+       FROM rollout_groups g JOIN unnest($2::int[], $3::text[]) AS r(iteration, key) USING (iteration, key)
+       WHERE g.run_id = $1`,
+      [this.runId, refs.map((r) => r.iteration), refs.map((r) => r.groupKey)],
+    );
+    for (const g of groupRows.rows) {
+      this.groups.set(k(g.iteration, g.key), {
+        iteration: g.iteration,
+        key: g.key,
+        ord: g.ord,
+        trajectoryCount: g.n,
+        stored: true,
+      });
+    }
+    const trajRows = await this.client.query<{
+      iteration: number;
+      key: string;
+      group_key: string;
+      group_ord: number;
+      ord: number;
+      step_count: number;
+      return: number;
+      outcome: Outcome;
+      outcome_given: boolean;
+    }>(
+      `SELECT t.iteration, t.key, g.key AS group_key, t.group_ord, t.ord, t.step_count, t.return,
+              t.outcome, t.outcome_given
+       FROM trajectories t
+       JOIN rollout_groups g ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
+       JOIN unnest($2::int[], $3::text[]) AS r(iteration, key) ON r.iteration = t.iteration AND r.key = t.key
+       WHERE t.run_id = $1`,
+      [this.runId, refs.map((r) => r.iteration), refs.map((r) => r.trajectoryKey)],
+    );
+    for (const t of trajRows.rows) {
+      this.trajectories.set(k(t.iteration, t.key), {
+        iteration: t.iteration,
+        key: t.key,
+        groupKey: t.group_key,
+        groupOrd: t.group_ord,
+        ord: t.ord,
+        stepCount: t.step_count,
+        return: t.return,
+        outcomeGiven: t.outcome_given ? t.outcome : null,
+        changed: false,
+      });
+    }
+  }
+}

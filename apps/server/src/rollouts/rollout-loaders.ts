@@ -1,0 +1,193 @@
+import DataLoader from 'dataloader';
+import type { Database } from '../database/database';
+import { unpackFloat32 } from './copy-text';
+import type { RolloutGroup, Step, Trajectory } from './rollout.models';
+
+export interface GroupPageKey {
+  runId: string;
+  iteration: number;
+  afterPosition: number;
+  limit: number;
+}
+
+/**
+ * Per-request batch loaders of the rollouts: whatever the page sizes, a nested query costs one
+ * statement per level (groups, trajectories, steps with their texts), because every parent's
+ * request at a level is answered by a single SQL statement.
+ */
+export function createRolloutLoaders(db: Database) {
+  const pool = db.pool;
+  return {
+    groups: new DataLoader<GroupPageKey, RolloutGroup[], string>(
+      async (keys) => {
+        const res = await pool.query<{
+          n: string;
+          key: string;
+          iteration: number;
+          ord: number;
+          run_id: string;
+        }>(
+          `SELECT k.n, g.key, g.iteration, g.ord, g.run_id
+           FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) WITH ORDINALITY AS k(run_id, iteration, after_ord, lim, n)
+           CROSS JOIN LATERAL (
+             SELECT run_id, key, iteration, ord FROM rollout_groups g
+             WHERE g.run_id = k.run_id AND g.iteration = k.iteration AND g.ord > k.after_ord
+             ORDER BY g.ord LIMIT k.lim) g
+           ORDER BY k.n, g.ord`,
+          [
+            keys.map((k) => k.runId),
+            keys.map((k) => k.iteration),
+            keys.map((k) => k.afterPosition),
+            keys.map((k) => k.limit),
+          ],
+        );
+        const out = keys.map(() => [] as RolloutGroup[]);
+        for (const r of res.rows) {
+          out[Number(r.n) - 1]?.push({
+            runId: r.run_id,
+            id: r.key,
+            iteration: r.iteration,
+            position: r.ord,
+          });
+        }
+        return out;
+      },
+      { cacheKeyFn: (k) => JSON.stringify(k) },
+    ),
+
+    trajectories: new DataLoader<GroupKey, Trajectory[], string>(
+      async (groups) => {
+        // Offsets (where each trajectory starts in canonical order) need every trajectory of the iteration.
+        const res = await pool.query<{
+          run_id: string;
+          iteration: number;
+          group_ord: number;
+          ord: number;
+          key: string;
+          outcome: string;
+          outcome_given: boolean;
+          return: number;
+          step_count: number;
+          offset: string;
+        }>(
+          `WITH its AS (SELECT DISTINCT * FROM unnest($1::uuid[], $2::int[]) AS i(run_id, iteration)),
+                ordered AS (
+                  SELECT t.*, sum(t.step_count) OVER (PARTITION BY t.run_id, t.iteration ORDER BY t.group_ord, t.ord)
+                              - t.step_count AS offset
+                  FROM trajectories t JOIN its USING (run_id, iteration))
+           SELECT o.* FROM ordered o
+           JOIN unnest($1::uuid[], $2::int[], $3::int[]) AS g(run_id, iteration, group_ord) USING (run_id, iteration, group_ord)
+           ORDER BY o.run_id, o.iteration, o.group_ord, o.ord`,
+          [
+            groups.map((g) => g.runId),
+            groups.map((g) => g.iteration),
+            groups.map((g) => g.position),
+          ],
+        );
+        const byGroup = new Map<string, Trajectory[]>(groups.map((g) => [groupKey(g), []]));
+        for (const r of res.rows) {
+          byGroup
+            .get(groupKey({ runId: r.run_id, iteration: r.iteration, position: r.group_ord }))
+            ?.push({
+              runId: r.run_id,
+              iteration: r.iteration,
+              groupPosition: r.group_ord,
+              position: r.ord,
+              offset: Number(r.offset),
+              id: r.key,
+              outcome: r.outcome,
+              outcomeGiven: r.outcome_given,
+              return: r.return,
+              length: r.step_count,
+            });
+        }
+        return groups.map((g) => byGroup.get(groupKey(g)) ?? []);
+      },
+      { cacheKeyFn: groupKey },
+    ),
+
+    steps: new DataLoader<TrajectoryKey, StepRowOut[], string>(
+      async (trajectories) => {
+        const res = await pool.query<StepRow>(
+          `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq, st.text AS state,
+                  ac.text AS action, s.reward, s.nll, s.token_logprobs, s.embedding, s.value,
+                  ns.text AS next_state, s.next_value, s.extra
+           FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) AS k(run_id, iteration, group_ord, traj_ord)
+           JOIN steps s USING (run_id, iteration, group_ord, traj_ord)
+           JOIN texts st ON st.run_id = s.run_id AND st.id = s.state_id
+           JOIN texts ac ON ac.run_id = s.run_id AND ac.id = s.action_id
+           LEFT JOIN texts ns ON ns.run_id = s.run_id AND ns.id = s.next_state_id
+           ORDER BY s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx`,
+          [
+            trajectories.map((t) => t.runId),
+            trajectories.map((t) => t.iteration),
+            trajectories.map((t) => t.groupPosition),
+            trajectories.map((t) => t.position),
+          ],
+        );
+        const byTrajectory = new Map<string, StepRowOut[]>(
+          trajectories.map((t) => [trajectoryKey(t), []]),
+        );
+        for (const r of res.rows) {
+          const key = trajectoryKey({
+            runId: r.run_id,
+            iteration: r.iteration,
+            groupPosition: r.group_ord,
+            position: r.traj_ord,
+          });
+          byTrajectory.get(key)?.push(toStep(r));
+        }
+        return trajectories.map((t) => byTrajectory.get(trajectoryKey(t)) ?? []);
+      },
+      { cacheKeyFn: trajectoryKey },
+    ),
+  };
+}
+
+export type RolloutLoaders = ReturnType<typeof createRolloutLoaders>;
+
+/** A task group's place: (run, iteration, position in the iteration). */
+type GroupKey = Pick<RolloutGroup, 'runId' | 'iteration' | 'position'>;
+const groupKey = (g: GroupKey) => `${g.runId}/${g.iteration}/${g.position}`;
+/** A trajectory's place: its group's, and its position in the group. */
+type TrajectoryKey = Pick<Trajectory, 'runId' | 'iteration' | 'groupPosition' | 'position'>;
+const trajectoryKey = (t: TrajectoryKey) =>
+  `${t.runId}/${t.iteration}/${t.groupPosition}/${t.position}`;
+
+type StepRowOut = Omit<Step, 'runId' | 'iteration' | 'trajectoryId'>;
+
+interface StepRow {
+  run_id: string;
+  iteration: number;
+  group_ord: number;
+  traj_ord: number;
+  idx: number;
+  seq: string;
+  state: string;
+  action: string;
+  reward: number;
+  nll: number | null;
+  token_logprobs: Buffer | null;
+  embedding: Buffer | null;
+  value: number | null;
+  next_state: string | null;
+  next_value: number | null;
+  extra: unknown;
+}
+
+function toStep(r: StepRow): StepRowOut {
+  return {
+    index: r.idx,
+    seq: Number(r.seq),
+    state: r.state,
+    action: r.action,
+    reward: r.reward,
+    nll: r.nll,
+    tokenLogprobs: r.token_logprobs ? unpackFloat32(r.token_logprobs) : null,
+    embedding: r.embedding ? unpackFloat32(r.embedding) : null,
+    value: r.value,
+    nextState: r.next_state,
+    nextValue: r.next_value,
+    extra: r.extra,
+  };
+}

@@ -1,0 +1,316 @@
+import type { Outcome } from '@creditlab/estimators';
+import type { StepPayload, ValidEvent } from '@creditlab/events';
+import type pg from 'pg';
+import { copyFloat32, copyNumber, copyRows, copyText, NULL } from './copy-text';
+import { IterationTally } from './iteration-tally';
+import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
+import { TextDictionary } from './text-dictionary';
+
+export type RunStatus = 'running' | 'completed' | 'failed' | 'aborted';
+
+/** The run's own projection: its row's summary columns. */
+export interface RunSummary {
+  lastSeq: number;
+  lastIteration: number | null;
+  embeddingDim: number | null;
+  status: RunStatus;
+  summary: Record<string, unknown> | null;
+  finishedAt: Date | null;
+}
+
+/** An event with its place in the log. */
+export interface SequencedEvent {
+  seq: number;
+  /** Where it came from, for messages (its line in the request). */
+  position: number;
+  event: ValidEvent;
+  recordedAt: Date;
+}
+
+/** Where a slice of steps went: its trajectory's first new step index and how many. */
+export interface PlacedSlice {
+  firstStepIndex: number;
+  stepCount: number;
+}
+
+/** A run of consecutive steps of one trajectory inside one event. */
+export interface StepSlice extends RolloutRef {
+  outcome?: Outcome;
+  /** steps.appended states it; rollouts.appended continues the trajectory. */
+  firstStepIndex?: number;
+  steps: StepPayload[];
+  /** Where the slice sits in the event, for messages: `data.groups[0].trajectories[1]`. */
+  path: string;
+}
+
+export type Fail = (position: number, path: string, reason: string) => never;
+
+const STEP_FIELDS = new Set([
+  'state',
+  'action',
+  'reward',
+  'nll',
+  'tokenLogprobs',
+  'embedding',
+  'value',
+  'nextState',
+  'nextValue',
+]);
+const STEP_COLUMNS = [
+  'run_id',
+  'iteration',
+  'group_ord',
+  'traj_ord',
+  'idx',
+  'seq',
+  'state_id',
+  'action_id',
+  'reward',
+  'nll',
+  'token_logprobs',
+  'embedding',
+  'value',
+  'next_state_id',
+  'next_value',
+  'extra',
+];
+/** Events whose iteration gets a row in `iterations` (rollouts, outcomes, metrics, evaluations). */
+const ITERATION_EVENTS = new Set([
+  'rollouts.appended',
+  'steps.appended',
+  'trajectory.finished',
+  'metrics.logged',
+  'evaluation.logged',
+]);
+
+/**
+ * The projections of one run's stream — texts, task groups, trajectories, steps, iterations and
+ * the run's summary — as pure consequences of its events in seq order. Ingest applies each chunk
+ * of new events in the appending transaction; a rebuild applies the stored events again, through
+ * this same code, and so gets the same rows. Placement rules that depend on what is stored (step
+ * indices continue, a trajectory stays in its group, one embedding size per run) are checked here
+ * and reported through `fail`.
+ */
+export class RunProjector {
+  private readonly texts: TextDictionary;
+  private readonly rollouts: RolloutIndex;
+  private readonly iterations: IterationTally;
+  private readonly state: RunSummary;
+  private steps = 0;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly runId: string,
+    start: RunSummary,
+    private readonly fail: Fail,
+  ) {
+    this.state = { ...start };
+    this.texts = new TextDictionary(client, runId);
+    this.rollouts = new RolloutIndex(client, runId, start.lastIteration);
+    this.iterations = new IterationTally(client, runId, start.lastIteration);
+  }
+
+  get summary(): Readonly<RunSummary> {
+    return this.state;
+  }
+
+  /** Steps projected so far. */
+  get stepCount(): number {
+    return this.steps;
+  }
+
+  /** Applies a chunk of events (in seq order) and writes its rows; returns each event's slices' places. */
+  async project(batch: SequencedEvent[]): Promise<PlacedSlice[][]> {
+    const slices = batch.flatMap((e) => slicesOf(e.event));
+    const created = await this.rollouts.ensure(slices);
+    await this.rollouts.ensure(finishedRefs(batch), { createMissing: false });
+    await this.iterations.touch(
+      batch.flatMap((e) => (ITERATION_EVENTS.has(e.event.type) ? [iterationOf(e.event)!] : [])),
+    );
+    for (const i of created.groups) this.iterations.at(i).groupCount++;
+    for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
+
+    const rows: string[] = [];
+    const placed = batch.map((e) => this.apply(e, rows));
+    await this.texts.save();
+    await this.rollouts.save();
+    await copyRows(this.client, 'steps', STEP_COLUMNS, rows);
+    await this.iterations.save();
+    return placed;
+  }
+
+  /** Writes the run's summary columns. */
+  async finish(): Promise<void> {
+    const s = this.state;
+    await this.client.query(
+      `UPDATE runs SET last_seq = $2, last_iteration = $3, embedding_dim = $4, status = $5,
+         summary = $6::jsonb, finished_at = $7 WHERE id = $1`,
+      [
+        this.runId,
+        s.lastSeq,
+        s.lastIteration,
+        s.embeddingDim,
+        s.status,
+        s.summary === null ? null : JSON.stringify(s.summary),
+        s.finishedAt,
+      ],
+    );
+  }
+
+  private apply(
+    { seq, position, event, recordedAt }: SequencedEvent,
+    rows: string[],
+  ): PlacedSlice[] {
+    const iteration = iterationOf(event);
+    const placed = slicesOf(event).map((slice) => this.placeSlice(position, seq, slice, rows));
+    if (event.type === 'trajectory.finished') this.finishTrajectory(position, event.data);
+    if (event.type === 'run.finished') {
+      Object.assign(this.state, {
+        status: event.data.status,
+        summary: event.data.summary ?? null,
+        finishedAt: recordedAt,
+      });
+    } else if (event.type === 'run.resumed') {
+      Object.assign(this.state, { status: 'running', summary: null, finishedAt: null });
+    }
+    if (iteration !== undefined && ITERATION_EVENTS.has(event.type)) {
+      const it = this.iterations.at(iteration);
+      it.lastSeq = seq;
+      if (placed.length > 0 || event.type === 'trajectory.finished') it.inputsSeq = seq;
+      if (event.type === 'metrics.logged') it.metrics = { ...it.metrics, ...event.data.metrics };
+      if (event.type === 'evaluation.logged') it.evaluationSuccessRate = event.data.successRate;
+    }
+    if (iteration !== undefined)
+      this.state.lastIteration = Math.max(this.state.lastIteration ?? iteration, iteration);
+    this.state.lastSeq = seq;
+    return placed;
+  }
+
+  /** Checks a slice against what is stored and appends its COPY rows. */
+  private placeSlice(position: number, seq: number, slice: StepSlice, rows: string[]): PlacedSlice {
+    const traj = this.rollouts.find(slice.iteration, slice.trajectoryKey) as TrajectoryState;
+    if (traj.groupKey !== slice.groupKey) {
+      this.fail(
+        position,
+        slice.path,
+        `trajectory "${slice.trajectoryKey}" of iteration ${slice.iteration} belongs to group "${traj.groupKey}", not "${slice.groupKey}"`,
+      );
+    }
+    const first = traj.stepCount;
+    if (slice.firstStepIndex !== undefined && slice.firstStepIndex !== first) {
+      this.fail(
+        position,
+        `${slice.path}.firstStepIndex`,
+        `trajectory "${slice.trajectoryKey}" has ${first} steps stored, so the next step index is ${first}, not ${slice.firstStepIndex}`,
+      );
+    }
+    slice.steps.forEach((step, j) => {
+      if (step.embedding) {
+        this.state.embeddingDim ??= step.embedding.length;
+        if (step.embedding.length !== this.state.embeddingDim) {
+          this.fail(
+            position,
+            `${slice.path}.steps[${j}].embedding`,
+            `has ${step.embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
+          );
+        }
+      }
+      traj.return += step.reward;
+      rows.push(this.stepRow(traj, first + j, seq, step));
+    });
+    traj.stepCount += slice.steps.length;
+    if (slice.outcome) traj.outcomeGiven = slice.outcome;
+    traj.changed = true;
+    this.iterations.at(slice.iteration).stepCount += slice.steps.length;
+    this.steps += slice.steps.length;
+    return { firstStepIndex: first, stepCount: slice.steps.length };
+  }
+
+  private stepRow(traj: TrajectoryState, idx: number, seq: number, s: StepPayload): string {
+    const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
+    return (
+      [
+        this.runId,
+        traj.iteration,
+        traj.groupOrd,
+        traj.ord,
+        idx,
+        seq,
+        this.texts.id(s.state),
+        this.texts.id(s.action),
+        copyNumber(s.reward),
+        copyNumber(s.nll),
+        copyFloat32(s.tokenLogprobs),
+        copyFloat32(s.embedding),
+        copyNumber(s.value),
+        s.nextState === undefined ? NULL : this.texts.id(s.nextState),
+        copyNumber(s.nextValue),
+        extra.length
+          ? copyText(JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]]))))
+          : NULL,
+      ].join('\t') + '\n'
+    );
+  }
+
+  private finishTrajectory(
+    position: number,
+    d: { iteration: number; groupId: string; trajectoryId: string; outcome: Outcome },
+  ): void {
+    const traj = this.rollouts.find(d.iteration, d.trajectoryId);
+    if (!traj || traj.groupKey !== d.groupId) {
+      this.fail(
+        position,
+        'data.trajectoryId',
+        `no trajectory "${d.trajectoryId}" in group "${d.groupId}" of iteration ${d.iteration}`,
+      );
+    }
+    traj.outcomeGiven = d.outcome;
+    traj.changed = true;
+  }
+}
+
+export function iterationOf(event: ValidEvent): number | undefined {
+  return 'iteration' in event.data ? event.data.iteration : undefined;
+}
+
+/** The trajectory slices an event carries, in the order it names them. */
+export function slicesOf(event: ValidEvent): StepSlice[] {
+  if (event.type === 'steps.appended') {
+    const d = event.data;
+    return [
+      {
+        iteration: d.iteration,
+        groupKey: d.groupId,
+        trajectoryKey: d.trajectoryId,
+        firstStepIndex: d.firstStepIndex,
+        steps: d.steps,
+        path: 'data',
+      },
+    ];
+  }
+  if (event.type !== 'rollouts.appended') return [];
+  return event.data.groups.flatMap((g, gi) =>
+    g.trajectories.map((t, ti) => ({
+      iteration: event.data.iteration,
+      groupKey: g.id,
+      trajectoryKey: t.id,
+      outcome: t.outcome,
+      steps: t.steps,
+      path: `data.groups[${gi}].trajectories[${ti}]`,
+    })),
+  );
+}
+
+function finishedRefs(batch: SequencedEvent[]): RolloutRef[] {
+  return batch.flatMap(({ event }) =>
+    event.type === 'trajectory.finished'
+      ? [
+          {
+            iteration: event.data.iteration,
+            groupKey: event.data.groupId,
+            trajectoryKey: event.data.trajectoryId,
+          },
+        ]
+      : [],
+  );
+}

@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+
+/** A text's id: the first 8 bytes of its SHA-256 as a signed bigint (decimal), derived from the text alone. */
+export function textId(text: string): string {
+  return createHash('sha256').update(text).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * The run's dictionary of state and action texts: each distinct text is stored once per run and
+ * steps reference it by id. Ids come from the texts themselves, so resolving needs no round trip
+ * and a rebuild gives every text the same id; writing the texts new to this session costs one
+ * statement per chunk.
+ */
+export class TextDictionary {
+  private readonly ids = new Map<string, string>();
+  private pending: [string, string][] = [];
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly runId: string,
+  ) {}
+
+  /** The id of `text`, queued to be stored if this session has not stored it yet. */
+  id(text: string): string {
+    let id = this.ids.get(text);
+    if (id === undefined) {
+      id = textId(text);
+      this.ids.set(text, id);
+      this.pending.push([id, text]);
+    }
+    return id;
+  }
+
+  /** Stores the texts queued since the last save (those already stored are left as they are). */
+  async save(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    await this.client.query(
+      `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+       ON CONFLICT DO NOTHING`,
+      [this.runId, batch.map(([id]) => id), batch.map(([, text]) => text)],
+    );
+  }
+}

@@ -1,0 +1,130 @@
+import { Inject } from '@nestjs/common';
+import {
+  Args,
+  Context,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import GraphQLJSON from 'graphql-type-json';
+import { Caller } from '../access/caller.decorator';
+import type { Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
+import { pageSize, toPage } from '../graphql/pagination';
+import type { RunLoaders } from './run-loaders';
+import {
+  CreateRunInput,
+  Iteration,
+  Run,
+  RunConnection,
+  RunEventConnection,
+  RunFilter,
+  RunFinishStatus,
+} from './run.models';
+import { RunQueries } from './run-queries.service';
+import { RunsService } from './runs.service';
+
+/** Runs: list, fetch, create, finish; a run's iterations and its event stream. */
+@Resolver(() => Run)
+export class RunsResolver {
+  constructor(
+    @Inject(RunQueries) private readonly queries: RunQueries,
+    @Inject(RunsService) private readonly runService: RunsService,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
+  ) {}
+
+  @Query(() => RunConnection, {
+    description:
+      'Runs of the projects this key sees, newest first, filtered; cursor-paginated (first ≤ 100).',
+  })
+  @Requires('read')
+  runs(
+    @Caller() caller: Principal,
+    @Args('filter', { type: () => RunFilter, nullable: true }) filter: RunFilter | undefined,
+    @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
+    @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+  ): Promise<RunConnection> {
+    return this.queries.list(caller, filter, first, after);
+  }
+
+  @Query(() => Run, { nullable: true, description: 'A run; null if absent or in another project.' })
+  @Requires('read')
+  run(
+    @Caller() caller: Principal,
+    @Args('id', { type: () => ID }) id: string,
+  ): Promise<Run | null> {
+    return this.queries.get(caller, id);
+  }
+
+  @ResolveField(() => [Iteration], {
+    description: 'Iterations with rollouts, metrics or evaluations, in order.',
+  })
+  iterations(@Parent() run: Run, @Context('loaders') loaders: RunLoaders): Promise<Iteration[]> {
+    return loaders.iterations.load(run.id);
+  }
+
+  @ResolveField(() => RunEventConnection, {
+    description: 'The run’s event stream in seq order (first ≤ 1000).',
+  })
+  async events(
+    @Parent() run: Run,
+    @Context('loaders') loaders: RunLoaders,
+    @Args('after', {
+      type: () => Int,
+      nullable: true,
+      description: 'Events with seq greater than this.',
+    })
+    after: number | undefined,
+    @Args('types', { type: () => [String], nullable: true }) types: string[] | undefined,
+    @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
+  ): Promise<RunEventConnection> {
+    const limit = pageSize(first, 100, 1000, 'events');
+    const rows = await loaders.events.load({
+      runId: run.id,
+      afterSeq: after ?? 0,
+      types: types?.length ? types : null,
+      limit: limit + 1,
+    });
+    return toPage(rows, limit, (e) => String(e.seq));
+  }
+
+  @Mutation(() => Run, {
+    description:
+      'Creates a run (same as POST /v1/runs); with an `id` already used for the same input, returns that run.',
+  })
+  @Requires('write')
+  async createRun(
+    @Caller() caller: Principal,
+    @Args('input', { type: () => CreateRunInput }) input: CreateRunInput,
+  ): Promise<Run> {
+    const { id } = await this.runService.create(stripNulls(input), caller);
+    return (await this.queries.get(caller, id)) as Run;
+  }
+
+  @Mutation(() => Run, {
+    nullable: true,
+    description:
+      'Finishes a run whose trainer died without saying so: appends its run.finished event. A run already finished with this status is returned as it is; with another status, CONFLICT.',
+  })
+  @Requires('write')
+  async finishRun(
+    @Caller() caller: Principal,
+    @Args('runId', { type: () => ID }) runId: string,
+    @Args('status', { type: () => RunFinishStatus }) status: RunFinishStatus,
+    @Args('summary', { type: () => GraphQLJSON, nullable: true }) summary: unknown,
+  ): Promise<Run | null> {
+    await this.scope.assertRun(caller, runId);
+    await this.runService.finish(runId, status, summary);
+    return this.queries.get(caller, runId);
+  }
+}
+
+/** GraphQL passes absent optional inputs as undefined but explicit nulls as null; the run schema wants them absent. */
+function stripNulls(input: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== null && v !== undefined));
+}

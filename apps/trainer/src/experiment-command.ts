@@ -1,0 +1,109 @@
+import {
+  CONNECTION_FLAGS,
+  integerFlag,
+  UsageError,
+  type Command,
+  type Flag,
+  type FlagValues,
+} from '@creditlab/cli';
+import { getMethod } from '@creditlab/estimators';
+import path from 'node:path';
+import { ENVIRONMENT_FLAGS, environmentFlag } from './trainer-flags';
+import { DEFAULT_CONFIG } from './config';
+
+const ALL_METHODS = 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace';
+const D = DEFAULT_CONFIG;
+
+const EXPERIMENT_FLAGS = {
+  ...ENVIRONMENT_FLAGS,
+  methods: {
+    type: 'string',
+    value: 'M,M,...',
+    help: 'estimators to compare',
+    byDefault: ALL_METHODS,
+  },
+  seeds: { type: 'string', value: 'N', help: 'paired seeds 1..N per method', byDefault: '3' },
+  iterations: {
+    type: 'string',
+    value: 'N',
+    help: 'training iterations per run',
+    byDefault: String(D.iterations),
+  },
+  'truth-iterations': {
+    type: 'string',
+    value: 'N',
+    help: 'iterations of the GRPO run whose exact advantages score every method (0: none)',
+    byDefault: '10',
+  },
+  out: {
+    type: 'string',
+    value: 'DIR',
+    help: 'folder of experiments.md (its section for --env is replaced) and the learning-curve PNG',
+    byDefault: 'docs/',
+  },
+  server: {
+    ...CONNECTION_FLAGS.server,
+    help: 'train on this Creditlab server',
+    byDefault:
+      'CREDITLAB_URL, else the server of the credentials file (start one with `npm start`)',
+  },
+  key: {
+    ...CONNECTION_FLAGS.key,
+    help: 'API key for --server (write role)',
+    byDefault: CONNECTION_FLAGS.key.byDefault,
+  },
+} as const satisfies Record<string, Flag>;
+
+export const EXPERIMENT_COMMAND: Command<typeof EXPERIMENT_FLAGS> = {
+  invocation: 'npm run experiment --',
+  name: 'experiment',
+  synopsis: ['[--env E] [--methods M,M,...] [--seeds N] [--iterations N] [--out DIR] [options]'],
+  summary:
+    'Trains every method with paired seeds (the same seed: the same initial weights and the same first tasks), scores the methods against the exact advantages of a GRPO run, and writes the tables to experiments.md and a learning-curve PNG.',
+  flags: EXPERIMENT_FLAGS,
+  examples: [
+    'npm run experiment -- --env household-tiny --methods grpo,gigpo,gaca,gated-bepo,gagpo,bipace --seeds 3',
+    'npm run experiment -- --env sokoban-tiny --methods grpo,gigpo --seeds 1 --iterations 5 --out /tmp/trial',
+  ],
+  notes:
+    'exit status: 0 done, 1 a run failed (it is marked failed), 2 bad usage, 130 stopped by Ctrl-C (the run is marked aborted, no report is written)',
+};
+
+export interface ExperimentPlan {
+  env: string;
+  methods: string[];
+  seeds: number;
+  iterations: number;
+  tasksPerIteration: number;
+  groupSize: number;
+  truthIterations: number;
+  outDir: string;
+  /** The server to use; absent: CREDITLAB_URL / CREDITLAB_API_KEY, else the credentials file. */
+  server?: { url?: string; apiKey?: string };
+}
+
+/** What the flags ask for, every value checked (UsageError otherwise). */
+export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): ExperimentPlan {
+  const env = environmentFlag(values.env);
+  const methods = (values.methods ?? ALL_METHODS).split(',');
+  for (const m of methods) {
+    try {
+      getMethod(m);
+    } catch (e) {
+      throw new UsageError(`--methods: ${(e as Error).message}`);
+    }
+  }
+  return {
+    env,
+    methods,
+    seeds: integerFlag('seeds', values.seeds, 1) ?? 3,
+    iterations: integerFlag('iterations', values.iterations, 1) ?? D.iterations,
+    tasksPerIteration: integerFlag('tasks', values.tasks, 1) ?? D.tasksPerIteration,
+    groupSize: integerFlag('group-size', values['group-size'], 1) ?? D.groupSize,
+    truthIterations: integerFlag('truth-iterations', values['truth-iterations'], 0) ?? 10,
+    outDir: path.resolve(values.out ?? path.resolve(__dirname, '../../../docs')),
+    ...(values.server === undefined && values.key === undefined
+      ? {}
+      : { server: { url: values.server, apiKey: values.key } }),
+  };
+}

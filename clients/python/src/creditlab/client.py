@@ -1,0 +1,237 @@
+"""The entry point: a connection to one Creditlab server, which creates and opens runs and reads results."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+from urllib.parse import urlencode
+
+from . import events as ev
+from .advantages import from_document
+from .comparison import Comparison, method_inputs
+from .credentials import resolve_connection
+from .errors import ApiError, GraphQLError, InvalidInput
+from .run import Run
+from .sender import OfflineSink, Sender
+from .spool import Spool, default_root
+from .tables import csv_table, table
+from .transport import RetryPolicy, Transport
+
+log = logging.getLogger("creditlab")
+MiB = 1 << 20
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit, every client flushes its open runs (what cannot reach the server stays spooled)."""
+    for client in list(_open_clients):
+        client.close()
+
+
+class Client:
+    """
+    A connection to one server: `url` and `api_key` explicit, else CREDITLAB_URL / CREDITLAB_API_KEY, else
+    the credentials file the server wrote on its first start (its key only for the URL saved with it).
+
+    mode: "online" sends events from a background thread and spools them to `spool_dir` only while the
+      server cannot be reached; "offline" never contacts the server: runs live in `spool_dir` until
+      `creditlab sync` uploads them.
+    durable: write every event to the spool before `log_*` returns (always so offline), so that even a
+      crash of this process loses nothing: a later `creditlab sync` uploads what the server lacks. Without
+      it, events still in the in-memory queue when the process dies are lost.
+    compact_floats: send embeddings and token log-probs as base64 little-endian float32 (3–5× smaller than
+      JSON numbers; the server stores float32 anyway). Turn off for a server older than that encoding.
+    max_event_bytes / max_request_bytes: the largest NDJSON line and request the client sends; keep them
+      under the server's CREDITLAB_MAX_LINE_BYTES / CREDITLAB_MAX_REQUEST_BYTES.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        mode: str = "online",
+        spool_dir: Optional[str] = None,
+        durable: bool = False,
+        fsync: bool = False,
+        compact_floats: Optional[bool] = None,
+        max_event_bytes: int = 8 * MiB,
+        max_request_bytes: int = 32 * MiB,
+        max_queue_bytes: int = 512 * MiB,
+        timeout: float = 600.0,
+        retry: RetryPolicy = RetryPolicy(),
+        resync_interval: float = 10.0,
+    ):
+        if mode not in ("online", "offline"):
+            raise InvalidInput(f'mode: must be "online" or "offline", got {mode!r}')
+        conn = resolve_connection(url, api_key)
+        self.url = conn.url
+        self.transport = Transport(conn.url, conn.api_key, timeout=timeout, retry=retry)
+        self.mode = mode
+        self.spool_dir = Path(spool_dir) if spool_dir else default_root()
+        self.durable = durable or mode == "offline"
+        self.fsync = fsync
+        if compact_floats is None:
+            compact_floats = os.environ.get("CREDITLAB_COMPACT_FLOATS", "1") != "0"
+        self.compact_floats = compact_floats
+        self.max_event_bytes = max_event_bytes
+        self.max_request_bytes = max(max_request_bytes, max_event_bytes)
+        self.max_queue_bytes = max_queue_bytes
+        self.resync_interval = resync_interval
+        self._runs: "weakref.WeakSet[Run]" = weakref.WeakSet()
+        self._lock = threading.Lock()
+        _open_clients.add(self)
+
+    def __repr__(self) -> str:
+        return f"Client(url={self.url!r}, mode={self.mode!r})"
+
+    # ---- runs ----
+
+    def create_run(
+        self,
+        name: str,
+        env: str,
+        method: str,
+        params: Optional[Mapping[str, Any]] = None,
+        config: Optional[Mapping[str, Any]] = None,
+        tags: Optional[Sequence[str]] = None,
+        project: Optional[str] = None,
+        seed: Optional[int] = None,
+        id: Optional[str] = None,
+        parent_run_id: Optional[str] = None,
+        fork_iteration: Optional[int] = None,
+    ) -> Run:
+        """
+        Creates a run (or, with the `id` of an existing run and the same arguments, opens it again: creation
+        is idempotent, so a retried or repeated call never makes two runs).
+        """
+        body: Dict[str, Any] = {"id": id or ev.new_id(), "name": name, "env": env, "method": method}
+        for k, v in (
+            ("params", params),
+            ("config", config),
+            ("tags", list(tags) if tags is not None else None),
+            ("project", project),
+            ("seed", seed),
+            ("parentRunId", parent_run_id),
+            ("forkIteration", fork_iteration),
+        ):
+            if v is not None:
+                body[k] = dict(v) if isinstance(v, Mapping) else v
+        payload = json.dumps(body, default=ev.json_default).encode()
+        if self.mode == "offline":
+            Spool.create(self.spool_dir, body["id"], body, created=False, url=self.url)
+            return self._open(body["id"], name, body)
+        res = self.transport.request("POST", "/v1/runs", payload, content_type="application/json")
+        run_id = res.json()["id"]
+        return self._open(run_id, name, {**body, "id": run_id})
+
+    def run(self, run_id: str) -> Run:
+        """An existing run, to log more to it or read its advantages."""
+        found = self.graphql("query($id: ID!) { run(id: $id) { id name env method status } }", {"id": run_id})["run"]
+        if found is None:
+            raise InvalidInput(f"run {run_id}: not found (or in another project)")
+        return self._open(found["id"], found["name"], {"id": found["id"], "name": found["name"]})
+
+    def _open(self, run_id: str, name: str, body: Mapping[str, Any]) -> Run:
+        return self._track(Run(self, run_id, name, self._new_sink(run_id, body), self._encoder()))
+
+    def _new_sink(self, run_id: str, body: Mapping[str, Any]):
+        """Where a run's events go: its spool (offline), or a background sender (online)."""
+        if self.mode == "offline":
+            spool = Spool.create(self.spool_dir, run_id, dict(body), created=False, url=self.url)
+            return OfflineSink(spool, run_id, self.fsync)
+        durable = Spool.create(self.spool_dir, run_id, dict(body), True, self.url) if self.durable else None
+        return Sender(
+            self.transport,
+            run_id,
+            max_request_bytes=self.max_request_bytes,
+            max_queue_bytes=self.max_queue_bytes,
+            durable=durable,
+            fsync=self.fsync,
+            spool_factory=lambda: Spool.create(self.spool_dir, run_id, dict(body), True, self.url),
+            resync_interval=self.resync_interval,
+        )
+
+    def _encoder(self) -> ev.StepEncoder:
+        return ev.StepEncoder(self.compact_floats)
+
+    def _track(self, run: Run) -> Run:
+        with self._lock:
+            self._runs.add(run)
+        return run
+
+    def _forget(self, run: Run) -> None:
+        with self._lock:
+            self._runs.discard(run)
+
+    def close(self, timeout: Optional[float] = 60.0) -> None:
+        """Flushes the runs still open (at exit too): what cannot reach the server stays in the spool."""
+        with self._lock:
+            runs = list(self._runs)
+        for run in runs:
+            self._forget(run)
+            try:
+                run._sink.close(timeout)
+            except Exception as e:
+                log.error("creditlab: run %s: %s (spool: %s)", run.id, e, run.spool_folder)
+
+    # ---- reading ----
+
+    def advantages(self, run_id: str, iteration: int, method: str, params: Optional[Mapping[str, Any]] = None):
+        """Read-only: `(values, index)` of a stored run's iteration under a method; records nothing."""
+        query = urlencode({"method": method, "params": json.dumps(dict(params or {})), "diagnostics": "false"})
+        res = self.transport.request("GET", f"/v1/runs/{run_id}/iterations/{ev.iteration(iteration)}/advantages?{query}")
+        return from_document(res.json())
+
+    def compare(self, run_id: str, methods: Iterable[Any], iterations: Optional[Iterable[int]] = None) -> Comparison:
+        """Several methods on the same stored rollouts: summaries, pairwise agreement, per-step rows."""
+        return Comparison.fetch(self, run_id, method_inputs(methods), None if iterations is None else list(iterations))
+
+    def runs(self, first: int = 100, **filter: Any):
+        """Runs this key sees, newest first (filter by project, env, method, status, tags)."""
+        query = """query($first: Int, $filter: RunFilter) { runs(first: $first, filter: $filter) { nodes {
+            id name project env method status tags seed lastIteration lastSeq createdAt finishedAt parentRunId } } }"""
+        nodes = self.graphql(query, {"first": first, "filter": filter or None})["runs"]["nodes"]
+        return table(nodes)
+
+    def export(self, run_id: str, iterations: Optional[Iterable[int]] = None, methods: Any = None, path: Optional[str] = None):
+        """
+        A run's steps with the advantages of `methods`, as the server's CSV export: written to `path` (returned)
+        when given, else a DataFrame (pandas) or a list of dicts.
+        """
+        query: Dict[str, str] = {"format": "csv"}
+        if iterations is not None:
+            query["iterations"] = ",".join(str(ev.iteration(i)) for i in iterations)
+        if methods is not None:
+            query["methods"] = json.dumps(method_inputs(methods))
+        res = self.transport.request("GET", f"/v1/runs/{run_id}/export?{urlencode(query)}", accept="text/csv")
+        if path is not None:
+            Path(path).write_bytes(res.body)
+            return Path(path)
+        return csv_table(res.body)
+
+    def graphql(self, query: str, variables: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """One GraphQL operation; errors raise GraphQLError. Queries are retried, mutations are not."""
+        mutation = query.lstrip().startswith("mutation")
+        try:
+            res = self.transport.request(
+                "POST",
+                "/graphql",
+                json.dumps({"query": query, "variables": dict(variables or {})}, default=ev.json_default).encode(),
+                content_type="application/json",
+                idempotent=not mutation,
+            ).json()
+        except ApiError as e:
+            if isinstance(e.body, dict) and e.body.get("errors"):
+                raise GraphQLError(e.body["errors"]) from None
+            raise
+        if res.get("errors"):
+            raise GraphQLError(res["errors"])
+        return res["data"]

@@ -1,0 +1,41 @@
+"""The client's exceptions: one base class, and one subclass per kind of failure a caller handles."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+class CreditlabError(Exception):
+    """Anything the client raises on purpose."""
+
+
+class InvalidInput(CreditlabError, ValueError):
+    """Input refused before anything was sent; the message names the field and where it is."""
+
+
+class ServerUnavailable(CreditlabError):
+    """The server could not be reached (or kept failing) for the whole retry budget."""
+
+
+class ApiError(CreditlabError):
+    """An answer the server gave on purpose (4xx, or 5xx after the retries): its status and JSON body."""
+
+    def __init__(self, status: int, body: dict, method: str = "", path: str = ""):
+        self.status = status
+        self.body = body
+        self.error: Optional[str] = body.get("error") if isinstance(body, dict) else None
+        self.line: Optional[int] = body.get("line") if isinstance(body, dict) else None
+        self.path: Optional[str] = body.get("path") if isinstance(body, dict) else None
+        self.reason: Optional[str] = body.get("reason") if isinstance(body, dict) else None
+        message = body.get("message") if isinstance(body, dict) else None
+        where = f" ({method} {path.split('?')[0]})" if method else ""
+        super().__init__(f"{status} {self.error or ''}: {message or body}{where}".replace("  ", " "))
+
+
+class GraphQLError(CreditlabError):
+    """GraphQL errors of an answer; `codes` are their `extensions.code` (NOT_FOUND, BAD_USER_INPUT, ...)."""
+
+    def __init__(self, errors: list[dict[str, Any]]):
+        self.errors = errors
+        self.codes = [(e.get("extensions") or {}).get("code", "UNKNOWN") for e in errors]
+        super().__init__("; ".join(str(e.get("message")) for e in errors))

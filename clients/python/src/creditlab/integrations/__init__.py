@@ -1,0 +1,1 @@
+"""Adapters that let a trainer use Creditlab as its advantage estimator."""

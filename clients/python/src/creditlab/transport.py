@@ -1,0 +1,155 @@
+"""
+HTTP to one Creditlab server: persistent connections (one per thread), the API key, and retries.
+
+Only idempotent requests are retried (event appends carry event ids, run creation carries the run id,
+the online path carries the id of the event it records, reads change nothing). Retried: network errors,
+5xx answers, and 429 after the server's Retry-After. A request that is not idempotent is retried only when
+the connection was refused, i.e. when it cannot have reached the server.
+"""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+import random
+import threading
+import time
+from typing import Mapping, NamedTuple, Optional
+from urllib.parse import urlsplit
+
+from . import __version__
+from .errors import ApiError, ServerUnavailable
+
+
+class Response(NamedTuple):
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body) if self.body else {}
+
+
+class RetryPolicy(NamedTuple):
+    """Backoff doubles from `first_delay` up to `max_delay`, with jitter, for at most `budget` seconds."""
+
+    budget: float = 120.0
+    first_delay: float = 0.2
+    max_delay: float = 10.0
+
+
+class Transport:
+    def __init__(self, url: str, api_key: Optional[str], timeout: float = 600.0, retry: RetryPolicy = RetryPolicy()):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"server URL must be http(s)://host[:port], got {url!r}")
+        self.url = url.rstrip("/")
+        self._base_path = parts.path.rstrip("/")
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retry = retry
+        self._local = threading.local()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes] = None,
+        *,
+        content_type: Optional[str] = None,
+        accept: str = "application/json",
+        idempotent: bool = True,
+        on_retry=None,
+        budget: Optional[float] = None,
+    ) -> Response:
+        """The first successful answer; ApiError for an answer not retried, ServerUnavailable when out of budget."""
+        headers = {"Accept": accept, "User-Agent": f"creditlab-python/{__version__}"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        deadline = time.monotonic() + (self.retry.budget if budget is None else budget)
+        for attempt in itertools.count():
+            try:
+                res = self._send(method, self._base_path + path, body, headers)
+            except (OSError, http.client.HTTPException) as e:
+                self._drop_connection()
+                refused = isinstance(e, ConnectionRefusedError)
+                delay = self._delay(attempt)
+                if not (idempotent or refused) or time.monotonic() + delay > deadline:
+                    raise ServerUnavailable(
+                        f"cannot reach Creditlab at {self.url} ({method} {path}): {e!r}; "
+                        f"gave up after {attempt + 1} attempts"
+                    ) from e
+            else:
+                if res.status < 400:
+                    return res
+                retryable = res.status >= 500 or res.status == 429
+                delay = self._delay(attempt, res.headers.get("retry-after"))
+                if not retryable or not idempotent or time.monotonic() + delay > deadline:
+                    raise ApiError(res.status, _json_body(res.body), method, path)
+            if on_retry:
+                on_retry()
+            time.sleep(delay)
+        raise AssertionError("itertools.count() does not end")
+
+    def _send(self, method: str, path: str, body: Optional[bytes], headers: dict) -> Response:
+        conn = self._connection()
+        try:
+            conn.request(method, path, body=body, headers=headers)
+        except (BrokenPipeError, ConnectionResetError) as e:
+            # A server that refuses a request (403, 409, 413, ...) may answer and close before it has read
+            # the whole body: the answer is what the caller needs, not a retry of the same refusal.
+            early = self._early_answer(conn)
+            if early is None:
+                raise e
+            return early
+        res = conn.getresponse()
+        data = res.read()
+        if res.getheader("connection", "").lower() == "close":
+            self._drop_connection()
+        return Response(res.status, {k.lower(): v for k, v in res.getheaders()}, data)
+
+    def _early_answer(self, conn: http.client.HTTPConnection) -> Optional[Response]:
+        try:
+            res = conn.getresponse()
+            data = res.read()
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            self._drop_connection()
+        return Response(res.status, {k.lower(): v for k, v in res.getheaders()}, data)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _delay(self, attempt: int, retry_after: Optional[str] = None) -> float:
+        try:
+            if retry_after is not None and float(retry_after) > 0:
+                return float(retry_after)
+        except ValueError:
+            pass
+        base = min(self.retry.max_delay, self.retry.first_delay * 2**attempt)
+        return base * (0.5 + random.random() / 2)
+
+
+def _json_body(body: bytes) -> dict:
+    try:
+        parsed = json.loads(body) if body else {}
+        return parsed if isinstance(parsed, dict) else {"message": parsed}
+    except ValueError:
+        return {"message": body.decode("utf-8", "replace")[:500]}

@@ -1,0 +1,146 @@
+"""The W&B/MLflow-like surface against the server: runs, logging calls, finishing, reading back."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+import creditlab
+from conftest import assert_close, conformance_fixtures, events_of, flat_expected, load, run_info
+
+
+def test_with_block_raising_marks_the_run_failed(client):
+    with pytest.raises(ZeroDivisionError):
+        with client.create_run(name="raises", env="fixtures", method="grpo") as run:
+            run.log({"loss": 1.0}, iteration=0)
+            1 / 0
+    info = run_info(client, run.id)
+    assert info["status"] == "failed"
+    assert info["summary"] == {"error": "ZeroDivisionError: division by zero"}
+    with client.create_run(name="fine", env="fixtures", method="grpo") as ok:
+        ok.log({"loss": 1.0}, iteration=0)
+    assert run_info(client, ok.id)["status"] == "completed"
+
+
+def test_create_run_is_idempotent_by_id(client):
+    run_id = str(uuid.uuid4())
+    args = dict(name="idempotent", env="fixtures", method="gigpo", params={"gamma": 0.9}, tags=["a"], seed=3)
+    first = client.create_run(id=run_id, **args)
+    again = client.create_run(id=run_id, **args)
+    assert first.id == again.id == run_id
+    with pytest.raises(creditlab.ApiError) as refused:
+        client.create_run(id=run_id, **{**args, "seed": 4})
+    assert refused.value.status == 409
+
+
+def test_step_by_step_logging_with_outcomes(client):
+    run = client.create_run(name="steps", env="fixtures", method="grpo")
+    for k in range(3):  # one step at a time, as a trainer streams them; indexes continue by themselves
+        run.log_steps(0, "g0", "g0/t0", [{"state": f"s{k}", "action": "a", "reward": 0.0}])
+    run.log_steps(0, "g0", "g0/t0", [{"state": "s3", "action": "b", "reward": 1.0}], outcome="success")
+    run.log_steps(0, "g0", "g0/t1", [{"state": "s0", "action": "a", "reward": 0.0, "nll": 0.3}] * 2)
+    run.finish_trajectory(0, "g0", "g0/t1", "failure")
+    run.log_evaluation(0, 0.5, tasks=[{"task": "t1", "success": True}, {"task": "t2", "success": False}])
+    values, index = run.advantages(0, "grpo")
+    assert index == [("g0", "g0/t0", k) for k in range(4)] + [("g0", "g0/t1", 0), ("g0", "g0/t1", 1)]
+    assert values[0] > 0 > values[4]
+    trajs = client.graphql(
+        'query($id: ID!) { run(id: $id) { groups(iteration: 0) { nodes { trajectories { id outcome outcomeGiven steps { index state } } } } } }',
+        {"id": run.id},
+    )["run"]["groups"]["nodes"][0]["trajectories"]
+    assert [(t["id"], t["outcome"], [s["state"] for s in t["steps"]]) for t in trajs] == [
+        ("g0/t0", "success", ["s0", "s1", "s2", "s3"]),
+        ("g0/t1", "failure", ["s0", "s0"]),
+    ]
+    assert run_info(client, run.id)["iterations"][0]["evaluationSuccessRate"] == 0.5
+    run.finish()
+
+
+def test_advantages_record_one_used_event_per_call_and_read_only_records_none(client):
+    fixture = load(conformance_fixtures("spec")[0])
+    run = client.create_run(name="used", env="fixtures", method="gigpo")
+    run.log_rollouts(2, fixture["batch"])
+    expected = next(e for e in fixture["expected"] if e["method"] == "gaca")
+    values, index = run.advantages(2, "gaca", expected["params"])
+    assert_close(values, flat_expected(expected)[0], "gaca (online path)")
+    used = events_of(client, run.id, ["advantages.used"])
+    assert [(e["data"]["method"], e["data"]["iteration"]) for e in used] == [("gaca", 2)]
+
+    ro_values, ro_index = run.advantages(2, "gaca", expected["params"], record=False)
+    assert ro_index == index and np.array_equal(ro_values, values)
+    assert len(events_of(client, run.id, ["advantages.used"])) == 1  # the read-only path records nothing
+    run.finish()
+
+
+def test_events_after_finish_are_refused_until_resumed(client):
+    run = client.create_run(name="resumed", env="fixtures", method="grpo")
+    run.log({"loss": 1.0}, iteration=0)
+    run.finish()
+    with pytest.raises(creditlab.CreditlabError, match="is finished"):
+        run.log({"loss": 0.5}, iteration=1)
+    run.resume("one more iteration")
+    run.log({"loss": 0.5}, iteration=1)
+    run.finish()
+    assert [i["metrics"]["loss"] for i in run_info(client, run.id)["iterations"]] == [1.0, 0.5]
+
+    other = client.run(run.id)  # another process opening the finished run, without resuming
+    other.log({"loss": 0.25}, iteration=2)
+    with pytest.raises(creditlab.ApiError) as refused:
+        other.flush()
+    assert refused.value.status == 409 and refused.value.error == "RUN_FINISHED"
+
+
+def test_bad_input_raises_at_the_call_naming_the_field(client):
+    run = client.create_run(name="bad input", env="fixtures", method="grpo")
+    bad = [{"id": "g0", "trajectories": [{"id": "t0", "steps": [{"state": "s", "action": "a", "reward": float("nan")}]}]}]
+    with pytest.raises(creditlab.InvalidInput, match=r"^groups\[0\]\.trajectories\[0\]\.steps\[0\]\.reward: must be a finite number, got nan$"):
+        run.log_rollouts(0, bad)
+    with pytest.raises(creditlab.InvalidInput, match=r"embedding\[1\]: must be a finite number"):
+        run.log_steps(0, "g", "t", [{"state": "s", "action": "a", "reward": 0, "embedding": [1.0, float("inf")]}])
+    with pytest.raises(creditlab.InvalidInput, match="success_rate: must be in \\[0, 1\\], got 1.5"):
+        run.log_evaluation(0, 1.5)
+    run.finish()
+    assert run.stats.logged == 1  # only run.finished
+
+
+def test_compare_gives_tables_of_methods_pairs_and_steps(client):
+    fixture = load(conformance_fixtures("spec")[0])
+    run = client.create_run(name="compare", env="fixtures", method="gigpo")
+    run.log_rollouts(0, fixture["batch"])
+    run.finish()
+    cmp = client.compare(run.id, ["grpo", ("gigpo", {"gamma": 0.9})])
+    rows = cmp.methods if isinstance(cmp.methods, list) else cmp.methods.to_dict("records")
+    assert [(r["label"], r["method"]) for r in rows] == [("grpo", "grpo"), ('gigpo {"gamma":0.9}', "gigpo")]
+    steps = cmp.steps()
+    steps = steps if isinstance(steps, list) else steps.to_dict("records")
+    want = next(e for e in fixture["expected"] if e["method"] == "grpo" and e["params"]["normalize"] == "mean-std")
+    assert_close([s["grpo"] for s in steps], flat_expected(want)[0], "compare rows, grpo column")
+    assert len(steps) == cmp.step_count
+
+
+def test_a_refusal_before_the_body_is_read_is_reported_not_retried(client, server, tmp_path):
+    """A read key's ingest request is refused (403) before the server reads its large body."""
+    key = client.graphql('mutation { createApiKey(input: { role: read, project: "default" }) { key } }')["createApiKey"]["key"]
+    run = client.create_run(name="read key", env="fixtures", method="grpo")
+    reader = creditlab.Client(server[0], key, spool_dir=str(tmp_path), retry=creditlab.RetryPolicy(budget=30))
+    other = reader.run(run.id)
+    rng = np.random.default_rng(0)
+    steps = [{"state": "s", "action": "a", "reward": 0.0, "embedding": rng.standard_normal(4096)} for _ in range(300)]
+    other.log_rollouts(0, [{"id": "g", "trajectories": [{"id": "t", "steps": steps}]}])
+    with pytest.raises(creditlab.ApiError) as refused:
+        other.flush()
+    assert refused.value.status == 403, refused.value
+    assert other.stats.retries == 0
+    run.finish()
+
+
+def test_finish_raises_what_the_server_refused_in_the_background(client, server, tmp_path):
+    key = client.graphql('mutation { createApiKey(input: { role: read, project: "default" }) { key } }')["createApiKey"]["key"]
+    run = client.create_run(name="read key finish", env="fixtures", method="grpo")
+    other = creditlab.Client(server[0], key, spool_dir=str(tmp_path)).run(run.id)
+    other.log({"loss": 1.0}, iteration=0)
+    with pytest.raises(creditlab.ApiError, match="403 FORBIDDEN"):
+        other.finish()
+    run.finish()

@@ -1,0 +1,56 @@
+import path from 'node:path';
+import { spawnTracked } from './support/process-registry';
+import { ADMIN_KEY, startTestServer, type ServerProcess } from './support/test-server';
+
+/**
+ * The Python client (clients/python) against a real server: its pytest suite, one module per test so
+ * that each stays within the tier's time limit and a failure names its area. The suite also starts a
+ * second server process of its own on the same database (CREDITLAB_PYTEST_DATABASE_URL) to kill it in the
+ * middle of a request.
+ */
+const ROOT = path.resolve(__dirname, '..');
+let server: ServerProcess & { databaseUrl: string };
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.stop());
+
+function pytest(module: string): Promise<{ code: number | null; output: string }> {
+  const child = spawnTracked(
+    'python3',
+    ['-m', 'pytest', `clients/python/tests/${module}`, '-q', '-p', 'no:cacheprovider'],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PYTHONPATH: path.join(ROOT, 'clients/python/src'),
+        PYTHONDONTWRITEBYTECODE: '1',
+        CREDITLAB_URL: server.url,
+        CREDITLAB_API_KEY: ADMIN_KEY,
+        CREDITLAB_PYTEST_DATABASE_URL: server.databaseUrl,
+        CREDITLAB_PYTEST_NODE: process.execPath,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let output = '';
+  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+}
+
+test.each([
+  ['test_units.py', 'connection resolution, event splitting, compact floats, spool'],
+  ['test_conformance.py', 'every conformance fixture through the client'],
+  ['test_compact.py', 'embeddings and token log-probs as base64 float32'],
+  ['test_verl_agent.py', 'the verl-agent adapter on shuffled, padded rows'],
+  ['test_runs.py', 'runs, logging calls, with-block failure, resume, compare'],
+  ['test_retries_and_spool.py', 'a server killed mid-request; spooling while it is gone'],
+  ['test_offline.py', 'offline and durable runs, then creditlab sync, exactly once'],
+  ['test_install.py', "offline install on Debian's Python; no numpy"],
+])('pytest %s (%s)', async (module) => {
+  const { code, output } = await pytest(module);
+  if (code !== 0) throw new Error(`pytest ${module} exited ${code}:\n${output}`);
+  expect(code).toBe(0);
+});

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startCommand, type CliResult } from './support/cli';
+import { freePort } from './support/free-port';
+import { createTestDatabase } from './support/test-database';
+import { api, spawnServer, type ServerProcess } from './support/test-server';
+
+/**
+ * The README's tour on a server configured unlike the README's defaults: another port, another
+ * credentials file, the key the server made on its first start. The tour starts with
+ * `eval "$(npm run -s admin -- env)"` and uses $CREDITLAB_URL and $CREDITLAB_API_KEY from then on.
+ */
+const ROOT = path.resolve(__dirname, '..');
+let server: ServerProcess;
+let port: number;
+let credentials: string;
+/** What the README's first command exported. */
+let exported: { url: string; key: string };
+
+/** A shell script as a user types it, with only CREDITLAB_CREDENTIALS set (as the server had it). */
+const shell = (script: string): Promise<CliResult> =>
+  startCommand('bash', ['-c', script], { CREDITLAB_CREDENTIALS: credentials }).result;
+
+/** The README's bash blocks. */
+async function readmeBash(): Promise<string[]> {
+  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  return [...readme.matchAll(/```bash\n([^]*?)```/g)].map((m) => m[1] as string);
+}
+
+beforeAll(async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-tour-'));
+  credentials = path.join(dir, 'not-the-default', 'credentials.json');
+  port = await freePort();
+  server = await spawnServer({
+    DATABASE_URL: await createTestDatabase(),
+    PORT: String(port),
+    CREDITLAB_ADMIN_KEY: undefined, // the key is the one the first start writes
+    CREDITLAB_CREDENTIALS: credentials,
+  });
+  const env = await shell(
+    'eval "$(npm run -s admin -- env)" && printf "%s\\n%s\\n" "$CREDITLAB_URL" "$CREDITLAB_API_KEY"',
+  );
+  expect(env).toMatchObject({ code: 0, stderr: '' });
+  const [url = '', key = ''] = env.stdout.trim().split('\n');
+  exported = { url, key };
+});
+
+afterAll(() => server.stop());
+
+test('eval "$(npm run -s admin -- env)" exports the server and the key its first start wrote', async () => {
+  const saved = JSON.parse(await readFile(credentials, 'utf8')) as { url: string; apiKey: string };
+  expect(exported).toEqual({ url: server.url, key: saved.apiKey });
+  expect(new URL(exported.url).port).toBe(String(port));
+});
+
+test('the tour’s requests, sent to $CREDITLAB_URL with $CREDITLAB_API_KEY, answer as the README says', async () => {
+  const [tour] = (await readmeBash()).filter((b) => b.includes('RUN=$(curl'));
+  expect(tour).toMatch(/^eval "\$\(npm run -s admin -- env\)"/);
+  const body = /-d '(\{[^']*\})'/.exec(tour!)![1]!;
+  const created = await api(
+    `${exported.url}/v1/runs`,
+    { method: 'POST', headers: { 'content-type': 'application/json' }, body },
+    exported.key,
+  );
+  expect(created.status).toBe(201);
+  const { id } = (await created.json()) as { id: string };
+  // the jq line: one rollouts.appended event with the example's groups
+  const example = JSON.parse(
+    await readFile(path.join(ROOT, 'examples/get-the-key.json'), 'utf8'),
+  ) as { groups: unknown };
+  const event = {
+    id: randomUUID(),
+    type: 'rollouts.appended',
+    data: { iteration: 0, groups: example.groups },
+  };
+  const appended = await api(
+    `${exported.url}/v1/runs/${id}/events`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson' },
+      body: `${JSON.stringify(event)}\n`,
+    },
+    exported.key,
+  );
+  const expected = /# (\{"accepted".*\})/.exec(tour!)![1]!;
+  expect(await appended.json()).toEqual(JSON.parse(expected));
+});
+
+test('the trainer and npm run admin need no --server or --key', async () => {
+  const trained = await shell(
+    'eval "$(npm run -s admin -- env)" && npm run -s train -- --iterations 2 --tasks 2 --group-size 2',
+  );
+  expect(trained.code).toBe(0);
+  const runId = trained.stdout.trim();
+  const res = await api(
+    `${server.url}/graphql`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `{ run(id: "${runId}") { status } }` }),
+    },
+    exported.key,
+  );
+  expect(await res.json()).toEqual({ data: { run: { status: 'completed' } } });
+  // without the exports, straight from the credentials file
+  const whoami = await shell('npm run -s admin -- whoami');
+  expect(whoami).toMatchObject({ code: 0, stdout: expect.stringContaining(`at ${server.url}`) });
+});
+
+test('a request without a key is told where this server wrote its key', async () => {
+  const res = await fetch(`${server.url}/v1/runs`, { method: 'POST', body: '{}' });
+  expect(res.status).toBe(401);
+  const { message } = (await res.json()) as { message: string };
+  expect(message).toContain(credentials);
+  expect(message).not.toContain('~/.creditlab');
+});
+
+test('every curl in the README goes to $CREDITLAB_URL with $CREDITLAB_API_KEY', async () => {
+  const blocks = await readmeBash();
+  const curls = blocks.flatMap((b) => b.split('\n')).filter((l) => /\bcurl /.test(l));
+  expect(curls.length).toBeGreaterThanOrEqual(4);
+  for (const line of curls) {
+    expect(line).toMatch(/curl -s (-X POST )?"\$CREDITLAB_URL\//);
+    expect(line).toContain('-H "authorization: Bearer $CREDITLAB_API_KEY"');
+  }
+  // each block with a curl sets the variables first, or follows one that does (Set up, the tour)
+  expect(blocks.filter((b) => b.startsWith('eval "$(npm run -s admin -- env)"'))).toHaveLength(2);
+});
