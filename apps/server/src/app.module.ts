@@ -20,6 +20,7 @@ import { createRolloutLoaders } from './rollouts/rollout-loaders';
 import { RolloutsModule } from './rollouts/rollouts.module';
 import { createRunLoaders } from './runs/run-loaders';
 import { RunsModule } from './runs/runs.module';
+import { WebModule } from './web/web.module';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -53,6 +54,7 @@ export class AppModule {
         JobsModule,
         CompareModule,
         CheckpointsModule,
+        WebModule,
         GraphQLModule.forRoot<ApolloDriverConfig>({
           driver: ApolloDriver,
           path: '/graphql',
