@@ -73,11 +73,18 @@ export async function startBrowser(viewport = { width: 1400, height: 900 }): Pro
     newPage: () => context.newPage(),
     close: async () => {
       await browser.close().catch(() => undefined);
-      child.kill('SIGKILL');
+      // Its renderers and helpers are in its process group (spawnTracked): all of them go.
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL');
+      } catch {
+        // already gone
+      }
       await new Promise((resolve) =>
-        child.exitCode !== null ? resolve(null) : child.once('exit', resolve),
+        child.exitCode !== null || child.signalCode !== null
+          ? resolve(null)
+          : child.once('exit', resolve),
       );
-      rmSync(profile, { recursive: true, force: true });
+      rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     },
   };
 }
