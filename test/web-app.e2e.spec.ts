@@ -15,6 +15,17 @@ const SHOTS = process.env.CREDITLAB_UI_SCREENSHOTS
   ? path.resolve(process.env.CREDITLAB_UI_SCREENSHOTS)
   : path.join(tmpdir(), `creditlab-ui-${process.pid}`);
 
+// Functions passed to page.evaluate run in the page, where these exist (this program has no DOM types).
+interface PageNode {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+}
+declare const document: {
+  querySelector(selector: string): PageNode | null;
+  querySelectorAll(selector: string): { length: number };
+};
+declare const sessionStorage: { getItem(key: string): string | null };
+
 let server: ServerProcess;
 let browser: TestBrowser;
 let page: Page;
