@@ -3,6 +3,7 @@ import { useEffect } from 'react';
 import { Link, useParams } from 'react-router';
 import { watchRun } from '../api/live';
 import { fetchRun } from '../api/run-api';
+import { isStatus } from '../api/types';
 import { useCaps } from '../app/use-caps';
 import { when } from '../components/format';
 import { MethodName } from '../components/MethodName';
@@ -24,15 +25,17 @@ export function RunPage() {
     queryFn: () => fetchRun(caps!, runId),
     enabled: !!caps,
   });
-  // Live: every append and job progress refreshes what this page shows.
+  // Live while the run is running: every append (and job progress) refreshes what this page shows,
+  // through the runProgress subscription where the server has it, else by polling.
+  const running = run.data ? isStatus(run.data.status, 'running') : false;
   useEffect(() => {
-    if (!caps) return;
+    if (!caps || !running) return;
     return watchRun(
       caps,
       runId,
       () => void queries.invalidateQueries({ predicate: (q) => q.queryKey.includes(runId) }),
     );
-  }, [caps, runId, queries]);
+  }, [caps, runId, queries, running]);
   if (run.isPending) return <Loading what="the run" />;
   if (run.isError) return <Failure error={run.error} />;
   const r = run.data;

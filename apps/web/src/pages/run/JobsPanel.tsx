@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { fetchEstimators } from '../../api/estimators-api';
+import { watchRun } from '../../api/live';
 import { cancelJob, fetchAdvantageSets, fetchJobs, startRecompute } from '../../api/run-api';
 import { isStatus, type Job, type Json, type RunDetail } from '../../api/types';
 import { useCaps } from '../../app/use-caps';
@@ -21,10 +22,18 @@ export function JobsPanel({ run }: { run: RunDetail }) {
     queryKey: ['jobs', run.id],
     queryFn: () => fetchJobs(caps!, run.id),
     enabled: !!caps,
-    // Progress without the subscription (older servers): poll while a job is active.
-    refetchInterval: (q) =>
-      !caps?.has('Subscription.runProgress') && q.state.data?.some(active) ? 1000 : false,
   });
+  // Live progress while a job is queued or running (the subscription, else a poll every second).
+  const anyActive = !!jobs.data?.some(active);
+  useEffect(() => {
+    if (!caps || !anyActive) return;
+    return watchRun(
+      caps,
+      run.id,
+      () => void queries.invalidateQueries({ queryKey: ['jobs', run.id] }),
+      1000,
+    );
+  }, [caps, run.id, anyActive, queries]);
   const sets = useQuery({
     queryKey: ['sets', run.id, jobs.data?.length],
     queryFn: () => fetchAdvantageSets(run.id),
