@@ -14,6 +14,23 @@ interface Props {
   focus: { trajectory: string | null; step: number | null };
 }
 
+/** A state's number in the group (order of first appearance) and how many steps are in it. */
+interface StateTag {
+  id: number;
+  count: number;
+}
+
+function stateTags(group: GroupView): Map<string, StateTag> {
+  const tags = new Map<string, StateTag>();
+  for (const t of group.trajectories)
+    for (const s of t.steps) {
+      const tag = tags.get(s.state) ?? { id: tags.size + 1, count: 0 };
+      tag.count++;
+      tags.set(s.state, tag);
+    }
+  return tags;
+}
+
 export interface Hover {
   trajectory: string;
   step: number;
@@ -40,6 +57,7 @@ export function GroupTable({ group, methods, focus }: Props) {
       ),
     [group, methods],
   );
+  const tags = useMemo(() => stateTags(group), [group]);
   const successes = group.trajectories.filter((t) => t.outcome.toLowerCase() === 'success').length;
   useEffect(() => {
     document.querySelector('.focus-row')?.scrollIntoView({ block: 'center' });
@@ -49,7 +67,8 @@ export function GroupTable({ group, methods, focus }: Props) {
       <p className="muted">
         {group.trajectories.length} trajectories, {successes} succeeded. Colour: blue credit, red
         blame, per method scaled to its largest |advantage| in this group. Hover a step for the
-        method's diagnostics and the steps sharing its state.
+        method's diagnostics and the steps sharing its state; s3 ×4 beside a step: the group's third
+        distinct state, in which 4 steps are (the anchor states step-level methods group on).
       </p>
       {group.trajectories.map((t) => (
         <TrajectoryTable
@@ -59,6 +78,7 @@ export function GroupTable({ group, methods, focus }: Props) {
           scales={scales}
           estimators={estimators.data ?? []}
           focus={focus}
+          tags={tags}
           hover={hover}
           hoverState={hoverState}
           onHover={(h, state) => (setHover(h), setHoverState(state))}
@@ -74,6 +94,7 @@ interface TableProps {
   scales: number[];
   estimators: Estimator[];
   focus: Props['focus'];
+  tags: Map<string, StateTag>;
   hover: Hover | null;
   hoverState: string | null;
   onHover(h: Hover | null, state: string | null): void;
@@ -85,6 +106,7 @@ function TrajectoryTable({
   scales,
   estimators,
   focus,
+  tags,
   hover,
   hoverState,
   onHover,
@@ -125,6 +147,7 @@ function TrajectoryTable({
               scales={scales}
               estimators={estimators}
               focused={focus.trajectory === t.id && focus.step === s.index}
+              tag={tags.get(s.state)!}
               hover={hover}
               sameState={hoverState === s.state}
               onHover={onHover}
@@ -144,6 +167,7 @@ interface RowProps {
   scales: number[];
   estimators: Estimator[];
   focused: boolean;
+  tag: StateTag;
   hover: Hover | null;
   sameState: boolean;
   onHover(h: Hover | null, state: string | null): void;
@@ -157,6 +181,7 @@ function StepRow({
   scales,
   estimators,
   focused,
+  tag,
   hover,
   sameState,
   onHover,
@@ -170,7 +195,16 @@ function StepRow({
       data-step={s.index}
       onMouseLeave={() => onHover(null, null)}
     >
-      <td className="num">{s.index}</td>
+      <td className="num">
+        {s.index}
+        <span
+          className={tag.count > 1 ? 'state-tag shared' : 'state-tag'}
+          title={`the group's state ${tag.id}: ${tag.count} step${tag.count > 1 ? 's are' : ' is'} in it`}
+        >
+          s{tag.id}
+          {tag.count > 1 && ` ×${tag.count}`}
+        </span>
+      </td>
       <td className="state" onMouseEnter={() => onHover(null, s.state)}>
         <pre>{s.state}</pre>
       </td>
