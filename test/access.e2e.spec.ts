@@ -100,6 +100,43 @@ describe('authentication', () => {
     });
   });
 
+  test('the web app’s pages and assets load without a key; API paths, GraphQL queries and writes still need one', async () => {
+    const page = (path: string, accept = 'text/html') =>
+      fetch(`${server.url}${path}`, { headers: { accept } });
+    for (const path of ['/', '/runs/some-id', '/estimators']) {
+      const res = await page(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+      expect(await res.text()).toContain('<div id="root">');
+    }
+    // The explorer: GET /graphql from a browser is the app's page, whose router opens GraphiQL.
+    const explorer = await page('/graphql');
+    expect(explorer.status).toBe(200);
+    expect(await explorer.text()).toContain('<div id="root">');
+    const html = await (await page('/')).text();
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const asset = await page(script, '*/*');
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    expect((await page('/assets/missing.js', '*/*')).status).toBe(404);
+    // Nothing outside the built app is reachable through it.
+    expect(await (await page('/..%2f..%2fpackage.json', '*/*')).text()).not.toContain(
+      '"dependencies"',
+    );
+    const query = encodeURIComponent('{ viewer { role } }');
+    for (const [method, path] of [
+      ['GET', `/graphql?query=${query}`],
+      ['GET', '/v1/runs/x/checkpoints'],
+      ['GET', '/v1/no-such-route'],
+      ['POST', '/'],
+    ] as const)
+      expect(
+        (await fetch(`${server.url}${path}`, { method, headers: { accept: 'application/json' } }))
+          .status,
+      ).toBe(401);
+    expect((await page('/graphql', 'application/json')).status).toBe(401);
+  });
+
   test('probes and the Prometheus scrape need no key', async () => {
     for (const route of ['/healthz', '/readyz', '/metrics'])
       expect((await fetch(`${server.url}${route}`)).status).toBe(200);

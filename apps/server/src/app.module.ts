@@ -20,6 +20,7 @@ import { ExportsModule } from './exports/exports.module';
 import { JobsModule } from './jobs/jobs.module';
 import { RolloutsModule } from './rollouts/rollouts.module';
 import { RunsModule } from './runs/runs.module';
+import { WebModule } from './web/web.module';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -55,6 +56,7 @@ export class AppModule {
         CompareModule,
         CheckpointsModule,
         ExportsModule,
+        WebModule,
         GraphQLModule.forRootAsync<ApolloDriverConfig>({
           driver: ApolloDriver,
           inject: [ApiKeysService, RateLimits],

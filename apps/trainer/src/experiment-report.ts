@@ -1,10 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { lineChartOption } from '@creditlab/charts';
 import { machineLine, writeSection } from '@creditlab/report';
 import { DEFAULT_CONFIG } from './config';
 import type { ExperimentPlan } from './experiment-command';
 import type { IterationReport } from './iteration';
-import { lineChartPng } from './png-plot';
+import { chartImages } from './chart-image';
 
 export interface RunResult {
   method: string;
@@ -73,14 +74,24 @@ export async function writeReport(
     const curves = results.filter((r) => r.method === method).map((r) => evalCurve(r.reports));
     const xs = curves[0]?.map(([x]) => x) ?? [];
     return {
-      label: method,
+      name: method,
+      method,
       points: xs.map((x, i) => [x, mean(curves.map((c) => c[i]?.[1] ?? 0))] as [number, number]),
     };
   });
   await mkdir(plan.outDir, { recursive: true });
   const png = `experiments-${env}.png`;
-  await writeFile(path.join(plan.outDir, png), lineChartPng(series, iterations));
-  const colours = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
+  const chart = chartImages(
+    lineChartOption({
+      xName: 'iteration',
+      yName: 'held-out success',
+      percent: true,
+      static: true,
+      series,
+    }),
+  );
+  await writeFile(path.join(plan.outDir, png), chart.png);
+  await writeFile(path.join(plan.outDir, png.replace(/\.png$/, '.svg')), chart.svg);
   const c = DEFAULT_CONFIG;
   const file = path.join(plan.outDir, 'experiments.md');
   // One section per environment; hand-written observations outside the markers survive a re-run.
@@ -100,7 +111,7 @@ ${methods.map((m) => tableRow(m, results)).join('\n')}
 
 ![mean held-out success per iteration](${png})
 
-Curves: mean held-out success over seeds (y from 0 to 100 %, grid lines every 20 %; x: iterations 0 to ${iterations}, one point per evaluation); colours in method order: ${methods.map((m, i) => `${m} ${colours[i % colours.length]}`).join(', ')}.
+Curves: mean held-out success over seeds (y from 0 to 100 %; x: iterations up to ${iterations}, one point per evaluation); the legend names the methods, each in its colour of the web app (libs/charts).
 ${truthSection(plan, truth)}`,
     file,
     '# Experiments\n\nWritten by `npm run experiment`, one section per environment; observations are written by hand below each.\n',
