@@ -8,8 +8,9 @@
  */
 import { rolloutEvents } from '@creditlab/client';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { request } from 'node:http';
+import { once } from 'node:events';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
@@ -22,7 +23,7 @@ import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 import { ADMIN_KEY } from '../test/support/test-server';
 
-const STEPS = Number(process.env.BENCH_INGEST_STEPS ?? 1_000_000);
+const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
 const TASKS_PER_ITERATION = 16; // 16 tasks × G = 8 rollouts × ≤ 50 steps per request, as a trainer sends them
 
@@ -36,7 +37,18 @@ interface Result extends Scenario {
   requests: number;
   bytes: number;
   httpSeconds: number;
-  copySeconds: number;
+  /** CPU the server process used during the HTTP ingest. */
+  serverCpuSeconds: number;
+  /** WAL written during the HTTP ingest: every byte the database wrote for it. */
+  httpWalBytes: number;
+  /** COPY of the logical step rows (texts inline): the ceiling the goal is stated against. */
+  logicalCopySeconds: number;
+  logicalWalBytes: number;
+  /** CPU of PostgreSQL (all its processes) during the HTTP ingest, and during the logical COPY. */
+  httpDatabaseCpuSeconds: number;
+  logicalDatabaseCpuSeconds: number;
+  /** COPY of the rows the server stored (text ids) into a copy of its steps table. */
+  storedCopySeconds: number;
   distinctTexts: number;
 }
 
@@ -97,6 +109,117 @@ async function writeRequests(
   return { files, bytes };
 }
 
+/** Text-format COPY escaping (backslash, tab, newline, carriage return). */
+const copyField = (x: string) =>
+  x.replace(
+    /[\\\t\n\r]/g,
+    (c) => `\\${c === '\t' ? 't' : c === '\n' ? 'n' : c === '\r' ? 'r' : '\\'}`,
+  );
+const copyNum = (x: unknown) => (typeof x === 'number' ? String(x) : '\\N');
+const copyVector = (x: unknown) =>
+  typeof x === 'string' ? `\\\\x${Buffer.from(x, 'base64').toString('hex')}` : '\\N';
+
+interface WireStep {
+  state: string;
+  action: string;
+  reward: number;
+  nll?: number;
+  value?: number;
+  embedding?: string;
+  tokenLogprobs?: string;
+}
+
+/**
+ * The logical rows of the requests' steps, as a lab would load them with no server at all: run,
+ * iteration, group id, trajectory id, index, state and action text inline, reward, NLL, value
+ * (and the vectors, when the scenario has them), for one plain COPY.
+ */
+async function writeLogicalRows(files: string[], runId: string, out: string): Promise<void> {
+  const sink = createWriteStream(out);
+  for (const file of files) {
+    const lines = (await readFile(file, 'utf8')).split('\n');
+    let chunk = '';
+    for (const line of lines) {
+      if (line === '') continue;
+      const e = JSON.parse(line) as {
+        type: string;
+        data: {
+          iteration: number;
+          groups: { id: string; trajectories: { id: string; steps: WireStep[] }[] }[];
+        };
+      };
+      if (e.type !== 'rollouts.appended') continue;
+      for (const g of e.data.groups)
+        for (const t of g.trajectories)
+          t.steps.forEach((st, i) => {
+            chunk += `${runId}\t${e.data.iteration}\t${copyField(g.id)}\t${copyField(t.id)}\t${i}\t${copyField(st.state)}\t${copyField(st.action)}\t${copyNum(st.reward)}\t${copyNum(st.nll)}\t${copyNum(st.value)}\t${copyVector(st.embedding)}\t${copyVector(st.tokenLogprobs)}\n`;
+          });
+    }
+    if (!sink.write(chunk)) await once(sink, 'drain');
+  }
+  await new Promise((r) => sink.end(r));
+}
+
+/** Where PostgreSQL's write-ahead log is: the bytes written between two readings are the database's write cost. */
+async function walPosition(db: pg.Pool | pg.PoolClient): Promise<string> {
+  return (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn() AS lsn')).rows[0]!.lsn;
+}
+
+async function walSince(db: pg.Pool | pg.PoolClient, from: string): Promise<number> {
+  const res = await db.query<{ n: string }>(
+    'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS n',
+    [from],
+  );
+  return Number(res.rows[0]!.n);
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+/** CPU seconds of the PostgreSQL server (postmaster and every child: backends, WAL writer, …). */
+async function databaseCpuSeconds(dataDir: string): Promise<number> {
+  const postmaster = Number(
+    (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0],
+  );
+  let total = await cpuSeconds(postmaster);
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.split(') ')[1]?.split(' ')[1]);
+    if (ppid === postmaster) total += await cpuSeconds(Number(entry)).catch(() => 0);
+  }
+  return total;
+}
+
+interface Measured {
+  seconds: number;
+  walBytes: number;
+  databaseCpuSeconds: number;
+}
+
+/** One plain COPY of `file` into a fresh table made by `create` (then dropped): time and WAL written. */
+async function timeCopy(
+  client: pg.PoolClient,
+  pgDir: string,
+  create: string,
+  file: string,
+): Promise<Measured> {
+  await client.query('DROP TABLE IF EXISTS ingest_ceiling');
+  await client.query(create);
+  const wal = await walPosition(client);
+  const dbCpu = await databaseCpuSeconds(pgDir);
+  const t0 = performance.now();
+  await pipeline(createReadStream(file), client.query(copyFrom('COPY ingest_ceiling FROM STDIN')));
+  const seconds = (performance.now() - t0) / 1000;
+  const databaseCpu = (await databaseCpuSeconds(pgDir)) - dbCpu;
+  const walBytes = await walSince(client, wal);
+  await client.query('DROP TABLE ingest_ceiling');
+  return { seconds, walBytes, databaseCpuSeconds: databaseCpu };
+}
+
 function postFile(url: string, file: string, size: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -125,6 +248,8 @@ function postFile(url: string, file: string, size: number): Promise<void> {
 async function runScenario(
   s: Scenario,
   serverUrl: string,
+  serverPid: number,
+  pgDir: string,
   db: pg.Pool,
   dir: string,
 ): Promise<Result> {
@@ -136,10 +261,16 @@ async function runScenario(
   });
   if (!created.ok) throw new Error(`creating the run: ${created.status} ${await created.text()}`);
   const { id } = (await created.json()) as { id: string };
+  const wal = await walPosition(db);
+  const cpu0 = await cpuSeconds(serverPid);
+  const dbCpu0 = await databaseCpuSeconds(pgDir);
   const t0 = performance.now();
   for (const f of files)
     await postFile(`${serverUrl}/v1/runs/${id}/events`, f, (await stat(f)).size);
   const httpSeconds = (performance.now() - t0) / 1000;
+  const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
+  const httpDatabaseCpuSeconds = (await databaseCpuSeconds(pgDir)) - dbCpu0;
+  const httpWalBytes = await walSince(db, wal);
   const steps = Number(
     (await db.query('SELECT count(*) FROM steps WHERE run_id = $1', [id])).rows[0].count,
   );
@@ -147,73 +278,111 @@ async function runScenario(
     (await db.query('SELECT count(*) FROM texts WHERE run_id = $1', [id])).rows[0].count,
   );
 
-  // The ceiling: the same rows, from a file, with one COPY into a bare copy of the table.
-  const rowsFile = path.join(dir, `${s.label}-steps.copy`);
+  // The ceilings, measured right after on the same database.
+  const logicalFile = path.join(dir, `${s.label}-logical.copy`);
+  const storedFile = path.join(dir, `${s.label}-stored.copy`);
+  await writeLogicalRows(files, id, logicalFile);
   const client = await db.connect();
   try {
+    const logical = await timeCopy(
+      client,
+      pgDir,
+      `CREATE TABLE ingest_ceiling (run_id uuid, iteration int, group_id text, trajectory_id text,
+         idx int, state text, action text, reward float8, nll float8, value float8,
+         embedding bytea, token_logprobs bytea)`,
+      logicalFile,
+    );
     await pipeline(
       client.query(copyTo(`COPY (SELECT * FROM steps WHERE run_id = '${id}') TO STDOUT`)),
-      createWriteStream(rowsFile),
+      createWriteStream(storedFile),
     );
-    await client.query('DROP TABLE IF EXISTS steps_ceiling');
-    await client.query(
-      'CREATE TABLE steps_ceiling (LIKE steps INCLUDING DEFAULTS INCLUDING INDEXES)',
+    const stored = await timeCopy(
+      client,
+      pgDir,
+      'CREATE TABLE ingest_ceiling (LIKE steps INCLUDING DEFAULTS INCLUDING INDEXES)',
+      storedFile,
     );
-    const t1 = performance.now();
-    await pipeline(
-      createReadStream(rowsFile),
-      client.query(copyFrom('COPY steps_ceiling FROM STDIN')),
-    );
-    const copySeconds = (performance.now() - t1) / 1000;
-    await client.query('DROP TABLE steps_ceiling');
-    for (const f of [...files, rowsFile]) await rm(f);
-    return { ...s, steps, requests: files.length, bytes, httpSeconds, copySeconds, distinctTexts };
+    for (const f of [...files, logicalFile, storedFile]) await rm(f);
+    return {
+      ...s,
+      steps,
+      requests: files.length,
+      bytes,
+      httpSeconds,
+      serverCpuSeconds,
+      httpWalBytes,
+      httpDatabaseCpuSeconds,
+      logicalDatabaseCpuSeconds: logical.databaseCpuSeconds,
+      logicalCopySeconds: logical.seconds,
+      logicalWalBytes: logical.walBytes,
+      storedCopySeconds: stored.seconds,
+      distinctTexts,
+    };
   } finally {
     client.release();
   }
 }
+
+/** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them. */
+function scenarios(): Scenario[] {
+  return [
+    ...SIZES.map((steps) => ({ label: `no-embeddings`, steps, embeddingDim: 0 })),
+    { label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 },
+  ];
+}
+
+const kSteps = (steps: number, seconds: number) => `${fmt(steps / seconds / 1000, 1)}k`;
 
 async function main(): Promise<void> {
   const bench = await startBenchServer({});
   const { server, pool: db, dir } = bench;
   const results: Result[] = [];
   try {
-    for (const s of [
-      { label: 'no-embeddings', steps: STEPS, embeddingDim: 0 },
-      { label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 },
-    ]) {
-      const r = await runScenario(s, server.url, db, dir);
+    for (const s of scenarios()) {
+      const r = await runScenario(
+        s,
+        server.url,
+        server.process.pid as number,
+        path.join(dir, 'pg'),
+        db,
+        dir,
+      );
       results.push(r);
       console.log(
-        `${r.label}: ${r.steps} steps; HTTP ${fmt(r.steps / r.httpSeconds / 1000, 1)}k steps/s; COPY ${fmt(r.steps / r.copySeconds / 1000, 1)}k steps/s`,
+        `${r.label} ${r.steps}: HTTP ${kSteps(r.steps, r.httpSeconds)} steps/s (server CPU ${fmt((r.serverCpuSeconds / r.steps) * 1e6, 1)} µs/step, database CPU ${fmt((r.httpDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.httpWalBytes / r.steps, 0)} B/step); logical COPY ${kSteps(r.steps, r.logicalCopySeconds)} (database CPU ${fmt((r.logicalDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.logicalWalBytes / r.steps, 0)} B/step); stored-rows COPY ${kSteps(r.steps, r.storedCopySeconds)}`,
       );
     }
   } finally {
     await bench.close();
   }
-  const rows = results.map((r) => {
-    const http = r.steps / r.httpSeconds;
-    const copy = r.steps / r.copySeconds;
-    return `| ${r.label} | ${r.steps.toLocaleString('en')} | ${r.requests} | ${fmt(r.bytes / r.steps, 0)} B | ${fmt(http / 1000, 1)}k | ${fmt(r.bytes / r.httpSeconds / 2 ** 20, 1)} MiB/s | ${fmt(copy / 1000, 1)}k | ${fmt(http / copy)} |`;
-  });
+  const rows = results.map(
+    (r) =>
+      `| ${r.label} | ${r.steps.toLocaleString('en')} | ${r.requests} | ${fmt(r.bytes / r.steps, 0)} B | ${kSteps(r.steps, r.httpSeconds)} | ${fmt(r.bytes / r.httpSeconds / 2 ** 20, 1)} MiB/s | ${kSteps(r.steps, r.logicalCopySeconds)} | **${fmt(r.logicalCopySeconds / r.httpSeconds)}** | ${kSteps(r.steps, r.storedCopySeconds)} | ${fmt(r.storedCopySeconds / r.httpSeconds)} |`,
+  );
   writeSection(
     'ingest',
     `
 ## Ingest (\`npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`npm run bench:ingest\` (\`BENCH_INGEST_STEPS\`, default 1,000,000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
+Command: \`npm run bench:ingest\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
 
 A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
-200 characters, NLL, critic value and sometimes token log-probs on every step) is written as NDJSON, one
-request per iteration of 16 tasks, and streamed through \`POST /v1/runs/{id}/events\` of a server process on
-an embedded PostgreSQL, one request after the other (each all-or-nothing). "HTTP" is end to end: parsing,
-validation, the text dictionary, groups and trajectories, event rows and the COPY of the steps, commit. "COPY
-ceiling" loads the very step rows the server wrote, from a file, with one plain \`COPY\` into a copy of the
-steps table without foreign keys or triggers, in the same database right after.
+200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
+float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
+streamed through \`POST /v1/runs/{id}/events\` of a server process on an embedded PostgreSQL, one request
+after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
+groups and trajectories, the event log and the COPY of the steps, commit.
 
-| scenario | steps | requests | NDJSON per step | HTTP steps/s | HTTP throughput | COPY ceiling steps/s | HTTP ÷ COPY |
-|---|---:|---:|---:|---:|---:|---:|---:|
+Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
+would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
+action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
+figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
+server itself wrote (text ids, not texts) into a copy of its steps table with its indexes: what the steps
+projection alone would cost.
+
+| scenario | steps | requests | NDJSON per step | HTTP steps/s | HTTP throughput | logical COPY steps/s | HTTP ÷ logical | stored-rows COPY steps/s | HTTP ÷ stored |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 `,
   );

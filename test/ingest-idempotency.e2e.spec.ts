@@ -1,5 +1,6 @@
 import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
-import type { ClientEvent } from '@creditlab/events';
+import { eventBodyHash, validateEvent, type ClientEvent } from '@creditlab/events';
+import { wireEvent } from '../apps/server/src/rollouts/event-body';
 import { request } from 'node:http';
 import pg from 'pg';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
@@ -154,4 +155,41 @@ test('the client retries a 5xx answer and the server stores the batch once', asy
   }).appendEvents(id, events);
   expect(summary).toMatchObject({ retries: 1, accepted: 0, duplicates: events.length });
   expect(await seqs(id)).toHaveLength(events.length + 1);
+});
+
+test('an event stored with the first hash form (before the compact body) is still a duplicate when retried, and a conflict when changed', async () => {
+  const { id } = await client.createRun({ name: 'old hash', env: 'e', method: 'grpo' });
+  const sent = rolloutEvents(0, fixtureBatches()[0]![1]);
+  await client.appendEvents(id, sent);
+  const db = new pg.Client({ connectionString: server.databaseUrl });
+  await db.connect();
+  try {
+    // As a database written by the previous release: each event's hash is eventBodyHash of its data.
+    const rows = await db.query<{
+      seq: string;
+      id: string;
+      type: string;
+      data: Record<string, unknown>;
+      body: Buffer | null;
+    }>('SELECT seq, id, type, data, body FROM events WHERE run_id = $1', [id]);
+    await db.query('ALTER TABLE events DISABLE TRIGGER events_append_only');
+    for (const row of rows.rows) {
+      const valid = validateEvent(wireEvent(row), 'server');
+      if (!valid.ok) throw new Error(valid.issue.message);
+      await db.query('UPDATE events SET body_hash = $3 WHERE run_id = $1 AND seq = $2', [
+        id,
+        row.seq,
+        eventBodyHash(valid.event.type, valid.event.data),
+      ]);
+    }
+    await db.query('ALTER TABLE events ENABLE TRIGGER events_append_only');
+  } finally {
+    await db.end();
+  }
+  expect(await client.appendEvents(id, sent)).toMatchObject({
+    accepted: 0,
+    duplicates: sent.length,
+  });
+  const changed = { ...sent[0]!, data: { ...sent[0]!.data, iteration: 7 } } as ClientEvent;
+  await expect(client.appendEvents(id, [changed])).rejects.toThrow(/409 CONFLICT/);
 });

@@ -29,7 +29,15 @@ export async function startBenchServer(
     port: await freePort(),
   });
   const databaseUrl = await ensureDatabase(pgServer.url, 'bench');
-  const server = await spawnServer({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env });
+  // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the server under load.
+  const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const server = await spawnServer({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env }, [
+    process.execPath,
+    ...nodeArgs,
+    '-r',
+    '@swc-node/register',
+    'apps/server/src/main.ts',
+  ]);
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     server,

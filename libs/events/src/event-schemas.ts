@@ -32,8 +32,9 @@ export const float32Vector = z
       });
       return z.NEVER;
     }
+    // One copy into an aligned array (the platforms Node runs on are little-endian, like the wire).
     const values = new Float32Array(bytes.length / 4);
-    for (let i = 0; i < values.length; i++) values[i] = bytes.readFloatLE(i * 4);
+    new Uint8Array(values.buffer).set(bytes);
     const bad = values.findIndex((x) => !Number.isFinite(x));
     if (bad >= 0) {
       ctx.addIssue({ code: 'custom', input: v, message: `value ${bad} is not a finite number` });
@@ -72,6 +73,8 @@ export const stepSchema = z.looseObject({
   nextState: z.string().optional(),
   nextValue: finite.optional(),
 });
+/** The fields rollout-batch/v1 defines for a step; any other field is kept as sent (`extra`). */
+export const STEP_FIELDS: ReadonlySet<string> = new Set(Object.keys(stepSchema.shape));
 /** A step as validated (vectors as Float32Array). */
 export type StepPayload = z.output<typeof stepSchema>;
 

@@ -1,7 +1,7 @@
-import { eventBodyHash, validateEvent, type ValidEvent } from '@creditlab/events';
+import { validateEvent, type ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { encodeStepsBody } from './event-body';
+import { bodyOf, eventDigest, sameEvent } from './event-digest';
 import {
   RunProjector,
   slicesOf,
@@ -30,7 +30,9 @@ const FLUSH_EVENTS = 1000;
 interface Pending {
   position: number;
   event: ValidEvent;
-  /** eventBodyHash of the event: tells a retry (same body) from a reused id (another body). */
+  /** Its steps as the log stores them (step-bearing events), else null. */
+  body: Buffer | null;
+  /** eventDigest of the event: tells a retry (same content) from a reused id (other content). */
   hash: Buffer;
 }
 
@@ -71,7 +73,8 @@ export class AppendSession {
     const result = validateEvent(item.value, this.from);
     if (!result.ok) this.fail(item.position, result.issue.path, result.issue.message);
     const event = result.event;
-    const hash = eventBodyHash(event.type, event.data);
+    const body = bodyOf(event);
+    const hash = eventDigest(event, body);
     const seen = this.seenIds.get(event.id);
     if (seen) {
       if (!seen.hash.equals(hash)) this.reusedId(item.position, event.id, `line ${seen.position}`);
@@ -79,7 +82,7 @@ export class AppendSession {
       return;
     }
     this.seenIds.set(event.id, { hash, position: item.position });
-    this.pending.push({ position: item.position, event, hash });
+    this.pending.push({ position: item.position, event, body, hash });
     this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.steps.length, 0);
     if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS)
       await this.startFlush();
@@ -139,7 +142,7 @@ export class AppendSession {
         sequenced.map((e, n) => JSON.stringify(storedData(e.event, placed[n] as PlacedSlice[]))),
         placed.map((slices) => slices.reduce((sum, s) => sum + s.stepCount, 0)),
         batch.map((p) => p.hash),
-        sequenced.map((e) => bodyOf(e.event)),
+        batch.map((p) => p.body),
         this.now,
       ],
     );
@@ -161,7 +164,7 @@ export class AppendSession {
     const byId = new Map(stored.rows.map((r) => [r.id, r]));
     for (const p of batch) {
       const row = byId.get(p.event.id);
-      if (row?.body_hash && !row.body_hash.equals(p.hash))
+      if (row?.body_hash && !sameEvent(row.body_hash, p.event, p.hash))
         this.reusedId(p.position, p.event.id, `event ${row.seq} of this run`);
     }
     this.duplicates += byId.size;
@@ -210,14 +213,6 @@ export class AppendSession {
       },
     );
   }
-}
-
-/** The steps of a step-bearing event, for the log (`events.body`); null for other events. */
-function bodyOf(event: ValidEvent): Buffer | null {
-  const slices = slicesOf(event);
-  return event.type === 'rollouts.appended' || event.type === 'steps.appended'
-    ? encodeStepsBody(slices.map((s) => s.steps))
-    : null;
 }
 
 /** The event's data as stored: step-bearing events name their slices (steps are in the body). */

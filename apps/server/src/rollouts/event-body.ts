@@ -1,24 +1,149 @@
-import type { StepPayload } from '@creditlab/events';
+import { canonicalJson, STEP_FIELDS, type StepPayload } from '@creditlab/events';
 
 /**
  * The body of a step-bearing event, as the log keeps it (`events.body`): the event's steps, one
- * array per trajectory slice in the order the event names them, as JSON with vectors as base64
- * little-endian float32 — the compact form clients may send too, so a stored event put back
- * together validates exactly as it did on arrival.
+ * list per trajectory slice in the order the event names them. Written in the compact form
+ * (version 2): each distinct text once, steps as columns, numbers as base64 float64 (exact), and
+ * vectors as base64 little-endian float32 — the form clients may send too, so a stored event put
+ * back together validates exactly as it did on arrival. An agent's steps repeat their states and
+ * actions many times, so the body is several times smaller than the steps as sent, and every
+ * byte of it is written twice (table and WAL) on the ingest path.
+ *
+ * Version 1 (a JSON array of slices of step objects, written before) is still read.
  */
 export function encodeStepsBody(slices: StepPayload[][]): Buffer {
-  return Buffer.from(JSON.stringify(slices.map((steps) => steps.map(compactStep))), 'utf8');
-}
-
-function compactStep(s: StepPayload): Record<string, unknown> {
-  return {
-    ...s,
-    tokenLogprobs: s.tokenLogprobs && base64(s.tokenLogprobs),
-    embedding: s.embedding && base64(s.embedding),
+  const texts = new TextTable();
+  const body: CompactBody = {
+    v: 2,
+    texts: texts.list,
+    slices: slices.map((s) => columns(s, texts)),
   };
+  return Buffer.from(JSON.stringify(body), 'utf8');
 }
 
-const base64 = (xs: Float32Array) =>
+/** The slices of a stored body (either version), as step objects a client could have sent. */
+export function decodeStepsBody(body: Buffer | null): Record<string, unknown>[][] {
+  if (body === null) return [];
+  const parsed = JSON.parse(body.toString('utf8')) as CompactBody | Record<string, unknown>[][];
+  if (Array.isArray(parsed)) return parsed; // version 1
+  return parsed.slices.map((slice) => steps(slice, parsed.texts));
+}
+
+interface CompactBody {
+  v: 2;
+  texts: string[];
+  slices: SliceColumns[];
+}
+
+/** One slice's steps as columns; an optional column is left out when no step has it. */
+interface SliceColumns {
+  n: number;
+  state: number[];
+  action: number[];
+  /** base64 float64 */
+  reward: string;
+  /** base64 float64; NaN where the step has none (a valid event never holds NaN) */
+  nll?: string;
+  value?: string;
+  nextValue?: string;
+  /** text index, −1 where the step has none */
+  nextState?: number[];
+  tokenLogprobs?: (string | null)[];
+  embedding?: (string | null)[];
+  /** fields beyond rollout-batch/v1, as canonical JSON (keys sorted: the body is a digest's input) */
+  extra?: (string | null)[];
+}
+
+class TextTable {
+  readonly list: string[] = [];
+  private readonly index = new Map<string, number>();
+
+  of(text: string): number {
+    let i = this.index.get(text);
+    if (i === undefined) {
+      i = this.list.length;
+      this.list.push(text);
+      this.index.set(text, i);
+    }
+    return i;
+  }
+}
+
+function columns(steps: StepPayload[], texts: TextTable): SliceColumns {
+  const out: SliceColumns = {
+    n: steps.length,
+    state: steps.map((s) => texts.of(s.state)),
+    action: steps.map((s) => texts.of(s.action)),
+    reward: float64Column(steps.map((s) => s.reward)),
+  };
+  const numbers = ['nll', 'value', 'nextValue'] as const;
+  for (const key of numbers)
+    if (steps.some((s) => s[key] !== undefined)) out[key] = float64Column(steps.map((s) => s[key]));
+  if (steps.some((s) => s.nextState !== undefined))
+    out.nextState = steps.map((s) => (s.nextState === undefined ? -1 : texts.of(s.nextState)));
+  for (const key of ['tokenLogprobs', 'embedding'] as const)
+    if (steps.some((s) => s[key] !== undefined))
+      out[key] = steps.map((s) => (s[key] === undefined ? null : float32Base64(s[key])));
+  const extras = steps.map(extraOf);
+  if (extras.some((e) => e !== null)) out.extra = extras;
+  return out;
+}
+
+function steps(c: SliceColumns, texts: string[]): Record<string, unknown>[] {
+  const reward = float64Values(c.reward);
+  const nll = c.nll === undefined ? undefined : float64Values(c.nll);
+  const value = c.value === undefined ? undefined : float64Values(c.value);
+  const nextValue = c.nextValue === undefined ? undefined : float64Values(c.nextValue);
+  const out: Record<string, unknown>[] = new Array(c.n);
+  for (let i = 0; i < c.n; i++) {
+    const step: Record<string, unknown> = {
+      state: texts[c.state[i] as number],
+      action: texts[c.action[i] as number],
+      reward: reward[i],
+    };
+    setNumber(step, 'nll', nll, i);
+    if (c.tokenLogprobs?.[i] != null) step.tokenLogprobs = c.tokenLogprobs[i];
+    if (c.embedding?.[i] != null) step.embedding = c.embedding[i];
+    setNumber(step, 'value', value, i);
+    const next = c.nextState?.[i] ?? -1;
+    if (next >= 0) step.nextState = texts[next];
+    setNumber(step, 'nextValue', nextValue, i);
+    const extra = c.extra?.[i];
+    out[i] = extra ? { ...step, ...(JSON.parse(extra) as Record<string, unknown>) } : step;
+  }
+  return out;
+}
+
+function setNumber(
+  step: Record<string, unknown>,
+  key: string,
+  column: Float64Array | undefined,
+  i: number,
+): void {
+  const x = column?.[i];
+  if (x !== undefined && !Number.isNaN(x)) step[key] = x;
+}
+
+function extraOf(step: StepPayload): string | null {
+  let extra: Record<string, unknown> | null = null;
+  for (const key of Object.keys(step)) if (!STEP_FIELDS.has(key)) (extra ??= {})[key] = step[key];
+  return extra && canonicalJson(extra);
+}
+
+function float64Column(xs: (number | undefined)[]): string {
+  const values = Float64Array.from(xs, (x) => (x === undefined ? NaN : x));
+  return Buffer.from(values.buffer).toString('base64');
+}
+
+function float64Values(b64: string): Float64Array {
+  const bytes = Buffer.from(b64, 'base64');
+  // Copied out: a Buffer's offset in its pool need not be 8-byte aligned.
+  const values = new Float64Array(bytes.length / 8);
+  new Uint8Array(values.buffer).set(bytes);
+  return values;
+}
+
+const float32Base64 = (xs: Float32Array) =>
   Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength).toString('base64');
 
 interface StoredSlice {
@@ -40,7 +165,7 @@ export function wireEvent(stored: {
 }): { id: string; type: string; data: unknown } {
   const { id, type, data } = stored;
   if (type !== 'rollouts.appended' && type !== 'steps.appended') return { id, type, data };
-  const slices = JSON.parse((stored.body ?? Buffer.from('[]')).toString('utf8')) as unknown[][];
+  const slices = decodeStepsBody(stored.body);
   if (type === 'steps.appended') {
     const { stepCount: _n, ...rest } = data;
     return { id, type, data: { ...rest, steps: slices[0] ?? [] } };

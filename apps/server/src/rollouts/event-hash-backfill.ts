@@ -1,6 +1,7 @@
-import { eventBodyHash, validateEvent } from '@creditlab/events';
+import { validateEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { wireEvent } from './event-body';
+import { bodyOf, eventDigest } from './event-digest';
 
 const BATCH = 200;
 
@@ -31,7 +32,7 @@ export async function backfillEventHashes(pool: pg.Pool): Promise<number> {
         throw new Error(
           `event ${row.seq} of run ${row.run_id} no longer validates: ${valid.issue.path}: ${valid.issue.message}`,
         );
-      return eventBodyHash(valid.event.type, valid.event.data);
+      return eventDigest(valid.event, bodyOf(valid.event));
     });
     await pool.query(
       `UPDATE events e SET body_hash = u.hash

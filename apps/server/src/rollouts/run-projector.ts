@@ -1,5 +1,5 @@
 import type { Outcome } from '@creditlab/estimators';
-import type { StepPayload, ValidEvent } from '@creditlab/events';
+import { STEP_FIELDS, type StepPayload, type ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { copyFloat32, copyNumber, copyRows, copyText, NULL } from './copy-text';
 import { IterationTally } from './iteration-tally';
@@ -45,17 +45,6 @@ export interface StepSlice extends RolloutRef {
 
 export type Fail = (position: number, path: string, reason: string) => never;
 
-const STEP_FIELDS = new Set([
-  'state',
-  'action',
-  'reward',
-  'nll',
-  'tokenLogprobs',
-  'embedding',
-  'value',
-  'nextState',
-  'nextValue',
-]);
 const STEP_COLUMNS = [
   'run_id',
   'iteration',
