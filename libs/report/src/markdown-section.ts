@@ -1,10 +1,12 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 
 /** One line naming the machine, so figures are never read without their context. */
 export function machineLine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  return `${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`;
+  // The load says how much else ran meanwhile: absolute rates on a busy machine are pessimistic.
+  const [one, , fifteen] = loadavg().map((x) => x.toFixed(1));
+  return `${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${process.platform}/${process.arch}; load average ${one} (1 min), ${fifteen} (15 min) when written`;
 }
 
 /**
