@@ -179,18 +179,29 @@ async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
-/** CPU seconds of the PostgreSQL server (postmaster and every child: backends, WAL writer, …). */
-async function databaseCpuSeconds(dataDir: string): Promise<number> {
+/** CPU seconds so far of each PostgreSQL process (postmaster and every child: backends, WAL writer, …). */
+async function databaseCpu(dataDir: string): Promise<Map<number, number>> {
   const postmaster = Number(
     (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0],
   );
-  let total = await cpuSeconds(postmaster);
+  const cpu = new Map([[postmaster, await cpuSeconds(postmaster)]]);
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     const ppid = Number(stat.split(') ')[1]?.split(' ')[1]);
-    if (ppid === postmaster) total += await cpuSeconds(Number(entry)).catch(() => 0);
+    if (ppid === postmaster) cpu.set(Number(entry), await cpuSeconds(Number(entry)).catch(() => 0));
   }
+  return cpu;
+}
+
+/**
+ * PostgreSQL's CPU seconds since `before`: each process's growth (a process that ended meanwhile,
+ * such as an autovacuum worker, is left out rather than counted negative).
+ */
+async function databaseCpuSince(dataDir: string, before: Map<number, number>): Promise<number> {
+  let total = 0;
+  for (const [pid, seconds] of await databaseCpu(dataDir))
+    total += seconds - (before.get(pid) ?? 0);
   return total;
 }
 
@@ -210,14 +221,14 @@ async function timeCopy(
   await client.query('DROP TABLE IF EXISTS ingest_ceiling');
   await client.query(create);
   const wal = await walPosition(client);
-  const dbCpu = await databaseCpuSeconds(pgDir);
+  const dbCpu = await databaseCpu(pgDir);
   const t0 = performance.now();
   await pipeline(createReadStream(file), client.query(copyFrom('COPY ingest_ceiling FROM STDIN')));
   const seconds = (performance.now() - t0) / 1000;
-  const databaseCpu = (await databaseCpuSeconds(pgDir)) - dbCpu;
+  const databaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu);
   const walBytes = await walSince(client, wal);
   await client.query('DROP TABLE ingest_ceiling');
-  return { seconds, walBytes, databaseCpuSeconds: databaseCpu };
+  return { seconds, walBytes, databaseCpuSeconds };
 }
 
 function postFile(url: string, file: string, size: number): Promise<void> {
@@ -263,13 +274,13 @@ async function runScenario(
   const { id } = (await created.json()) as { id: string };
   const wal = await walPosition(db);
   const cpu0 = await cpuSeconds(serverPid);
-  const dbCpu0 = await databaseCpuSeconds(pgDir);
+  const dbCpu0 = await databaseCpu(pgDir);
   const t0 = performance.now();
   for (const f of files)
     await postFile(`${serverUrl}/v1/runs/${id}/events`, f, (await stat(f)).size);
   const httpSeconds = (performance.now() - t0) / 1000;
   const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
-  const httpDatabaseCpuSeconds = (await databaseCpuSeconds(pgDir)) - dbCpu0;
+  const httpDatabaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu0);
   const httpWalBytes = await walSince(db, wal);
   const steps = Number(
     (await db.query('SELECT count(*) FROM steps WHERE run_id = $1', [id])).rows[0].count,
