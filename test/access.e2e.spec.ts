@@ -528,8 +528,7 @@ describe('npm run admin', () => {
     promisify(execFile)(
       process.execPath,
       [
-        '--import',
-        'tsx',
+        'scripts/run-entry.mjs',
         'apps/admin/src/admin-main.ts',
         ...args,
         '--server',

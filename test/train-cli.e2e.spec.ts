@@ -2,7 +2,7 @@ import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { npmRun, startTsx, type CliResult } from './support/cli';
+import { npmRun, startEntry, type CliResult } from './support/cli';
 import { readIteration } from './support/read-back';
 import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
 
@@ -186,7 +186,7 @@ test('a retrain that fails marks its run failed, says why on one line and exits 
 
 describe('Ctrl-C finishes the run as aborted and exits 130', () => {
   test('train', async () => {
-    const cli = startTsx(
+    const cli = startEntry(
       'apps/trainer/src/train-main.ts',
       ['--iterations', '1000', ...TINY, '--checkpoint-every', '0'],
       env,
@@ -202,7 +202,7 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
 
   test('retrain', async () => {
     const long = await copiedParent(100);
-    const cli = startTsx('apps/trainer/src/train-main.ts', ['--retrain', long], env);
+    const cli = startEntry('apps/trainer/src/train-main.ts', ['--retrain', long], env);
     await cli.stderrMatching(/iteration 1\/100/);
     cli.child.kill('SIGINT');
     const r = await cli.result;
@@ -214,7 +214,7 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
 
   test('experiment, which writes no report then', async () => {
     const out = await mkdtemp(path.join(tmpdir(), 'creditlab-experiment-'));
-    const cli = startTsx(
+    const cli = startEntry(
       'apps/trainer/src/experiment-main.ts',
       [
         ...['--server', server.url, '--iterations', '1000', ...TINY, '--truth-iterations', '0'],
@@ -232,7 +232,7 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
 });
 
 test('a trainer killed outright leaves its run running, and npm run admin -- finish-run finishes it', async () => {
-  const cli = startTsx(
+  const cli = startEntry(
     'apps/trainer/src/train-main.ts',
     ['--iterations', '1000', ...TINY, '--checkpoint-every', '0'],
     env,

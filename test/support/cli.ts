@@ -34,14 +34,18 @@ export function cliEnv(env: Record<string, string | undefined> = {}): NodeJS.Pro
   return { ...base, CREDITLAB_CREDENTIALS: NO_CREDENTIALS, ...env };
 }
 
-/** Starts `program args` in the repository (tracked: it dies with the spec file at the latest). */
+/**
+ * Starts `program args` in the repository, or in `cwd` (tracked: it dies with the spec file at the
+ * latest).
+ */
 export function startCommand(
   program: string,
   args: string[],
   env: Record<string, string | undefined> = {},
+  cwd = ROOT,
 ): RunningCli {
   const child = spawnTracked(program, args, {
-    cwd: ROOT,
+    cwd,
     env: cliEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -84,14 +88,14 @@ export function npmRun(
 }
 
 /**
- * The same command without npm in between (`node --import tsx FILE`, what the npm script runs), for
- * signals: npm exits at a Ctrl-C without waiting for its child, so only the command itself can say
- * how it ended.
+ * The same command without npm in between (`node scripts/run-entry.mjs FILE`, what the npm script
+ * runs), for signals: npm exits at a Ctrl-C without waiting for its child, so only the command
+ * itself can say how it ended.
  */
-export function startTsx(
+export function startEntry(
   file: string,
   args: string[],
   env: Record<string, string | undefined> = {},
 ): RunningCli {
-  return startCommand(process.execPath, ['--import', 'tsx', file, ...args], env);
+  return startCommand(process.execPath, ['scripts/run-entry.mjs', file, ...args], env);
 }
