@@ -13,6 +13,7 @@ import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
+import { jobsOnly } from './operations/jobs-only';
 import { Metrics } from './operations/metrics';
 import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
@@ -75,6 +76,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       });
       next();
     });
+    if (!config.api) app.use(jobsOnly());
     app.use(
       authenticate(app.get(ApiKeysService), app.get(RateLimits), config.access.credentialsFile),
     );
