@@ -1,3 +1,8 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createTestDatabase } from './support/test-database';
 import { api, gql, spawnServer, startTestServer, type ServerProcess } from './support/test-server';
 import { syntheticRun } from './support/synthetic-run';
 
@@ -80,4 +85,23 @@ test('a process that would neither serve the API nor take jobs does not start (e
       CREDITLAB_WORKER: 'false',
     }),
   ).rejects.toThrow(/exited with 2[\s\S]*CREDITLAB_API: false with CREDITLAB_WORKER=false/);
+});
+
+test('a jobs-only process on a database without keys creates none (only an API process writes the credentials file)', async () => {
+  const databaseUrl = await createTestDatabase();
+  const credentials = path.join(mkdtempSync(path.join(tmpdir(), 'creditlab-jobs-only-')), 'c.json');
+  const jobsOnly = await spawnServer({
+    DATABASE_URL: databaseUrl,
+    CREDITLAB_API: 'false',
+    CREDITLAB_ADMIN_KEY: undefined,
+    CREDITLAB_CREDENTIALS: credentials,
+  });
+  await jobsOnly.stop();
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    expect((await pool.query('SELECT count(*)::int AS n FROM api_keys')).rows[0].n).toBe(0);
+  } finally {
+    await pool.end();
+  }
+  expect(existsSync(credentials)).toBe(false);
 });

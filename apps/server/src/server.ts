@@ -82,11 +82,14 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     );
     await app.listen(config.port, config.host);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    await bootstrapAccess(
-      db.pool,
-      { adminKey: config.access.adminKey, credentialsFile: config.access.credentialsFile, url },
-      logger,
-    );
+    // Keys are for the API: a jobs-only process must not write its own URL, which serves no API,
+    // to the credentials file as the first start's admin key.
+    if (config.api)
+      await bootstrapAccess(
+        db.pool,
+        { adminKey: config.access.adminKey, credentialsFile: config.access.credentialsFile, url },
+        logger,
+      );
     let closed: Promise<void> | undefined;
     return {
       app,
