@@ -257,7 +257,7 @@ async function main(): Promise<void> {
 
 main()
   .catch((e: unknown) => {
-    console.error(e);
+    if (!cleaning) console.error(e); // after a signal, what failed is only the stopped servers
     process.exitCode = 1;
   })
   .finally(() => cleanUp());

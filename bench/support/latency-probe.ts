@@ -43,6 +43,9 @@ export function probeLatency(urls: string[], pauseMs = 50): { stop(): Promise<nu
       await new Promise((r) => setTimeout(r, pauseMs));
     }
   })();
+  // Its failure is reported by stop(); unawaited until then, it must not end the process on its own
+  // (a benchmark stopped by a signal stops the servers under a running probe).
+  done.catch(() => undefined);
   return {
     stop: async () => {
       running = false;
