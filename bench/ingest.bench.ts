@@ -9,7 +9,6 @@
 import { rolloutEvents } from '@creditlab/client';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
-import { request } from 'node:http';
 import { once } from 'node:events';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -21,6 +20,7 @@ import {
 } from '../libs/estimators/test/support/synthetic-rollouts';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
+import { postNdjsonStream } from './support/post-ndjson';
 import { ADMIN_KEY } from '../test/support/test-server';
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
@@ -231,30 +231,8 @@ async function timeCopy(
   return { seconds, walBytes, databaseCpuSeconds };
 }
 
-function postFile(url: string, file: string, size: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-ndjson',
-          'content-length': size,
-          authorization: `Bearer ${ADMIN_KEY}`,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve() : reject(new Error(`${res.statusCode}: ${body}`)),
-        );
-      },
-    );
-    req.on('error', reject);
-    createReadStream(file).pipe(req);
-  });
-}
+const postFile = (url: string, file: string, size: number) =>
+  postNdjsonStream(url, createReadStream(file), size);
 
 async function runScenario(
   s: Scenario,

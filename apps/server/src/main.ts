@@ -34,8 +34,11 @@ async function main(): Promise<void> {
     );
   }
   // Always printed, whatever LOG_LEVEL: scripts and tests wait for this line.
+  const serves = config.api
+    ? `GraphQL at ${server.url}/graphql`
+    : 'recompute jobs only: /healthz, /readyz and /metrics';
   process.stdout.write(
-    `Creditlab listening on ${server.url} (GraphQL at ${server.url}/graphql); database: ${server.database}\n`,
+    `Creditlab listening on ${server.url} (${serves}); database: ${server.database}\n`,
   );
 }
 

@@ -13,6 +13,7 @@ import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
+import { jobsOnly } from './operations/jobs-only';
 import { Metrics } from './operations/metrics';
 import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
@@ -75,16 +76,20 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       });
       next();
     });
+    if (!config.api) app.use(jobsOnly());
     app.use(
       authenticate(app.get(ApiKeysService), app.get(RateLimits), config.access.credentialsFile),
     );
     await app.listen(config.port, config.host);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    await bootstrapAccess(
-      db.pool,
-      { adminKey: config.access.adminKey, credentialsFile: config.access.credentialsFile, url },
-      logger,
-    );
+    // Keys are for the API: a jobs-only process must not write its own URL, which serves no API,
+    // to the credentials file as the first start's admin key.
+    if (config.api)
+      await bootstrapAccess(
+        db.pool,
+        { adminKey: config.access.adminKey, credentialsFile: config.access.credentialsFile, url },
+        logger,
+      );
     let closed: Promise<void> | undefined;
     return {
       app,

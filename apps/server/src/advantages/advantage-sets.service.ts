@@ -171,7 +171,7 @@ export class AdvantageSetsService {
     const snapshot = await readIteration(this.db.pool, set.runId, iteration);
     if (!snapshot?.batch) throw noRollouts(set.runId, iteration);
     const row = await this.estimateRow(set, snapshot);
-    if (set.id !== null) await insertIterations(this.db.pool, set.id, [row]);
+    if (set.id !== null) await insertIterations(this.db.pool, set.runId, set.id, [row]);
     return { ...decodeStored(row), shape: snapshot.shape, reused: false };
   }
 
@@ -225,6 +225,7 @@ export class AdvantageSetsService {
     if (failed) throw failed.reason;
     await insertIterations(
       this.db.pool,
+      set.runId,
       set.id,
       results.map((r) => (r as PromiseFulfilledResult<StoredIteration>).value),
     );
@@ -298,8 +299,8 @@ export class AdvantageSetsService {
        FROM advantage_sets s
        LEFT JOIN (advantage_set_iterations i JOIN iterations it
                   ON it.run_id = $1 AND it.iteration = i.iteration AND it.inputs_seq = i.inputs_seq)
-         ON i.set_id = s.id
-       WHERE s.run_id = $1 GROUP BY s.id ORDER BY s.id`,
+         ON i.run_id = s.run_id AND i.set_id = s.id
+       WHERE s.run_id = $1 GROUP BY s.run_id, s.id ORDER BY s.id`,
       [runId],
     );
     return res.rows.map((r) => ({

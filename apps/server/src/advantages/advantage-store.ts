@@ -55,7 +55,7 @@ export async function freshIteration(
             a.summary, a.compute_ms
      FROM iterations it
      JOIN advantage_set_iterations a
-       ON a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
+       ON a.run_id = it.run_id AND a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
      WHERE it.run_id = $1 AND it.iteration = $3`,
     [runId, setId, iteration],
   );
@@ -87,7 +87,7 @@ export async function freshIterations(
   const res = await pool.query<{ iteration: number }>(
     `SELECT a.iteration FROM iterations it
      JOIN advantage_set_iterations a
-       ON a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
+       ON a.run_id = it.run_id AND a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
      WHERE it.run_id = $1 AND ($3::int[] IS NULL OR it.iteration = ANY($3::int[]))
      ORDER BY a.iteration`,
     [runId, setId, iterations ?? null],
@@ -98,21 +98,23 @@ export async function freshIterations(
 /** Stores computed versions, one statement for any number of them; a version stored already stays. */
 export async function insertIterations(
   pool: pg.Pool,
+  runId: string,
   setId: string,
   rows: StoredIteration[],
 ): Promise<void> {
   if (rows.length === 0) return;
   await pool.query(
     `INSERT INTO advantage_set_iterations
-       (set_id, iteration, inputs_seq, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics,
+       (run_id, set_id, iteration, inputs_seq, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics,
         summary, compute_ms)
-     SELECT $1, u.iteration, u.inputs_seq, u.step_count, u.advantages, string_to_array(u.names, ','),
+     SELECT $1, $2, u.iteration, u.inputs_seq, u.step_count, u.advantages, string_to_array(u.names, ','),
             string_to_array(u.kinds, ','), u.diagnostics, u.summary, u.compute_ms
-     FROM unnest($2::int[], $3::bigint[], $4::int[], $5::bytea[], $6::text[], $7::text[], $8::bytea[],
-                 $9::jsonb[], $10::real[])
+     FROM unnest($3::int[], $4::bigint[], $5::int[], $6::bytea[], $7::text[], $8::text[], $9::bytea[],
+                 $10::jsonb[], $11::real[])
        AS u(iteration, inputs_seq, step_count, advantages, names, kinds, diagnostics, summary, compute_ms)
-     ON CONFLICT (set_id, iteration, inputs_seq) DO NOTHING`,
+     ON CONFLICT (run_id, set_id, iteration, inputs_seq) DO NOTHING`,
     [
+      runId,
       setId,
       rows.map((r) => r.iteration),
       rows.map((r) => r.inputsSeq),

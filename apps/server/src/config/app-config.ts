@@ -45,6 +45,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   CREDITLAB_ESTIMATOR_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   CREDITLAB_WORKER: z.enum(['true', 'false']).default('true'),
+  CREDITLAB_API: z.enum(['true', 'false']).default('true'),
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
@@ -80,6 +81,11 @@ export interface AppConfig {
     /** Tokens a GraphQL document may have (the parser stops there). */
     graphqlMaxTokens: number;
   };
+  /**
+   * Whether this process serves the API (HTTP and GraphQL); without it, a job worker that answers
+   * only /healthz, /readyz and /metrics (CREDITLAB_API=false with CREDITLAB_WORKER=true).
+   */
+  api: boolean;
   /** Where the code-first GraphQL schema is written (committed as schema.gql). */
   schemaFile?: string;
   logLevel: EnvConfig['LOG_LEVEL'];
@@ -117,6 +123,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.CREDITLAB_API === 'false' && e.CREDITLAB_WORKER === 'false')
+    throw new ConfigError(
+      'invalid configuration:\n  CREDITLAB_API: false with CREDITLAB_WORKER=false leaves this process nothing to do (serve the API, take recompute jobs, or both)',
+    );
   return {
     host: e.HOST,
     port: e.PORT,
@@ -138,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       graphqlMaxFields: e.CREDITLAB_GRAPHQL_MAX_FIELDS,
       graphqlMaxTokens: e.CREDITLAB_GRAPHQL_MAX_TOKENS,
     },
+    api: e.CREDITLAB_API === 'true',
     schemaFile: e.CREDITLAB_SCHEMA_FILE,
     logLevel: e.LOG_LEVEL,
     recompute: {

@@ -244,9 +244,10 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       method: string;
       params_key: string;
       estimator_version: string;
-    }>('SELECT method, params_key, estimator_version FROM advantage_sets WHERE id = $1', [
-      job.setId,
-    ]);
+    }>(
+      'SELECT method, params_key, estimator_version FROM advantage_sets WHERE run_id = $1 AND id = $2',
+      [job.runId, job.setId],
+    );
     const row = res.rows[0] as { method: string; params_key: string; estimator_version: string };
     // params_key keeps the registry's parameter order (jsonb does not).
     return {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { IncomingEvent } from './append-session';
 
@@ -41,7 +41,7 @@ export async function* ndjsonEvents(
   });
   let position = 0;
   try {
-    for await (const line of lines) {
+    for await (const line of heldLines(lines)) {
       position++;
       if (line.trim() === '') continue;
       if (guard.failure) break;
@@ -70,6 +70,43 @@ export async function* ndjsonEvents(
   }
   if (guard.failure) throw guard.failure;
   if (!req.complete) throw new Error('request body ended before the client finished sending it');
+}
+
+/** Lines read ahead of the consumer before the body is paused. */
+const LINES_AHEAD = 4;
+
+/**
+ * The interface's lines with back-pressure: the body is paused while `LINES_AHEAD` lines wait for
+ * the consumer, so a request is read only as fast as its events are stored. (readline's own async
+ * iterator pauses only after 1024 lines: for events of a few hundred KB, most of a large request.)
+ * Ends when the interface closes; its errors end it too (they are reported through the size guard).
+ */
+async function* heldLines(lines: Interface): AsyncGenerator<string> {
+  const queue: string[] = [];
+  let closed = false;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  lines.on('line', (line: string) => {
+    queue.push(line);
+    if (queue.length >= LINES_AHEAD) lines.pause();
+    notify();
+  });
+  lines.on('close', () => {
+    closed = true;
+    notify();
+  });
+  lines.on('error', () => lines.close());
+  for (;;) {
+    const line = queue.shift();
+    if (line !== undefined) {
+      if (queue.length < LINES_AHEAD && !closed) lines.resume();
+      yield line;
+    } else if (closed) return;
+    else await new Promise<void>((resolve) => (wake = resolve));
+  }
 }
 
 /** Calls `onIdle` once when `ms` pass with the watch running and no `resume` in between. */

@@ -1,0 +1,109 @@
+import { rolloutEvents } from '@creditlab/client';
+import { Readable } from 'node:stream';
+import { syntheticBatchJson } from '../../libs/estimators/test/support/synthetic-rollouts';
+import type { ServerProcess } from '../../test/support/test-server';
+import { appendNdjson, createRun } from './concurrent-ingest';
+import { postNdjsonStream } from './post-ndjson';
+import { procStatusBytes } from './process-memory';
+import { BENCH_ITERATION } from './synthetic-ingest';
+
+/** The server's memory once `steps` steps were sent: peak and current resident, V8 heap in use. */
+export interface MemorySample {
+  steps: number;
+  peakBytes: number;
+  residentBytes: number;
+  heapUsedBytes: number;
+}
+
+export interface MemoryResult {
+  steps: number;
+  bytes: number;
+  requests: number;
+  /** VmHWM once started. */
+  startBytes: number;
+  /** At about 10 %, 25 %, 50 % and all of the steps. */
+  samples: MemorySample[];
+}
+
+/** The V8 heap in use (prom-client's default metric on /metrics). */
+async function heapUsed(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('nodejs_heap_size_used_bytes '));
+  return Number(line?.split(' ')[1]);
+}
+
+async function sample(server: ServerProcess, steps: number): Promise<MemorySample> {
+  const pid = server.process.pid as number;
+  return {
+    steps,
+    peakBytes: procStatusBytes(pid, 'VmHWM'),
+    residentBytes: procStatusBytes(pid, 'VmRSS'),
+    heapUsedBytes: await heapUsed(server.url),
+  };
+}
+
+/** A synthetic run's NDJSON, one iteration at a time, made as it is consumed. */
+function* iterationBodies(
+  totalSteps: number,
+  seed: number,
+): Generator<{ text: string; steps: number }> {
+  for (let i = 0, steps = 0; steps < totalSteps; i++) {
+    const batch = syntheticBatchJson(BENCH_ITERATION, seed + i);
+    const n = batch.groups.reduce(
+      (a, g) => a + g.trajectories.reduce((b, t) => b + t.steps.length, 0),
+      0,
+    );
+    steps += n;
+    yield {
+      text: rolloutEvents(i, batch, 2000)
+        .map((e) => `${JSON.stringify(e)}\n`)
+        .join(''),
+      steps: n,
+    };
+  }
+}
+
+/**
+ * `totalSteps` steps into one new run of a freshly started server, as iteration-sized requests
+ * or as one request streamed iteration by iteration; the server's peak resident memory before and
+ * after (VmHWM covers its estimator threads too: they are threads of the same process).
+ */
+export async function ingestMeasuringMemory(
+  server: ServerProcess,
+  totalSteps: number,
+  oneRequest: boolean,
+): Promise<MemoryResult> {
+  const pid = server.process.pid as number;
+  const startBytes = procStatusBytes(pid, 'VmHWM');
+  const runId = await createRun(server.url, `memory ${oneRequest ? 'one request' : 'requests'}`);
+  const totals = { steps: 0, bytes: 0, requests: 0 };
+  const samples: MemorySample[] = [];
+  const marks = [0.1, 0.25, 0.5].map((f) => f * totalSteps);
+  // Samples are taken as the next body is made: the server has read about all that came before.
+  const counted = async function* () {
+    for (const b of iterationBodies(totalSteps, oneRequest ? 700_000 : 500_000)) {
+      if (totals.steps >= (marks[0] ?? Infinity)) {
+        marks.shift();
+        samples.push(await sample(server, totals.steps));
+      }
+      totals.steps += b.steps;
+      totals.bytes += Buffer.byteLength(b.text);
+      yield b.text;
+    }
+  };
+  if (oneRequest) {
+    await postNdjsonStream(`${server.url}/v1/runs/${runId}/events`, Readable.from(counted()));
+    totals.requests = 1;
+  } else {
+    for await (const text of counted()) {
+      await appendNdjson(server.url, runId, text);
+      totals.requests++;
+    }
+  }
+  samples.push(await sample(server, totals.steps));
+  return {
+    ...totals,
+    startBytes,
+    samples,
+  };
+}
