@@ -6,20 +6,19 @@
  * one), to show that an export streams iteration by iteration rather than holding the run.
  */
 import { CreditlabClient } from '@creditlab/client';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { ADMIN_KEY } from '../test/support/test-server';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
+import { mib, procStatusBytes } from './support/process-memory';
 import { BENCH_ITERATION, ingestRun } from './support/synthetic-ingest';
 
 const STEPS = Number(process.env.BENCH_EXPORT_STEPS ?? 1_000_000);
 const METHODS = [{ name: 'grpo' }, { name: 'gigpo' }];
 
 /** The process's resident memory now and at its peak since the last reset, in MiB (Linux). */
-async function memory(pid: number): Promise<{ rss: number; peak: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]);
-  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+function memory(pid: number): { rss: number; peak: number } {
+  return { rss: mib(procStatusBytes(pid, 'VmRSS')), peak: mib(procStatusBytes(pid, 'VmHWM')) };
 }
 
 interface Exported {
@@ -32,7 +31,7 @@ interface Exported {
 
 async function exportOnce(url: string, runId: string, pid: number, format: string) {
   await writeFile(`/proc/${pid}/clear_refs`, '5'); // resets the peak (VmHWM) to the current RSS
-  const rssBefore = (await memory(pid)).rss;
+  const rssBefore = memory(pid).rss;
   const query = new URLSearchParams({ format, methods: JSON.stringify(METHODS) });
   const t0 = performance.now();
   const res = await fetch(`${url}/v1/runs/${runId}/export?${query}`, {
@@ -42,7 +41,7 @@ async function exportOnce(url: string, runId: string, pid: number, format: strin
   let bytes = 0;
   for await (const chunk of res.body) bytes += (chunk as Uint8Array).length;
   const seconds = (performance.now() - t0) / 1000;
-  return { format, seconds, bytes, rssBefore, peak: (await memory(pid)).peak };
+  return { format, seconds, bytes, rssBefore, peak: memory(pid).peak };
 }
 
 async function main(): Promise<void> {
