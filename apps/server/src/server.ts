@@ -19,6 +19,9 @@ import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, Server } from 'node:http';
 
+/** How long an idle keep-alive connection stays open (Node's default is 5 s). */
+const KEEP_ALIVE_MS = 65_000;
+
 /** Requests whose JSON body the framework parses: JSON content type, not a raw-body route. */
 function parsesJsonBody(req: IncomingMessage): boolean {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -81,6 +84,13 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       authenticate(app.get(ApiKeysService), app.get(RateLimits), config.access.credentialsFile),
     );
     await app.listen(config.port, config.host);
+    // Trainers call once per iteration, often more than Node's default 5 s apart: a keep-alive
+    // connection closed by the server just as a client reuses it fails that client's request (a
+    // mutation is not retried). Idle connections stay open longer than a typical iteration; the
+    // header timeout must exceed it.
+    const http = app.getHttpServer() as Server;
+    http.keepAliveTimeout = KEEP_ALIVE_MS;
+    http.headersTimeout = KEEP_ALIVE_MS + 1000;
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     // Keys are for the API: a jobs-only process must not write its own URL, which serves no API,
     // to the credentials file as the first start's admin key.
@@ -101,7 +111,6 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
         (closed ??= (async () => {
           // Stop accepting, let in-flight requests finish (an ingest request commits or rolls back whole),
           // then let Nest stop the job workers (they finish their current chunk) and the worker threads.
-          const http = app.getHttpServer() as Server;
           await new Promise<void>((resolve) => {
             http.close(() => resolve());
             http.closeIdleConnections();

@@ -13,6 +13,7 @@ import http.client
 import itertools
 import json
 import random
+import select
 import threading
 import time
 from typing import Mapping, NamedTuple, Optional
@@ -125,6 +126,11 @@ class Transport:
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and _closed_by_peer(conn.sock):
+            # The server closed this idle keep-alive connection: a request sent on it would fail (and a
+            # mutation would not be retried), so open a new one instead.
+            self._drop_connection()
+            conn = None
         if conn is None:
             cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
             conn = cls(self._host, self._port, timeout=self.timeout)
@@ -145,6 +151,16 @@ class Transport:
             pass
         base = min(self.retry.max_delay, self.retry.first_delay * 2**attempt)
         return base * (0.5 + random.random() / 2)
+
+
+def _closed_by_peer(sock) -> bool:
+    """Whether an idle connection's socket has something to read: on a connection with no request in
+    flight that can only be the peer's close (or garbage), so it must not be reused."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _json_body(body: bytes) -> dict:
