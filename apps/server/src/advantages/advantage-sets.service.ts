@@ -2,6 +2,7 @@ import { isUuid } from '../database/uuid';
 import {
   EstimatorInputError,
   getMethod,
+  methodInputs,
   resolveParams,
   type ColumnarBatch,
 } from '@creditlab/estimators';
@@ -168,7 +169,10 @@ export class AdvantageSetsService {
         if (now?.inputsSeq === fresh.inputsSeq) return { ...fresh, shape: now.shape, reused: true };
       }
     }
-    const snapshot = await readIteration(this.db.pool, set.runId, iteration);
+    const snapshot = await readIteration(this.db.pool, set.runId, iteration, {
+      steps: true,
+      inputs: methodInputs(set.method, set.params),
+    });
     if (!snapshot?.batch) throw noRollouts(set.runId, iteration);
     const row = await this.estimateRow(set, snapshot);
     if (set.id !== null) await insertIterations(this.db.pool, set.id, [row]);
@@ -196,8 +200,8 @@ export class AdvantageSetsService {
 
   /**
    * The bulk path for recompute jobs, in two halves so a job can read the next chunk while it
-   * estimates and stores this one: `loadMany` reads several iterations in one snapshot (texts
-   * cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
+   * estimates and stores this one: `loadMany` reads several iterations in one snapshot, only the
+   * columns the method reads (texts, when it reads any, cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
    * stores them with one statement, each stamped with the log position it was read at.
    */
   loadMany(
@@ -205,7 +209,8 @@ export class AdvantageSetsService {
     iterations: number[],
     texts?: Map<string, string>,
   ): Promise<Map<number, IterationSnapshot>> {
-    return readIterations(this.db.pool, set.runId, iterations, { steps: true, texts });
+    const inputs = methodInputs(set.method, set.params);
+    return readIterations(this.db.pool, set.runId, iterations, { steps: true, inputs, texts });
   }
 
   async computeLoaded(

@@ -4,6 +4,7 @@ import {
   type ColumnarBatch,
   type EstimateResult,
 } from '@creditlab/estimators';
+import { warmUpEstimators } from './estimator-warm-up';
 
 export interface EstimateTask {
   batch: ColumnarBatch;
@@ -25,3 +26,6 @@ export default function runEstimate(task: EstimateTask): EstimateReply {
     throw e;
   }
 }
+
+// Compiled before the first task rather than during it (the pool starts its threads at boot).
+warmUpEstimators();

@@ -16,9 +16,10 @@ export class EstimatorPool implements OnModuleDestroy {
   constructor(threads: number) {
     this.pool = new Piscina({
       filename: path.join(__dirname, 'estimate-worker.shim.js'),
-      minThreads: 1,
+      // Every thread from the start, each warmed up once (estimate-worker.ts): a thread started on
+      // demand would load and compile the estimators while a request waits for it.
+      minThreads: threads,
       maxThreads: threads,
-      idleTimeout: 60_000,
     });
   }
 
