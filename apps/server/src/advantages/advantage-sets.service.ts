@@ -10,7 +10,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
-import { encodeDiagnostics, packFloat32Array } from './advantage-codec';
 import {
   decodeStored,
   freshIteration,
@@ -259,14 +258,13 @@ export class AdvantageSetsService {
       throw e;
     }
     this.metrics.estimatorSeconds.observe({ method: set.method }, out.ms / 1000);
-    const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
     return {
       iteration: snapshot.iteration,
       inputsSeq: snapshot.inputsSeq,
       stepCount: batch.stepCount,
-      advantages: packFloat32Array(out.result.advantages),
-      diagnostics: encodeDiagnostics(out.result.diagnostics, kinds, batch.stepCount),
-      summary: out.result.summary,
+      advantages: asBuffer(out.advantages),
+      diagnostics: { ...out.diagnostics, values: asBuffer(out.diagnostics.values) },
+      summary: out.summary,
       computeMs: out.ms,
     };
   }
@@ -319,6 +317,10 @@ export class AdvantageSetsService {
     }));
   }
 }
+
+/** A Buffer over the same bytes (what crossed from a worker thread arrives as a plain Uint8Array). */
+const asBuffer = (bytes: Uint8Array) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** Whether every parameter is at the method's default (the set a bare `{name}` request names). */
 function isDefault(method: string, params: Record<string, unknown>): boolean {
