@@ -25,8 +25,6 @@ export interface IterationSnapshot {
   batch: ColumnarBatch | null;
 }
 
-type Client = pg.Pool | pg.PoolClient;
-
 export interface ReadOptions {
   /** false: the shape and log position only. */
   steps: boolean;
@@ -46,57 +44,60 @@ const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
  * texts never change).
  */
 export async function readIterations(
-  db: Client,
+  pool: pg.Pool,
   runId: string,
   iterations: number[],
   options: ReadOptions = { steps: true },
 ): Promise<Map<number, IterationSnapshot>> {
-  return inSnapshot(db, async (client) => {
-    const out = await readShapes(client, runId, iterations);
-    if (options.steps)
-      await readBatches(
-        client,
-        runId,
-        out,
-        options.inputs ?? EVERYTHING,
-        options.texts ?? new Map(),
-      );
-    return out;
-  });
+  checkLiterals(runId, iterations);
+  const client = await pool.connect();
+  let out: Map<number, IterationSnapshot>;
+  try {
+    // One round trip opens the snapshot and reads the shapes. An iteration's rows are one range of
+    // the steps primary key, already in canonical order: an index scan streams them in that order,
+    // where a bitmap scan (which the planner picks on a low row estimate, e.g. before the table is
+    // analysed) sorts them again.
+    const results = (await client.query(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_bitmapscan = off;
+       ${shapesQuery(runId, iterations)}`,
+    )) as unknown as pg.QueryResult<ShapeRow>[];
+    out = shapesFrom((results[2] as pg.QueryResult<ShapeRow>).rows);
+    if (options.steps) {
+      const inputs = options.inputs ?? EVERYTHING;
+      await readBatches(client, runId, out, inputs, options.texts ?? new Map());
+    }
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+    throw e;
+  }
+  // A read-only transaction has nothing to commit: the caller need not wait for it.
+  client.query('COMMIT').then(
+    () => client.release(),
+    (e: Error) => client.release(e),
+  );
+  return out;
 }
 
 /** One iteration (see readIterations); undefined when it holds no rollouts. */
 export async function readIteration(
-  db: Client,
+  pool: pg.Pool,
   runId: string,
   iteration: number,
   options: ReadOptions = { steps: true },
 ): Promise<IterationSnapshot | undefined> {
-  return (await readIterations(db, runId, [iteration], options)).get(iteration);
+  return (await readIterations(pool, runId, [iteration], options)).get(iteration);
 }
 
-/** Runs `work` in one repeatable-read, read-only transaction (one snapshot for every statement). */
-async function inSnapshot<T>(db: Client, work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const pooled = 'release' in db ? undefined : await (db as pg.Pool).connect();
-  const client = pooled ?? (db as pg.PoolClient);
-  if (!pooled) return work(client); // the caller's transaction is the snapshot
-  try {
-    // An iteration's rows are one range of the steps primary key, already in canonical order: an
-    // index scan streams them in that order, where a bitmap scan (which the planner picks when its
-    // row estimate is low, e.g. before the table is analysed) must sort them again. One round trip.
-    await client.query(
-      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_bitmapscan = off',
-    );
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  } finally {
-    pooled.release();
-  }
+/** The reads go as text (a multi-statement query and COPY take no bind parameters): checked first. */
+function checkLiterals(runId: string, iterations: number[]): void {
+  if (!isUuid(runId)) throw new Error(`not a run id: ${JSON.stringify(runId)}`);
+  for (const i of iterations)
+    if (!Number.isInteger(i)) throw new Error(`not an iteration: ${JSON.stringify(i)}`);
 }
+
+const iterationList = (runId: string, iterations: number[], table = '') =>
+  `${table}run_id = '${runId}' AND ${table}iteration = ANY('{${iterations.join(',')}}'::int[])`;
 
 type ShapeRow = {
   iteration: number;
@@ -110,24 +111,20 @@ type ShapeRow = {
 };
 
 /** Each iteration's log position and trajectories, in one statement (metrics-only iterations left out). */
-async function readShapes(
-  client: pg.PoolClient,
-  runId: string,
-  iterations: number[],
-): Promise<Map<number, IterationSnapshot>> {
-  const res = await client.query<ShapeRow>(
-    `SELECT it.iteration, it.inputs_seq, g.key AS group_key, t.key, t.group_ord, t.ord, t.outcome,
-            t.step_count
-     FROM iterations it
-     LEFT JOIN trajectories t ON t.run_id = it.run_id AND t.iteration = it.iteration
-     LEFT JOIN rollout_groups g
-       ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
-     WHERE it.run_id = $1 AND it.iteration = ANY($2::int[]) AND it.inputs_seq IS NOT NULL
-     ORDER BY it.iteration, t.group_ord, t.ord`,
-    [runId, iterations],
-  );
+function shapesQuery(runId: string, iterations: number[]): string {
+  return `SELECT it.iteration, it.inputs_seq, g.key AS group_key, t.key, t.group_ord, t.ord, t.outcome,
+                 t.step_count
+          FROM iterations it
+          LEFT JOIN trajectories t ON t.run_id = it.run_id AND t.iteration = it.iteration
+          LEFT JOIN rollout_groups g
+            ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
+          WHERE ${iterationList(runId, iterations, 'it.')} AND it.inputs_seq IS NOT NULL
+          ORDER BY it.iteration, t.group_ord, t.ord`;
+}
+
+function shapesFrom(rows: ShapeRow[]): Map<number, IterationSnapshot> {
   const out = new Map<number, IterationSnapshot>();
-  for (const r of res.rows) {
+  for (const r of rows) {
     let it = out.get(r.iteration);
     if (!it) {
       it = {
@@ -195,15 +192,9 @@ async function readBatches(
   });
 }
 
-/** COPY takes no bind parameters: the run id is checked to be a UUID and the iterations integers. */
 function stepsCopy(runId: string, its: IterationSnapshot[], columns: StepColumns): string {
-  if (!isUuid(runId)) throw new Error(`not a run id: ${JSON.stringify(runId)}`);
-  const list = its.map((it) => {
-    if (!Number.isInteger(it.iteration)) throw new Error(`not an iteration: ${it.iteration}`);
-    return it.iteration;
-  });
-  return `COPY (SELECT ${columns.names.join(', ')} FROM steps
-                WHERE run_id = '${runId}' AND iteration = ANY('{${list.join(',')}}'::int[])
+  const list = its.map((it) => it.iteration);
+  return `COPY (SELECT ${columns.names.join(', ')} FROM steps WHERE ${iterationList(runId, list)}
                 ORDER BY iteration, group_ord, traj_ord, idx) TO STDOUT (FORMAT binary)`;
 }
 
