@@ -11,7 +11,7 @@ import type { IterationSnapshot } from '../advantages/iteration-reader';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
-import { notifyRun, RUN_CHANNEL } from '../database/notifications';
+import { notifyRun } from '../database/notifications';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -202,13 +202,14 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
           await this.enqueue(jobId);
           return;
         }
+        if ((await this.get(jobId))?.status === 'cancelled') return;
         const following = chunks[c + 1];
         if (following) {
           next = this.sets.loadMany(set, following, texts);
           next.catch(() => undefined); // awaited on the next round, or dropped when this turn ends early
         }
         await this.sets.computeLoaded(set, chunks[c] as number[], batches);
-        if ((await this.updateProgress(job, set)) === 'cancelled') return;
+        await this.updateProgress(job, set);
       }
       await this.updateProgress(job, set);
       await this.db.pool.query(
@@ -230,23 +231,13 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /**
-   * Sets the job's progress (its iterations with a fresh stored version), tells the run's
-   * subscribers, and returns the job's status (cancelled ones stop): one statement, as it runs
-   * after every chunk.
-   */
-  private async updateProgress(job: RecomputeJob, set: StoredSet): Promise<string | undefined> {
-    const res = await this.db.pool.query<{ status: string }>(
-      `WITH fresh AS (
-         SELECT count(*)::int AS n FROM iterations it
-         JOIN advantage_set_iterations a
-           ON a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
-         WHERE it.run_id = $3 AND it.iteration = ANY($4::int[])),
-       job AS (UPDATE recompute_jobs SET done = (SELECT n FROM fresh) WHERE id = $1 RETURNING status)
-       SELECT status, pg_notify($5, $3::text) FROM job`,
-      [job.id, set.id, job.runId, job.iterations, RUN_CHANNEL],
-    );
-    return res.rows[0]?.status;
+  private async updateProgress(job: RecomputeJob, set: StoredSet): Promise<void> {
+    const fresh = await this.sets.freshIterations(set, job.iterations);
+    await this.db.pool.query('UPDATE recompute_jobs SET done = $2 WHERE id = $1', [
+      job.id,
+      fresh.length,
+    ]);
+    await notifyRun(this.db.pool, job.runId);
   }
 
   private async setOf(job: RecomputeJob): Promise<StoredSet> {
