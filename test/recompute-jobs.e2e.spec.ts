@@ -177,3 +177,23 @@ test('a job whose server dies mid-way is resumed by another server process, with
     server = { ...(await spawnServer(env)), databaseUrl: server.databaseUrl };
   }
 });
+
+test('a worker takes the turns its own process queues at once, not at its next poll', async () => {
+  // Polling once an hour: the job (a turn of 5 ms per chunk, so re-queued turn after turn) can only
+  // finish because enqueueing wakes this process's workers.
+  // Its own database: no other server's worker may take the job.
+  const quiet = await startTestServer({
+    CREDITLAB_JOB_POLL_SECONDS: '3600',
+    CREDITLAB_RECOMPUTE_TURN_MS: '5',
+  });
+  try {
+    const { id } = await syntheticRun(quiet.url, 40, { groups: 2, groupSize: 4, maxSteps: 5 });
+    const job = await recompute(quiet.url, id, { name: 'gigpo' });
+    expect(await waitFor(quiet.url, job.id, finished, 120_000)).toMatchObject({
+      status: 'COMPLETED',
+      done: 39,
+    });
+  } finally {
+    await quiet.stop();
+  }
+});

@@ -2,6 +2,7 @@ export * from './errors';
 export * from './batch/rollout-batch';
 export * from './batch/columnar-batch';
 export * from './batch/columnar-batch-builder';
+export * from './batch/batch-inputs';
 export * from './batch/read-rollout-batch';
 export * from './registry/param-schema';
 export * from './registry/method';

@@ -2,6 +2,7 @@ import { isUuid } from '../database/uuid';
 import {
   EstimatorInputError,
   getMethod,
+  methodInputs,
   resolveParams,
   type ColumnarBatch,
 } from '@creditlab/estimators';
@@ -9,7 +10,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
-import { encodeDiagnostics, packFloat32Array } from './advantage-codec';
 import {
   decodeStored,
   freshIteration,
@@ -168,7 +168,10 @@ export class AdvantageSetsService {
         if (now?.inputsSeq === fresh.inputsSeq) return { ...fresh, shape: now.shape, reused: true };
       }
     }
-    const snapshot = await readIteration(this.db.pool, set.runId, iteration);
+    const snapshot = await readIteration(this.db.pool, set.runId, iteration, {
+      steps: true,
+      inputs: methodInputs(set.method, set.params),
+    });
     if (!snapshot?.batch) throw noRollouts(set.runId, iteration);
     const row = await this.estimateRow(set, snapshot);
     if (set.id !== null) await insertIterations(this.db.pool, set.runId, set.id, [row]);
@@ -196,8 +199,8 @@ export class AdvantageSetsService {
 
   /**
    * The bulk path for recompute jobs, in two halves so a job can read the next chunk while it
-   * estimates and stores this one: `loadMany` reads several iterations in one snapshot (texts
-   * cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
+   * estimates and stores this one: `loadMany` reads several iterations in one snapshot, only the
+   * columns the method reads (texts, when it reads any, cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
    * stores them with one statement, each stamped with the log position it was read at.
    */
   loadMany(
@@ -205,7 +208,8 @@ export class AdvantageSetsService {
     iterations: number[],
     texts?: Map<string, string>,
   ): Promise<Map<number, IterationSnapshot>> {
-    return readIterations(this.db.pool, set.runId, iterations, { steps: true, texts });
+    const inputs = methodInputs(set.method, set.params);
+    return readIterations(this.db.pool, set.runId, iterations, { steps: true, inputs, texts });
   }
 
   async computeLoaded(
@@ -255,14 +259,13 @@ export class AdvantageSetsService {
       throw e;
     }
     this.metrics.estimatorSeconds.observe({ method: set.method }, out.ms / 1000);
-    const kinds = new Map(getMethod(set.method).diagnostics.map((d) => [d.name, d.kind]));
     return {
       iteration: snapshot.iteration,
       inputsSeq: snapshot.inputsSeq,
       stepCount: batch.stepCount,
-      advantages: packFloat32Array(out.result.advantages),
-      diagnostics: encodeDiagnostics(out.result.diagnostics, kinds, batch.stepCount),
-      summary: out.result.summary,
+      advantages: asBuffer(out.advantages),
+      diagnostics: { ...out.diagnostics, values: asBuffer(out.diagnostics.values) },
+      summary: out.summary,
       computeMs: out.ms,
     };
   }
@@ -315,6 +318,10 @@ export class AdvantageSetsService {
     }));
   }
 }
+
+/** A Buffer over the same bytes (what crossed from a worker thread arrives as a plain Uint8Array). */
+const asBuffer = (bytes: Uint8Array) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** Whether every parameter is at the method's default (the set a bare `{name}` request names). */
 function isDefault(method: string, params: Record<string, unknown>): boolean {

@@ -95,7 +95,12 @@ export async function freshIterations(
   return res.rows.map((r) => r.iteration);
 }
 
-/** Stores computed versions, one statement for any number of them; a version stored already stays. */
+/**
+ * Stores computed versions, one statement for any number of them; a version stored already stays.
+ * One VALUES row per version rather than unnest() over arrays: node-postgres sends a Buffer
+ * parameter as binary, but an array of Buffers as a hex text literal (twice the bytes, parsed
+ * again by the server), which made storing a 1M-step set cost more than estimating it.
+ */
 export async function insertIterations(
   pool: pg.Pool,
   runId: string,
@@ -103,29 +108,30 @@ export async function insertIterations(
   rows: StoredIteration[],
 ): Promise<void> {
   if (rows.length === 0) return;
+  const values: unknown[] = [runId, setId];
+  const tuples = rows.map((r) => {
+    const at = values.length;
+    values.push(
+      r.iteration,
+      r.inputsSeq,
+      r.stepCount,
+      r.advantages,
+      r.diagnostics.names,
+      r.diagnostics.kinds,
+      r.diagnostics.values,
+      JSON.stringify(r.summary),
+      r.computeMs,
+    );
+    const p = (k: number) => `$${at + k}`;
+    return `($1, $2, ${p(1)}::int, ${p(2)}::bigint, ${p(3)}::int, ${p(4)}::bytea, ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::bytea, ${p(8)}::jsonb, ${p(9)}::real)`;
+  });
   await pool.query(
     `INSERT INTO advantage_set_iterations
        (run_id, set_id, iteration, inputs_seq, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics,
         summary, compute_ms)
-     SELECT $1, $2, u.iteration, u.inputs_seq, u.step_count, u.advantages, string_to_array(u.names, ','),
-            string_to_array(u.kinds, ','), u.diagnostics, u.summary, u.compute_ms
-     FROM unnest($3::int[], $4::bigint[], $5::int[], $6::bytea[], $7::text[], $8::text[], $9::bytea[],
-                 $10::jsonb[], $11::real[])
-       AS u(iteration, inputs_seq, step_count, advantages, names, kinds, diagnostics, summary, compute_ms)
+     VALUES ${tuples.join(', ')}
      ON CONFLICT (run_id, set_id, iteration, inputs_seq) DO NOTHING`,
-    [
-      runId,
-      setId,
-      rows.map((r) => r.iteration),
-      rows.map((r) => r.inputsSeq),
-      rows.map((r) => r.stepCount),
-      rows.map((r) => r.advantages),
-      rows.map((r) => r.diagnostics.names.join(',')),
-      rows.map((r) => r.diagnostics.kinds.join(',')),
-      rows.map((r) => r.diagnostics.values),
-      rows.map((r) => JSON.stringify(r.summary)),
-      rows.map((r) => r.computeMs),
-    ],
+    values,
   );
 }
 

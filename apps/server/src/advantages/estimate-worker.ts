@@ -1,9 +1,12 @@
 import {
   estimate,
   EstimatorInputError,
+  getMethod,
   type ColumnarBatch,
-  type EstimateResult,
+  type MethodSummary,
 } from '@creditlab/estimators';
+import { encodeDiagnostics, packFloat32Array, type StoredDiagnostics } from './advantage-codec';
+import { warmUpEstimators } from './estimator-warm-up';
 
 export interface EstimateTask {
   batch: ColumnarBatch;
@@ -11,17 +14,38 @@ export interface EstimateTask {
   params: Record<string, unknown>;
 }
 
+/** An estimate as it is stored: float32 advantages and diagnostics, packed here, off the event loop. */
+export interface PackedEstimate {
+  /** Little-endian float32 (a Buffer in the worker, a Uint8Array once it has crossed threads). */
+  advantages: Uint8Array;
+  diagnostics: Omit<StoredDiagnostics, 'values'> & { values: Uint8Array };
+  summary: MethodSummary;
+  /** The estimator's own time. */
+  ms: number;
+}
+
 export type EstimateReply =
-  { ok: true; result: EstimateResult; ms: number } | { ok: false; code: string; message: string };
+  ({ ok: true } & PackedEstimate) | { ok: false; code: string; message: string };
 
 /** Runs in a worker thread: one estimator on one batch, bad input reported as data (errors do not cross threads intact). */
 export default function runEstimate(task: EstimateTask): EstimateReply {
   const t0 = performance.now();
   try {
     const result = estimate(task.batch, task.method, task.params);
-    return { ok: true, result, ms: performance.now() - t0 };
+    const ms = performance.now() - t0;
+    const kinds = new Map(getMethod(task.method).diagnostics.map((d) => [d.name, d.kind]));
+    return {
+      ok: true,
+      advantages: packFloat32Array(result.advantages),
+      diagnostics: encodeDiagnostics(result.diagnostics, kinds, task.batch.stepCount),
+      summary: result.summary,
+      ms,
+    };
   } catch (e) {
     if (e instanceof EstimatorInputError) return { ok: false, code: e.code, message: e.message };
     throw e;
   }
 }
+
+// Compiled before the first task rather than during it (the pool starts its threads at boot).
+warmUpEstimators();

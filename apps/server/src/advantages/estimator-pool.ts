@@ -1,9 +1,9 @@
-import type { ColumnarBatch, EstimateResult } from '@creditlab/estimators';
+import type { ColumnarBatch } from '@creditlab/estimators';
 import { EstimatorInputError, type EstimatorErrorCode } from '@creditlab/estimators';
 import type { OnModuleDestroy } from '@nestjs/common';
 import path from 'node:path';
 import { Piscina } from 'piscina';
-import type { EstimateReply, EstimateTask } from './estimate-worker';
+import type { EstimateReply, EstimateTask, PackedEstimate } from './estimate-worker';
 
 /**
  * Estimators run off the event loop, in a pool of worker threads (piscina), so
@@ -16,9 +16,10 @@ export class EstimatorPool implements OnModuleDestroy {
   constructor(threads: number) {
     this.pool = new Piscina({
       filename: path.join(__dirname, 'estimate-worker.shim.js'),
-      minThreads: 1,
+      // Every thread from the start, each warmed up once (estimate-worker.ts): a thread started on
+      // demand would load and compile the estimators while a request waits for it.
+      minThreads: threads,
       maxThreads: threads,
-      idleTimeout: 60_000,
     });
   }
 
@@ -26,10 +27,10 @@ export class EstimatorPool implements OnModuleDestroy {
     batch: ColumnarBatch,
     method: string,
     params: Record<string, unknown>,
-  ): Promise<{ result: EstimateResult; ms: number }> {
+  ): Promise<PackedEstimate> {
     const reply = await this.pool.run({ batch, method, params });
     if (!reply.ok) throw new EstimatorInputError(reply.code as EstimatorErrorCode, reply.message);
-    return { result: reply.result, ms: reply.ms };
+    return reply;
   }
 
   onModuleDestroy(): Promise<void> {

@@ -1,17 +1,18 @@
-import { ColumnarBatchBuilder, type ColumnarBatch, type Outcome } from '@creditlab/estimators';
+import {
+  ALL_BATCH_INPUTS,
+  type BatchInput,
+  type ColumnarBatch,
+  type Outcome,
+} from '@creditlab/estimators';
 import type pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import { isUuid } from '../database/uuid';
+import { readBinaryCopy } from './binary-copy';
+import { IterationColumns, StepColumns } from './iteration-columns';
+import { idText } from './text-id-dictionary';
+import type { TrajectoryShape } from './trajectory-shape';
 
-/** Where one trajectory's steps sit in its iteration's canonical order. */
-export interface TrajectoryShape {
-  groupId: string;
-  trajectoryId: string;
-  groupOrd: number;
-  trajOrd: number;
-  outcome: Outcome;
-  length: number;
-  /** Index of its first step in the iteration's canonical order. */
-  offset: number;
-}
+export type { TrajectoryShape };
 
 /** An iteration as it stood at one log position: its shape, and optionally its steps as a batch. */
 export interface IterationSnapshot {
@@ -24,7 +25,16 @@ export interface IterationSnapshot {
   batch: ColumnarBatch | null;
 }
 
-type Client = pg.Pool | pg.PoolClient;
+export interface ReadOptions {
+  /** false: the shape and log position only. */
+  steps: boolean;
+  /** What the method reads of a batch (methodInputs); everything when absent. */
+  inputs?: ReadonlySet<BatchInput>;
+  /** A cache of texts by id the caller may keep across calls (a run's texts never change). */
+  texts?: Map<string, string>;
+}
+
+const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
 
 /**
  * The one reader of iterations: canonical order (group, then trajectory, in order of first
@@ -34,87 +44,101 @@ type Client = pg.Pool | pg.PoolClient;
  * texts never change).
  */
 export async function readIterations(
-  db: Client,
+  pool: pg.Pool,
   runId: string,
   iterations: number[],
-  options: { steps: boolean; texts?: Map<string, string> } = { steps: true },
+  options: ReadOptions = { steps: true },
 ): Promise<Map<number, IterationSnapshot>> {
-  return inSnapshot(db, async (client) => {
-    const positions = await client.query<{ iteration: number; inputs_seq: string | null }>(
-      'SELECT iteration, inputs_seq FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])',
-      [runId, iterations],
-    );
-    const out = new Map<number, IterationSnapshot>();
-    for (const p of positions.rows) {
-      if (p.inputs_seq === null) continue; // metrics only: no rollouts
-      out.set(p.iteration, {
-        iteration: p.iteration,
-        inputsSeq: Number(p.inputs_seq),
-        stepCount: 0,
-        shape: [],
-        batch: null,
-      });
+  checkLiterals(runId, iterations);
+  const client = await pool.connect();
+  let out: Map<number, IterationSnapshot>;
+  try {
+    // One round trip opens the snapshot and reads the shapes. An iteration's rows are one range of
+    // the steps primary key, already in canonical order: an index scan streams them in that order,
+    // where a bitmap scan (which the planner picks on a low row estimate, e.g. before the table is
+    // analysed) sorts them again.
+    const results = (await client.query(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_bitmapscan = off;
+       ${shapesQuery(runId, iterations)}`,
+    )) as unknown as pg.QueryResult<ShapeRow>[];
+    out = shapesFrom((results[2] as pg.QueryResult<ShapeRow>).rows);
+    if (options.steps) {
+      const inputs = options.inputs ?? EVERYTHING;
+      await readBatches(client, runId, out, inputs, options.texts ?? new Map());
     }
-    await readShapes(client, runId, out);
-    if (options.steps) await readBatches(client, runId, out, options.texts ?? new Map());
-    return out;
-  });
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+    throw e;
+  }
+  // A read-only transaction has nothing to commit: the caller need not wait for it.
+  client.query('COMMIT').then(
+    () => client.release(),
+    (e: Error) => client.release(e),
+  );
+  return out;
 }
 
 /** One iteration (see readIterations); undefined when it holds no rollouts. */
 export async function readIteration(
-  db: Client,
+  pool: pg.Pool,
   runId: string,
   iteration: number,
-  options: { steps: boolean; texts?: Map<string, string> } = { steps: true },
+  options: ReadOptions = { steps: true },
 ): Promise<IterationSnapshot | undefined> {
-  return (await readIterations(db, runId, [iteration], options)).get(iteration);
+  return (await readIterations(pool, runId, [iteration], options)).get(iteration);
 }
 
-/** Runs `work` in one repeatable-read, read-only transaction (one snapshot for every statement). */
-async function inSnapshot<T>(db: Client, work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const pooled = 'release' in db ? undefined : await (db as pg.Pool).connect();
-  const client = pooled ?? (db as pg.PoolClient);
-  if (!pooled) return work(client); // the caller's transaction is the snapshot
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  } finally {
-    pooled.release();
-  }
+/** The reads go as text (a multi-statement query and COPY take no bind parameters): checked first. */
+function checkLiterals(runId: string, iterations: number[]): void {
+  if (!isUuid(runId)) throw new Error(`not a run id: ${JSON.stringify(runId)}`);
+  for (const i of iterations)
+    if (!Number.isInteger(i)) throw new Error(`not an iteration: ${JSON.stringify(i)}`);
 }
 
-async function readShapes(
-  client: pg.PoolClient,
-  runId: string,
-  out: Map<number, IterationSnapshot>,
-): Promise<void> {
-  if (out.size === 0) return;
-  const res = await client.query<{
-    iteration: number;
-    group_key: string;
-    key: string;
-    group_ord: number;
-    ord: number;
-    outcome: Outcome;
-    step_count: number;
-  }>(
-    `SELECT t.iteration, g.key AS group_key, t.key, t.group_ord, t.ord, t.outcome, t.step_count
-     FROM trajectories t
-     JOIN rollout_groups g ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
-     WHERE t.run_id = $1 AND t.iteration = ANY($2::int[])
-     ORDER BY t.iteration, t.group_ord, t.ord`,
-    [runId, [...out.keys()]],
-  );
-  for (const r of res.rows) {
-    const it = out.get(r.iteration) as IterationSnapshot;
+const iterationList = (runId: string, iterations: number[], table = '') =>
+  `${table}run_id = '${runId}' AND ${table}iteration = ANY('{${iterations.join(',')}}'::int[])`;
+
+type ShapeRow = {
+  iteration: number;
+  inputs_seq: string;
+  group_key: string | null;
+  key: string | null;
+  group_ord: number;
+  ord: number;
+  outcome: Outcome;
+  step_count: number;
+};
+
+/** Each iteration's log position and trajectories, in one statement (metrics-only iterations left out). */
+function shapesQuery(runId: string, iterations: number[]): string {
+  return `SELECT it.iteration, it.inputs_seq, g.key AS group_key, t.key, t.group_ord, t.ord, t.outcome,
+                 t.step_count
+          FROM iterations it
+          LEFT JOIN trajectories t ON t.run_id = it.run_id AND t.iteration = it.iteration
+          LEFT JOIN rollout_groups g
+            ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
+          WHERE ${iterationList(runId, iterations, 'it.')} AND it.inputs_seq IS NOT NULL
+          ORDER BY it.iteration, t.group_ord, t.ord`;
+}
+
+function shapesFrom(rows: ShapeRow[]): Map<number, IterationSnapshot> {
+  const out = new Map<number, IterationSnapshot>();
+  for (const r of rows) {
+    let it = out.get(r.iteration);
+    if (!it) {
+      it = {
+        iteration: r.iteration,
+        inputsSeq: Number(r.inputs_seq),
+        stepCount: 0,
+        shape: [],
+        batch: null,
+      };
+      out.set(r.iteration, it);
+    }
+    if (r.key === null) continue; // no trajectories (yet)
     it.shape.push({
-      groupId: r.group_key,
+      groupId: r.group_key as string,
       trajectoryId: r.key,
       groupOrd: r.group_ord,
       trajOrd: r.ord,
@@ -124,90 +148,76 @@ async function readShapes(
     });
     it.stepCount += r.step_count;
   }
+  return out;
 }
 
-type StepRowArray = [
-  number, // iteration
-  string, // state id
-  string, // action id
-  number, // reward
-  number | null, // nll
-  Buffer | null, // token log-probs
-  Buffer | null, // embedding
-  number | null, // value
-  string | null, // next state id
-  number | null, // next value
-];
-
-/** Reads the steps (array-mode rows, straight into the builder) and builds each iteration's batch. */
+/**
+ * Reads the steps of every iteration with rows in one binary COPY, in canonical order (the steps
+ * table's primary key order), only the columns `inputs` names, each row decoded straight into its
+ * iteration's typed arrays; then the texts, if the method reads them.
+ */
 async function readBatches(
   client: pg.PoolClient,
   runId: string,
   out: Map<number, IterationSnapshot>,
+  inputs: ReadonlySet<BatchInput>,
   texts: Map<string, string>,
 ): Promise<void> {
-  if (out.size === 0) return;
-  const rows = await client.query<StepRowArray>({
-    text: `SELECT iteration, state_id, action_id, reward, nll, token_logprobs, embedding, value,
-                  next_state_id, next_value
-           FROM steps WHERE run_id = $1 AND iteration = ANY($2::int[])
-           ORDER BY iteration, group_ord, traj_ord, idx`,
-    values: [runId, [...out.keys()]],
-    rowMode: 'array',
-  });
-  await resolveTexts(client, runId, rows.rows, texts);
+  const withSteps = [...out.values()]
+    .filter((it) => it.stepCount > 0)
+    .sort((a, b) => a.iteration - b.iteration);
+  if (withSteps.length === 0) return;
+  const columns = new StepColumns(inputs);
+  const iterations = withSteps.map((it) => new IterationColumns(it.shape, columns));
   let at = 0;
-  for (const it of [...out.values()].sort((a, b) => a.iteration - b.iteration)) {
-    const builder = new ColumnarBatchBuilder(Math.max(16, it.stepCount));
-    let group: number | undefined;
-    for (const t of it.shape) {
-      if (t.length === 0) continue;
-      if (t.groupOrd !== group) {
-        group = t.groupOrd;
-        builder.beginGroup(t.groupId);
-      }
-      builder.beginTrajectory(t.trajectoryId, t.outcome);
-      for (let j = 0; j < t.length; j++) addStep(builder, rows.rows[at++] as StepRowArray, texts);
-    }
-    it.batch = it.stepCount > 0 ? builder.build() : null;
-  }
-}
-
-function addStep(b: ColumnarBatchBuilder, r: StepRowArray, texts: Map<string, string>): void {
-  b.addStep({
-    state: texts.get(r[1]) as string,
-    action: texts.get(r[2]) as string,
-    reward: r[3],
-    nll: r[4] ?? undefined,
-    tokenLogprobs: r[5] ? Array.from(float32(r[5])) : undefined,
-    embedding: r[6] ? float32(r[6]) : undefined,
-    value: r[7] ?? undefined,
-    nextState: r[8] === null ? undefined : texts.get(r[8]),
-    nextValue: r[9] ?? undefined,
+  let left = (iterations[0] as IterationColumns).stepCount;
+  const copy = client.query(copyTo(stepsCopy(runId, withSteps, columns)));
+  await readBinaryCopy(copy, columns.names.length, (row) => {
+    while (left === 0) left = (iterations[++at] as IterationColumns | undefined)?.stepCount ?? -1;
+    if (left < 0) throw new Error(`run ${runId}: more step rows than its trajectories count`);
+    (iterations[at] as IterationColumns).add(row);
+    left--;
+  });
+  const stateTexts = columns.stateText
+    ? await textsOf(client, runId, iterations, 'states', texts)
+    : undefined;
+  const actionTexts = columns.actionText
+    ? await textsOf(client, runId, iterations, 'actions', texts)
+    : undefined;
+  withSteps.forEach((it, i) => {
+    it.batch = (iterations[i] as IterationColumns).build(
+      stateTexts?.[i] ?? [],
+      actionTexts?.[i] ?? [],
+    );
   });
 }
 
-/** Copies into an aligned Float32Array (pg's Buffers may sit at any byte offset). */
-const float32 = (buf: Buffer) => new Float32Array(new Uint8Array(buf).buffer);
+function stepsCopy(runId: string, its: IterationSnapshot[], columns: StepColumns): string {
+  const list = its.map((it) => it.iteration);
+  return `COPY (SELECT ${columns.names.join(', ')} FROM steps WHERE ${iterationList(runId, list)}
+                ORDER BY iteration, group_ord, traj_ord, idx) TO STDOUT (FORMAT binary)`;
+}
 
-/** Loads the texts the rows name that `texts` does not hold yet. */
-async function resolveTexts(
+/** Per iteration, the texts behind its state (or action) ids, loading those `texts` does not hold yet. */
+async function textsOf(
   client: pg.PoolClient,
   runId: string,
-  rows: StepRowArray[],
+  iterations: IterationColumns[],
+  which: 'states' | 'actions',
   texts: Map<string, string>,
-): Promise<void> {
-  const missing = new Set<string>();
-  for (const r of rows) {
-    if (!texts.has(r[1])) missing.add(r[1]);
-    if (!texts.has(r[2])) missing.add(r[2]);
-    if (r[8] !== null && !texts.has(r[8])) missing.add(r[8]);
-  }
-  if (missing.size === 0) return;
-  const res = await client.query<[string, string]>({
-    text: 'SELECT id, text FROM texts WHERE run_id = $1 AND id = ANY($2::bigint[])',
-    values: [runId, [...missing]],
-    rowMode: 'array',
+): Promise<string[][]> {
+  const ids = iterations.map((it) => {
+    const d = it[which];
+    return d.idsHi.map((hi, j) => idText(hi, d.idsLo[j] as number));
   });
-  for (const [id, text] of res.rows) texts.set(id, text);
+  const missing = [...new Set(ids.flat().filter((id) => !texts.has(id)))];
+  if (missing.length > 0) {
+    const res = await client.query<[string, string]>({
+      text: 'SELECT id, text FROM texts WHERE run_id = $1 AND id = ANY($2::bigint[])',
+      values: [runId, missing],
+      rowMode: 'array',
+    });
+    for (const [id, text] of res.rows) texts.set(id, text);
+  }
+  return ids.map((list) => list.map((id) => texts.get(id) as string));
 }

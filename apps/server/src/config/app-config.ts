@@ -48,6 +48,7 @@ const schema = z.object({
   CREDITLAB_API: z.enum(['true', 'false']).default('true'),
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
+  CREDITLAB_JOB_POLL_SECONDS: z.coerce.number().min(0.1).default(0.5),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
   CREDITLAB_JOB_MAINTENANCE_SECONDS: z.coerce.number().int().min(1).default(60),
   CREDITLAB_ADMIN_KEY: z.string().min(32, 'at least 32 characters').optional(),
@@ -98,6 +99,8 @@ export interface AppConfig {
     concurrency: number;
     /** Work (ms) a job does before it yields its turn to the next job in the queue (round-robin across runs). */
     turnMs: number;
+    /** How often an idle worker looks for jobs queued by other processes (its own process wakes it at once). */
+    pollSeconds: number;
     /** A job whose worker went silent this long is retried by another worker. */
     expireSeconds: number;
     maintenanceSeconds: number;
@@ -156,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       worker: e.CREDITLAB_WORKER === 'true',
       concurrency: e.CREDITLAB_JOB_CONCURRENCY,
       turnMs: e.CREDITLAB_RECOMPUTE_TURN_MS,
+      pollSeconds: e.CREDITLAB_JOB_POLL_SECONDS,
       expireSeconds: e.CREDITLAB_JOB_EXPIRE_SECONDS,
       maintenanceSeconds: e.CREDITLAB_JOB_MAINTENANCE_SECONDS,
     },

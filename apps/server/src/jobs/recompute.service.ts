@@ -93,13 +93,14 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     );
     if (c.worker) {
       for (let i = 0; i < c.concurrency; i++) {
-        await this.boss.work<{ jobId: string }>(
+        const workerId = await this.boss.work<{ jobId: string }>(
           QUEUE,
-          { batchSize: 1, pollingIntervalSeconds: 0.5, includeMetadata: true },
+          { batchSize: 1, pollingIntervalSeconds: c.pollSeconds, includeMetadata: true },
           async ([job]) => {
             if (job) await this.runTurn(job.data.jobId, job.retryCount >= job.retryLimit);
           },
         );
+        this.workerIds.push(workerId); // so that enqueue() can wake it rather than wait for its poll
       }
     }
   }
@@ -135,7 +136,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     return (await this.get(id)) as RecomputeJob;
   }
 
-  /** Queues a turn of a job and wakes this process's workers (they otherwise poll every half second). */
+  /** Queues a turn of a job and wakes this process's workers (they otherwise poll, every `pollSeconds`). */
   private async enqueue(jobId: string): Promise<void> {
     await this.boss?.send(QUEUE, { jobId });
     for (const id of this.workerIds) this.boss?.notifyWorker(id);

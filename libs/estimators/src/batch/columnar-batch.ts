@@ -39,10 +39,12 @@ export interface ColumnarBatch {
   /** Dictionary id of the step's `state` (unique across groups, see above). */
   readonly stateId: Int32Array;
   readonly groupStateOffsets: Int32Array;
+  /** The text of each state id; empty when the producer did not read texts (batch-inputs.ts). */
   readonly stateTexts: readonly string[];
   /** Dictionary id of the step's `action`, encoded like states. */
   readonly actionId: Int32Array;
   readonly groupActionOffsets: Int32Array;
+  /** The text of each action id; empty when the producer did not read texts. */
   readonly actionTexts: readonly string[];
 
   /**
@@ -94,6 +96,15 @@ function upperBound(sorted: Int32Array, x: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+/**
+ * Distinct states over all groups: the size of the state dictionary. Read from the offsets, not
+ * from `stateTexts`, which a producer may leave empty when the method reads no texts
+ * (batch-inputs.ts).
+ */
+export function stateCount(batch: ColumnarBatch): number {
+  return intAt(batch.groupStateOffsets, batch.groupCount);
 }
 
 /** Global step indices [first, end) of task group g. */

@@ -1,4 +1,4 @@
-import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { groupStepRange, stateCount, type ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
 import { transitionGraph, type TransitionGraph } from './transition-graph';
 
@@ -29,8 +29,8 @@ export function bellmanValues(
   tol: number,
   maxIter: number,
 ): BellmanValues {
-  const value = new Float64Array(batch.stateTexts.length);
-  const distinctSuccessors = new Int32Array(batch.stateTexts.length);
+  const value = new Float64Array(stateCount(batch));
+  const distinctSuccessors = new Int32Array(stateCount(batch));
   let iterationsMax = 0;
   let converged = true;
   for (let grp = 0; grp < batch.groupCount; grp++) {

@@ -1,4 +1,4 @@
-import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { groupStepRange, stateCount, type ColumnarBatch } from '../batch/columnar-batch';
 import { SequenceRatio } from './difflib-ratio';
 import { typedReads } from '../typed-arrays';
 
@@ -19,7 +19,7 @@ export interface StepGroups {
 export function exactStepGroups(batch: ColumnarBatch): StepGroups {
   return {
     bucketOf: batch.stateId,
-    bucketCount: batch.stateTexts.length,
+    bucketCount: stateCount(batch),
     groupBucketOffsets: batch.groupStateOffsets,
   };
 }
@@ -37,7 +37,7 @@ export function exactStepGroups(batch: ColumnarBatch): StepGroups {
 export function similarityStepGroups(batch: ColumnarBatch, threshold: number): StepGroups {
   const bucketOf = new Int32Array(batch.stepCount);
   const groupBucketOffsets = new Int32Array(batch.groupCount + 1);
-  const bucketOfState = new Int32Array(batch.stateTexts.length).fill(-1);
+  const bucketOfState = new Int32Array(stateCount(batch)).fill(-1);
   let bucketCount = 0;
   for (let g = 0; g < batch.groupCount; g++) {
     const representatives: SequenceRatio[] = [];

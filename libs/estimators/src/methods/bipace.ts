@@ -64,6 +64,7 @@ export const bipace = defineMethod({
     epsilon: epsilonParam,
   },
   requires: ['embedding'],
+  inputs: () => ['state', 'action', 'embedding'],
   diagnostics: [
     { name: 'clusterId', kind: 'integer', description: 'cluster within the task group' },
     {

@@ -68,6 +68,7 @@ export const gaca = defineMethod({
     },
   },
   requires: ['nll'],
+  inputs: () => ['state', 'nll'],
   diagnostics: [
     { name: 'nll', kind: 'number', description: 'H_t, mean token NLL under the rollout policy' },
     { name: 'criticality', kind: 'number', description: 'c_t' },

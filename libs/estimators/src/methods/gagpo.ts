@@ -48,6 +48,7 @@ export const gagpo = defineMethod({
     epsilon: epsilonParam,
   },
   requires: [],
+  inputs: (p) => (p.bootstrapTruncated ? ['state', 'bootstrap'] : ['state']),
   diagnostics: [
     { name: 'value', kind: 'number', description: 'value proxy V̂(s_t)' },
     { name: 'delta', kind: 'number', description: 'TD residual δ_t' },

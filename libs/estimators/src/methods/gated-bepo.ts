@@ -83,6 +83,7 @@ export const gatedBepo = defineMethod({
     epsilon: epsilonParam,
   },
   requires: [],
+  inputs: () => ['state'],
   diagnostics: [
     { name: 'value', kind: 'number', description: 'fixed-point value V*(s_t)' },
     { name: 'delta', kind: 'number', description: 'TD residual δ on the fixed point' },

@@ -51,6 +51,7 @@ export const gigpo = defineMethod({
     },
   },
   requires: [],
+  inputs: (p) => (p.similarityThreshold === undefined ? ['state'] : ['state', 'stateText']),
   diagnostics: [
     {
       name: 'stepGroupId',

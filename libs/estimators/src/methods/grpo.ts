@@ -19,6 +19,7 @@ export const grpo = defineMethod({
   paper: 'Shao et al. 2024, DeepSeekMath (arXiv 2402.03300)',
   params: { normalize: normalizeParam, episodeStats: episodeStatsParam, epsilon: epsilonParam },
   requires: [],
+  inputs: () => [],
   diagnostics: [],
   estimate(batch, p) {
     return { advantages: episodeTerm(batch, p), diagnostics: {}, summary: {} };

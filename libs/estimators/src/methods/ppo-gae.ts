@@ -40,6 +40,7 @@ export const ppoGae = defineMethod({
     },
   },
   requires: ['value'],
+  inputs: (p) => (p.bootstrapTruncated ? ['value', 'bootstrap'] : ['value']),
   diagnostics: [
     { name: 'value', kind: 'number', description: 'critic value V(s_t)' },
     { name: 'delta', kind: 'number', description: 'TD residual δ_t' },

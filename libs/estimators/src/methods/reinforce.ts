@@ -26,6 +26,7 @@ export const reinforce = defineMethod({
     },
   },
   requires: [],
+  inputs: () => [],
   diagnostics: [{ name: 'returnToGo', kind: 'number', description: 'discounted reward-to-go g_t' }],
   estimate(batch, p) {
     const g = rewardToGo(batch, p.gamma);

@@ -31,6 +31,7 @@ export const rloo = defineMethod({
     },
   },
   requires: [],
+  inputs: () => [],
   diagnostics: [
     { name: 'baseline', kind: 'number', description: 'leave-one-out baseline of the step' },
   ],

@@ -1,3 +1,4 @@
+import type { BatchInput } from '../batch/batch-inputs';
 import type { ColumnarBatch, StepField } from '../batch/columnar-batch';
 import type { ParamSchema, ResolvedParams } from './param-schema';
 
@@ -30,6 +31,11 @@ export interface MethodDefinition<S extends ParamSchema = ParamSchema> {
   params: S;
   /** Optional step fields the method cannot do without. */
   requires: readonly StepField[];
+  /**
+   * Which parts of a batch beyond shape, rewards and outcomes `estimate` reads with these
+   * parameters: a reader may leave the others out (batch-inputs.ts).
+   */
+  inputs(params: ResolvedParams<S>): readonly BatchInput[];
   diagnostics: readonly DiagnosticSpec[];
   estimate(batch: ColumnarBatch, params: ResolvedParams<S>): MethodOutput;
 }

@@ -1,3 +1,4 @@
+import type { BatchInput } from '../batch/batch-inputs';
 import { locateStep, type ColumnarBatch, type StepField } from '../batch/columnar-batch';
 import { EstimatorInputError } from '../errors';
 import { bipace } from '../methods/bipace';
@@ -84,4 +85,13 @@ export function estimate(
   }
   const out = method.estimate(batch, resolved);
   return { method: method.name, version: method.version, params: { ...resolved }, ...out };
+}
+
+/** What `methodName` reads of a batch with `params` (defaults applied): see batch-inputs.ts. */
+export function methodInputs(
+  methodName: string,
+  params: Readonly<Record<string, unknown>> = {},
+): ReadonlySet<BatchInput> {
+  const method = getMethod(methodName);
+  return new Set(method.inputs(resolveParams(method.name, method.params, params)));
 }
