@@ -70,6 +70,7 @@ async function copiedParent(
       id: t.id,
       outcome: t.outcome as 'success' | 'failure' | 'truncated',
       steps: t.steps.map((s) => ({
+        ...s.extra, // what the trainer logged beside the fields: the task each step was taken in
         state: s.state,
         action: s.action,
         reward: s.reward,

@@ -35,7 +35,7 @@ export interface TrainerConfig {
   };
   /** Evaluate on held-out tasks every this many iterations (and after the last). */
   evalEvery: number;
-  /** Held-out tasks per evaluation (greedy policy). */
+  /** Held-out tasks per evaluation: 4 rollouts each, sampled from the policy as in training (not greedy). */
   evalTasks: number;
   /**
    * Upload a checkpoint to the server every this many iterations (and after the last); 0 = never.

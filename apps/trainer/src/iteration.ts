@@ -6,8 +6,6 @@ import { ppoUpdate, type PpoSample } from './policy/ppo';
 import type { TextPolicy } from './policy/text-policy';
 import { evaluationTasks, sampleGroup } from './rollout';
 
-/** What the pieces of one training iteration share across `train`, `fork` and `retrain`. */
-
 export interface IterationReport {
   iteration: number;
   successRate: number;
@@ -52,7 +50,7 @@ export function ppoStep(
 
 /**
  * Held-out success: the policy as it acts in training (sampling, not greedy — a greedy soft policy can loop
- * on one action forever), 4 rollouts on each evaluation task.
+ * on one action forever), 4 rollouts on each of the first `count` evaluation tasks.
  */
 export function evaluate(
   env: TextEnvironment,

@@ -1,32 +1,49 @@
 import { ExactEvaluation, type EpisodeState, type TextEnvironment } from '@creditlab/envs';
 import type { TextPolicy } from './policy/text-policy';
 
-export interface SampledStep {
+/**
+ * A step as the trainer streams it: the rollout-batch/v1 fields, plus extras the server keeps as the
+ * step's `extra` — the task it was taken in (`taskSeed`, which a retrain replays it in) and, on the
+ * tiny tasks, its exact advantage under the rollout policy (`trueAdvantage`).
+ */
+export interface StepRecord {
   state: string;
   action: string;
   reward: number;
-  nll: number;
-  tokenLogprobs: number[];
-  embedding: number[];
-  value: number;
-  /** For PPO: the admissible actions, the index taken and its log-probability under the rollout policy. */
-  actions: string[];
-  chosen: number;
-  logProb: number;
-  /** Exact Q(s,a) − V(s) under the rollout policy (tiny tasks), sent as an extra step field. */
+  nll?: number;
+  tokenLogprobs?: number[];
+  embedding?: number[];
+  value?: number;
+  taskSeed?: number;
   trueAdvantage?: number;
 }
 
-export interface SampledTrajectory {
+/** One step of a rollout: what is streamed, and what PPO needs of it. */
+export interface RolloutStep {
+  record: StepRecord;
+  /** The admissible actions, the index taken and its log-probability under the rollout policy. */
+  actions: string[];
+  chosen: number;
+  logProb: number;
+}
+
+export interface RolloutTrajectory {
   id: string;
   outcome: 'success' | 'failure' | 'truncated';
-  steps: SampledStep[];
+  steps: RolloutStep[];
+}
+
+/** The G rollouts of one task. */
+export interface TaskGroup {
+  id: string;
+  taskSeed: number;
+  trajectories: RolloutTrajectory[];
 }
 
 /**
- * G rollouts of one task with the current policy, advanced in lock step so each
- * time step is one batched forward pass over the rollouts still running.
- * `greedy` takes the most likely action (evaluation) instead of sampling.
+ * G rollouts of one task, sampled from the current policy and advanced in lock step so each time
+ * step is one batched forward pass over the rollouts still running. With `truth`, every step also
+ * records its exact advantage.
  */
 export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
   env: TextEnvironment<T, S>,
@@ -34,11 +51,10 @@ export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
   policy: TextPolicy,
   groupSize: number,
   rand: () => number,
-  greedy = false,
   truth?: ExactEvaluation<T, S>,
-): SampledTrajectory[] {
+): RolloutTrajectory[] {
   const states: S[] = Array.from({ length: groupSize }, () => env.initialState(task));
-  const trajectories: SampledTrajectory[] = states.map((_, i) => ({
+  const trajectories: RolloutTrajectory[] = states.map((_, i) => ({
     id: `task-${task.seed}/${i}`,
     outcome: 'truncated',
     steps: [],
@@ -54,22 +70,22 @@ export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
     live.forEach((i, k) => {
       const { observation, actions } = decisions[k]!;
       const { logProbs, hidden, value } = scored[k]!;
-      const chosen = greedy ? argmax(logProbs) : sample(logProbs, rand);
+      const chosen = sample(logProbs, rand);
       const lp = logProbs[chosen] as number;
-      const result = env.step(task, states[i]!, actions[chosen] as string);
-      trajectories[i]!.steps.push({
+      const action = actions[chosen] as string;
+      const result = env.step(task, states[i]!, action);
+      const record: StepRecord = {
         state: observation,
-        action: actions[chosen] as string,
+        action,
         reward: result.reward,
         nll: -lp,
         tokenLogprobs: [lp],
         embedding: hidden,
         value,
-        actions,
-        chosen,
-        logProb: lp,
-        ...(truth ? { trueAdvantage: truth.advantage(states[i]!, actions[chosen] as string) } : {}),
-      });
+        taskSeed: task.seed,
+        ...(truth ? { trueAdvantage: truth.advantage(states[i]!, action) } : {}),
+      };
+      trajectories[i]!.steps.push({ record, actions, chosen, logProb: lp });
       states[i] = result.state;
       if (result.state.done)
         trajectories[i]!.outcome = result.state.done === 'success' ? 'success' : 'truncated';
@@ -103,12 +119,6 @@ export function evaluationTasks<T extends { seed: number }>(
   return tasks;
 }
 
-function argmax(xs: number[]): number {
-  let best = 0;
-  for (let i = 1; i < xs.length; i++) if ((xs[i] as number) > (xs[best] as number)) best = i;
-  return best;
-}
-
 function sample(logProbs: number[], rand: () => number): number {
   let u = rand();
   for (let i = 0; i < logProbs.length; i++) {
@@ -116,6 +126,18 @@ function sample(logProbs: number[], rand: () => number): number {
     if (u <= 0) return i;
   }
   return logProbs.length - 1;
+}
+
+/** Success rate and mean return of a batch of rollouts. */
+export function rolloutStats(groups: TaskGroup[]): { successRate: number; meanReturn: number } {
+  const trajectories = groups.flatMap((g) => g.trajectories);
+  const n = trajectories.length || 1;
+  const successes = trajectories.filter((t) => t.outcome === 'success').length;
+  const total = trajectories.reduce(
+    (a, t) => a + t.steps.reduce((b, st) => b + st.record.reward, 0),
+    0,
+  );
+  return { successRate: successes / n, meanReturn: total / n };
 }
 
 /**
