@@ -67,12 +67,14 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
   run.iterations.forEach((it, i) => {
     expect(it.stepCount).toBe(reports[i]!.steps);
     expect(Object.keys(it.metrics).sort()).toEqual([
+      'advantageRms',
       'approxKl',
       'clipFraction',
       'entropy',
       'loss',
       'meanReturn',
       'successRate',
+      'valueLoss',
     ]);
   });
   const types = run.events.nodes.map((e) => e.type);

@@ -41,39 +41,46 @@ export interface TaskGroup {
 }
 
 /**
- * G rollouts of one task, sampled from the current policy and advanced in lock step so each time
- * step is one batched forward pass over the rollouts still running. With `truth`, every step also
- * records its exact advantage.
+ * G rollouts of each task, sampled from the current policy. All rollouts advance in lock step, so
+ * each time step is one batched forward pass over every rollout still running (the per-call cost of
+ * TensorFlow.js dominates at these sizes). Random draws are taken in rollout order (task, then
+ * rollout) at each time step. With `truths` (one per task), every step also records its exact advantage.
  */
-export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
+export function sampleGroups<T extends { seed: number }, S extends EpisodeState>(
   env: TextEnvironment<T, S>,
-  task: T,
+  tasks: T[],
   policy: TextPolicy,
   groupSize: number,
   rand: () => number,
-  truth?: ExactEvaluation<T, S>,
-): RolloutTrajectory[] {
-  const states: S[] = Array.from({ length: groupSize }, () => env.initialState(task));
-  const trajectories: RolloutTrajectory[] = states.map((_, i) => ({
-    id: `task-${task.seed}/${i}`,
-    outcome: 'truncated',
-    steps: [],
-  }));
+  truths?: ExactEvaluation<T, S>[],
+): RolloutTrajectory[][] {
+  const slots = tasks.flatMap((task, k) =>
+    Array.from({ length: groupSize }, (_, i) => ({
+      task,
+      truth: truths?.[k],
+      state: env.initialState(task),
+      trajectory: {
+        id: `task-${task.seed}/${i}`,
+        outcome: 'truncated',
+        steps: [],
+      } as RolloutTrajectory,
+    })),
+  );
   for (;;) {
-    const live = states.map((s, i) => (s.done ? -1 : i)).filter((i) => i >= 0);
+    const live = slots.filter((x) => !x.state.done);
     if (live.length === 0) break;
-    const decisions = live.map((i) => ({
-      observation: env.observe(task, states[i]!),
-      actions: env.admissibleActions(task, states[i]!),
+    const decisions = live.map((x) => ({
+      observation: env.observe(x.task, x.state),
+      actions: env.admissibleActions(x.task, x.state),
     }));
     const scored = policy.score(decisions);
-    live.forEach((i, k) => {
+    live.forEach((x, k) => {
       const { observation, actions } = decisions[k]!;
       const { logProbs, hidden, value } = scored[k]!;
       const chosen = sample(logProbs, rand);
       const lp = logProbs[chosen] as number;
       const action = actions[chosen] as string;
-      const result = env.step(task, states[i]!, action);
+      const result = env.step(x.task, x.state, action);
       const record: StepRecord = {
         state: observation,
         action,
@@ -82,16 +89,18 @@ export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
         tokenLogprobs: [lp],
         embedding: hidden,
         value,
-        taskSeed: task.seed,
-        ...(truth ? { trueAdvantage: truth.advantage(states[i]!, action) } : {}),
+        taskSeed: x.task.seed,
+        ...(x.truth ? { trueAdvantage: x.truth.advantage(x.state, action) } : {}),
       };
-      trajectories[i]!.steps.push({ record, actions, chosen, logProb: lp });
-      states[i] = result.state;
+      x.trajectory.steps.push({ record, actions, chosen, logProb: lp });
+      x.state = result.state;
       if (result.state.done)
-        trajectories[i]!.outcome = result.state.done === 'success' ? 'success' : 'truncated';
+        x.trajectory.outcome = result.state.done === 'success' ? 'success' : 'truncated';
     });
   }
-  return trajectories;
+  return tasks.map((_, k) =>
+    slots.slice(k * groupSize, (k + 1) * groupSize).map((x) => x.trajectory),
+  );
 }
 
 /** The tasks of one iteration: B training seeds drawn from the iteration's random stream. */

@@ -3,7 +3,7 @@ import { textEnvironment } from '@creditlab/envs';
 import type { TrainerConfig } from './config';
 import { iterationRandom, type TrainerHooks } from './iteration';
 import type { TextPolicy } from './policy/text-policy';
-import { exactEvaluation, sampleGroup, trainingTasks, type TaskGroup } from './rollout';
+import { exactEvaluation, sampleGroups, trainingTasks, type TaskGroup } from './rollout';
 import { runTraining, type RolloutSource, type TrainingResult } from './training-loop';
 
 export type { IterationReport, RunStart, TrainerHooks } from './iteration';
@@ -59,17 +59,16 @@ export function sampledRollouts(config: TrainerConfig): RolloutSource {
     rollouts: async (iteration: number, policy: TextPolicy): Promise<TaskGroup[]> => {
       const rand = iterationRandom(config.seed, iteration, 'train');
       const tasks = trainingTasks(env, config.tasksPerIteration, rand);
-      return tasks.map((task) => {
-        const truth =
-          config.trueAdvantages && env.exact
-            ? exactEvaluation(env, task, policy, config.trueAdvantageGamma)
-            : undefined;
-        return {
-          id: `task-${task.seed}`,
-          taskSeed: task.seed,
-          trajectories: sampleGroup(env, task, policy, config.groupSize, rand, truth),
-        };
-      });
+      const truths =
+        config.trueAdvantages && env.exact
+          ? tasks.map((task) => exactEvaluation(env, task, policy, config.trueAdvantageGamma))
+          : undefined;
+      const rollouts = sampleGroups(env, tasks, policy, config.groupSize, rand, truths);
+      return tasks.map((task, k) => ({
+        id: `task-${task.seed}`,
+        taskSeed: task.seed,
+        trajectories: rollouts[k]!,
+      }));
     },
   };
 }

@@ -1,24 +1,13 @@
 import { newEventId, rolloutEvents, type CreditlabClient } from '@creditlab/client';
 import { textEnvironment, type TextEnvironment } from '@creditlab/envs';
 import type { ClientEvent, RunInput } from '@creditlab/events';
-import * as tf from '@tensorflow/tfjs';
 import type { TrainerConfig } from './config';
-import {
-  evaluate,
-  iterationRandom,
-  ppoStep,
-  type IterationReport,
-  type TrainerHooks,
-} from './iteration';
+import { evaluate, iterationRandom, type IterationReport, type TrainerHooks } from './iteration';
+import { Learner } from './learner';
 import { selectBackend } from './policy/backend';
-import {
-  CHECKPOINT_FORMAT,
-  decodeCheckpoint,
-  encodeCheckpoint,
-  restoreCheckpoint,
-} from './policy/checkpoint';
-import type { PpoSample } from './policy/ppo';
-import { TextPolicy } from './policy/text-policy';
+import { CHECKPOINT_FORMAT } from './policy/checkpoint';
+import type { TextPolicy } from './policy/text-policy';
+import { ppoBatch } from './ppo-batch';
 import { rolloutStats, type TaskGroup } from './rollout';
 import { recordEnding, type EndStatus } from './run-ending';
 
@@ -59,8 +48,7 @@ interface Run {
   runId: string;
   config: TrainerConfig;
   env: TextEnvironment;
-  policy: TextPolicy;
-  optimizer: tf.AdamOptimizer;
+  learner: Learner;
   source: RolloutSource;
   /** The plan's last iteration: it is always evaluated and checkpointed. */
   last: number;
@@ -79,12 +67,10 @@ export async function runTraining(
   const { config } = plan;
   const backend = await selectBackend();
   const env = textEnvironment(config.env);
-  const policy = new TextPolicy({ ...config.policy, seed: config.seed });
-  const optimizer = tf.train.adam(config.ppo.learningRate);
+  const learner = new Learner(config);
   const reports: IterationReport[] = [];
   try {
-    if (plan.checkpoint)
-      await restoreCheckpoint(decodeCheckpoint(plan.checkpoint), policy, optimizer);
+    if (plan.checkpoint) await learner.restore(plan.checkpoint);
     const { id: runId } = await sink.createRun({
       ...plan.run,
       env: config.env,
@@ -100,7 +86,7 @@ export async function runTraining(
       iterations: config.iterations,
     });
     const last = plan.iterations.at(-1) ?? -1;
-    const run: Run = { sink, runId, config, env, policy, optimizer, source: plan.source, last };
+    const run: Run = { sink, runId, config, env, learner, source: plan.source, last };
     const status = await recordEnding(sink, runId, {
       body: async () => {
         for (const it of plan.iterations) {
@@ -115,8 +101,7 @@ export async function runTraining(
     });
     return { runId, reports, status };
   } finally {
-    policy.dispose();
-    optimizer.dispose();
+    learner.dispose();
   }
 }
 
@@ -126,28 +111,27 @@ export async function runTraining(
  * metrics logged, with a held-out evaluation and a checkpoint when due.
  */
 async function iterationStep(run: Run, it: number): Promise<IterationReport> {
-  const { sink, runId, config, policy, optimizer } = run;
+  const { sink, runId, config, learner } = run;
   const t0 = performance.now();
-  const groups = await run.source.rollouts(it, policy);
+  const groups = await run.source.rollouts(it, learner.policy);
   await sink.appendEvents(runId, rolloutEvents(it, { groups: groups.map(wireGroup) }));
   const { advantages } = await sink.advantages(runId, it, config.method, config.methodParams);
-  const batch = ppoBatch(groups, advantages);
-  const metrics = { ...ppoStep(policy, optimizer, batch, config, it), ...rolloutStats(groups) };
+  const { batch, advantageRms } = ppoBatch(groups, advantages, config);
+  const metrics = { ...learner.update(batch, it), ...rolloutStats(groups), advantageRms };
   const events: ClientEvent[] = [
     { id: newEventId(), type: 'metrics.logged', data: { iteration: it, metrics } },
   ];
   let evaluation: number | undefined;
   if ((it + 1) % config.evalEvery === 0 || it === run.last) {
     const rand = iterationRandom(config.seed, it, 'eval');
-    evaluation = evaluate(run.env, policy, config.evalTasks, rand);
+    evaluation = evaluate(run.env, learner.policy, config.evalTasks, rand);
     const data = { iteration: it, successRate: evaluation };
     events.push({ id: newEventId(), type: 'evaluation.logged', data });
   }
   await sink.appendEvents(runId, events);
   if (config.checkpointEvery > 0 && ((it + 1) % config.checkpointEvery === 0 || it === run.last)) {
     // Checkpoint it + 1: the weights iteration it + 1 would sample with (the server records checkpoint.saved).
-    const bytes = await encodeCheckpoint(policy, optimizer, it + 1);
-    await sink.uploadCheckpoint(runId, it + 1, bytes, CHECKPOINT_FORMAT);
+    await sink.uploadCheckpoint(runId, it + 1, await learner.checkpoint(it + 1), CHECKPOINT_FORMAT);
   }
   const seconds = (performance.now() - t0) / 1000;
   return {
@@ -159,24 +143,6 @@ async function iterationStep(run: Run, it: number): Promise<IterationReport> {
     metrics,
     evaluation,
   };
-}
-
-/** Steps in canonical order (group, trajectory, step): the order of the server's advantage array. */
-function ppoBatch(groups: TaskGroup[], advantages: Float32Array): PpoSample[] {
-  const batch: PpoSample[] = [];
-  for (const g of groups)
-    for (const t of g.trajectories)
-      for (const s of t.steps)
-        batch.push({
-          observation: s.record.state,
-          actions: s.actions,
-          chosen: s.chosen,
-          oldLogProb: s.logProb,
-          advantage: advantages[batch.length] as number,
-        });
-  if (batch.length !== advantages.length)
-    throw new Error(`server returned ${advantages.length} advantages for ${batch.length} steps`);
-  return batch;
 }
 
 /** A task group as rollout-batch/v1 (each step's record as it is: extras become the step's `extra`). */
