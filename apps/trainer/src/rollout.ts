@@ -80,7 +80,7 @@ export function sampleGroups<T extends { seed: number }, S extends EpisodeState>
       const chosen = sample(logProbs, rand);
       const lp = logProbs[chosen] as number;
       const action = actions[chosen] as string;
-      const result = env.step(x.task, x.state, action);
+      const result = env.step(x.task, x.state, action, rand);
       const record: StepRecord = {
         state: observation,
         action,
