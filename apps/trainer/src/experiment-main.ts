@@ -3,23 +3,24 @@ import { helpText, parseCommandLine, reportUsageError, UsageError } from '@credi
 import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
-import { writeReport, type RunResult, type TruthRow } from './experiment-report';
-import type { RunStart } from './iteration';
+import { loadData, runKey, saveData, type ExperimentData, type RunRecord } from './experiment-data';
+import { areaUnderCurve, bestStepLevel, writeReport } from './experiment-report';
+import type { IterationReport, RunStart } from './iteration';
 import { connectionRefused, stopOnSignal } from './stop-signal';
 
 /**
- * `npm run experiment -- --env household-tiny --methods grpo,gigpo,gaca,gated-bepo,gagpo,bipace --seeds 3`
- * Trains every method with paired seeds (the same seed means the same initial weights and the same first
- * tasks), on a fresh server of its own unless given --server, and writes experiments.md and a
- * learning-curve PNG (see --help).
+ * `npm run experiment -- --env household-tiny --seeds 10`: trains every method with paired seeds (the
+ * same seed means the same initial weights and the same first tasks) on a Creditlab server, then a
+ * control arm on whitened advantages, and writes experiments.md with paired tests and a learning-curve
+ * chart (see --help). Every finished run is saved to the data file at once; a re-run skips them, so an
+ * interrupted experiment resumes where it stopped.
  */
 const EVAL_EVERY = 5;
 
-/** The server the runs go to, and what to do with it afterwards. */
 interface Target {
+  client: CreditlabClient;
   url: string;
   apiKey?: string;
-  close(): Promise<void>;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -36,65 +37,134 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   const stop = stopOnSignal('experiment');
-  const target = await connect(plan);
-  const results: RunResult[] = [];
-  let truth: TruthRow[] = [];
-  try {
-    const { train } = await import('./trainer');
-    const base = (method: string, seed: number): TrainerConfig => ({
-      ...DEFAULT_CONFIG,
-      serverUrl: target.url,
-      env: plan.env,
-      method,
-      seed,
-      iterations: plan.iterations,
-      tasksPerIteration: plan.tasksPerIteration,
-      groupSize: plan.groupSize,
-      evalEvery: EVAL_EVERY,
-      checkpointEvery: 0,
-      trueAdvantages: false,
-    });
-    const hooks = {
-      shouldStop: stop.requested,
-      onStart: (r: RunStart) => {
-        stop.current = r.runId;
-        process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
-      },
+  const { url, apiKey } = resolveConnection(plan.server ?? {});
+  const target: Target = { client: new CreditlabClient({ url, apiKey }), url, apiKey };
+  const data = loadData(plan.dataFile, plan.env);
+  const { train } = await import('./trainer');
+  const hooks = {
+    shouldStop: stop.requested,
+    onStart: (r: RunStart) => {
+      stop.current = r.runId;
+      process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
+    },
+  };
+  if (plan.truthIterations > 0 && textEnvironment(plan.env).exact && !data.truth) {
+    const config = { ...baseConfig(plan, target, 'grpo', 1, false), trueAdvantages: true };
+    const truthConfig = {
+      ...config,
+      iterations: plan.truthIterations,
+      evalEvery: plan.truthIterations,
     };
-    if (plan.truthIterations > 0 && textEnvironment(plan.env).exact) {
-      const config = { ...base('grpo', 1), iterations: plan.truthIterations, trueAdvantages: true };
-      const { runId, status } = await train(
-        { ...config, evalEvery: config.iterations },
-        hooks,
-        target.apiKey,
-      );
-      if (status === 'aborted') return 130;
-      truth = await scoreAgainstTruth(target, runId, plan.methods);
-    }
-    for (let seed = 1; seed <= plan.seeds; seed++) {
-      for (const method of plan.methods) {
+    const { runId, status } = await train(truthConfig, hooks, apiKey);
+    if (status === 'aborted') return 130;
+    data.truth = { runId, rows: await scoreAgainstTruth(target, runId, plan.methods) };
+    saveData(plan.dataFile, data);
+  }
+  const arm = async (methods: string[], whiten: boolean): Promise<boolean> => {
+    for (let seed = 1; seed <= plan.seeds; seed++)
+      for (const method of methods) {
+        if (data.runs.some((r) => runKey(r) === runKey({ method, whiten, seed }))) continue;
         const t0 = performance.now();
-        const { reports, status } = await train(base(method, seed), hooks, target.apiKey);
-        if (status === 'aborted') return 130;
-        results.push({ method, seed, reports, seconds: (performance.now() - t0) / 1000 });
-        const last = reports.at(-1);
+        const c0 = process.cpuUsage();
+        const config = baseConfig(plan, target, method, seed, whiten);
+        const { runId, reports, status } = await train(config, hooks, apiKey);
+        if (status === 'aborted') return false;
+        const cpu = process.cpuUsage(c0);
+        const rates = await mechanismRates(target, runId, reports.length);
+        const record = recordOf(method, whiten, seed, runId, reports, rates);
+        data.runs.push({
+          ...record,
+          seconds: (performance.now() - t0) / 1000,
+          cpuSeconds: (cpu.user + cpu.system) / 1e6,
+        });
+        saveData(plan.dataFile, data);
         process.stderr.write(
-          `${method} seed ${seed}: held-out ${(100 * (last?.evaluation ?? 0)).toFixed(0)}% after ${reports.length} iterations\n`,
+          `${runKey(record)}: held-out area ${areaUnderCurve(record.curve).toFixed(3)}\n`,
         );
       }
-    }
-  } finally {
-    await target.close();
-  }
-  const file = await writeReport(plan, EVAL_EVERY, results, truth);
-  process.stderr.write(`wrote ${file} and experiments-${plan.env}.png beside it\n`);
+    return true;
+  };
+  if (!(await arm(plan.methods, false))) return 130;
+  const control = plan.whitenMethods.map((m) =>
+    m === 'best' ? bestStepLevel(data, plan.methods) : m,
+  );
+  if (!(await arm([...new Set(control)], true))) return 130;
+  const file = await writeReport(plan, EVAL_EVERY, data);
+  process.stderr.write(`wrote ${file}\n`);
   return 0;
 }
 
-/** The server to train against, as for `npm run train`: --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the credentials file. */
-async function connect(plan: ExperimentPlan): Promise<Target> {
-  const { url, apiKey } = resolveConnection(plan.server ?? {});
-  return { url, apiKey, close: async () => undefined };
+function baseConfig(
+  plan: ExperimentPlan,
+  target: Target,
+  method: string,
+  seed: number,
+  whiten: boolean,
+): TrainerConfig {
+  return {
+    ...DEFAULT_CONFIG,
+    serverUrl: target.url,
+    env: plan.env,
+    method,
+    seed,
+    iterations: plan.iterations,
+    tasksPerIteration: plan.tasksPerIteration,
+    groupSize: plan.groupSize,
+    evalEvery: EVAL_EVERY,
+    evalTasks: plan.evalTasks,
+    checkpointEvery: 0,
+    trueAdvantages: false,
+    whitenAdvantages: whiten,
+  };
+}
+
+function recordOf(
+  method: string,
+  whiten: boolean,
+  seed: number,
+  runId: string,
+  reports: IterationReport[],
+  rates: { singletonRate: number[]; gateOnRate: number[] },
+): Omit<RunRecord, 'seconds' | 'cpuSeconds'> {
+  return {
+    method,
+    whiten,
+    seed,
+    runId,
+    curve: reports.flatMap((r) =>
+      r.evaluation === undefined ? [] : [[r.iteration + 1, r.evaluation] as [number, number]],
+    ),
+    successRate: reports.map((r) => r.successRate),
+    advantageRms: reports.map((r) => r.metrics.advantageRms ?? NaN),
+    valueLoss: reports.map((r) => r.metrics.valueLoss ?? NaN),
+    ...rates,
+  };
+}
+
+/** GiGPO's singleton rate and Gated-BEPO's gate-on rate on each iteration of a run, computed by the server. */
+async function mechanismRates(target: Target, runId: string, iterations: number) {
+  const fields = Array.from(
+    { length: iterations },
+    (_, i) =>
+      `i${i}: compare(runId: $id, methods: [{ name: "gigpo" }, { name: "gated-bepo" }], iterations: [${i}]) { methods { rates } }`,
+  );
+  // The sets first, in one field: fields of one request run concurrently, and concurrent first
+  // requests for the same set can fail on the server (its insert-or-select races; see the report).
+  await target.client.graphql(
+    `query($id: ID!) { compare(runId: $id, methods: [{ name: "gigpo" }, { name: "gated-bepo" }]) { stepCount } }`,
+    { id: runId },
+  );
+  const res = await target.client.graphql<
+    Record<string, { methods: { rates: Record<string, number> }[] }>
+  >(`query($id: ID!) { ${fields.join('\n')} }`, { id: runId });
+  const at = (i: number) => res[`i${i}`]!.methods;
+  return {
+    singletonRate: Array.from(
+      { length: iterations },
+      (_, i) => at(i)[0]!.rates.singletonRate ?? NaN,
+    ),
+    gateOnRate: Array.from({ length: iterations }, (_, i) => at(i)[1]!.rates.gateOnRate ?? NaN),
+  };
 }
 
 /** Every method scored by the server against the exact advantages the run logged. */
@@ -102,9 +172,8 @@ async function scoreAgainstTruth(
   target: Target,
   runId: string,
   methods: string[],
-): Promise<TruthRow[]> {
-  const client = new CreditlabClient({ url: target.url, apiKey: target.apiKey });
-  const { compare } = await client.graphql<{ compare: { againstReference: TruthRow[] } }>(
+): Promise<unknown[]> {
+  const { compare } = await target.client.graphql<{ compare: { againstReference: unknown[] } }>(
     `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m) {
        againstReference { method steps pearson spearman signAgreement } } }`,
     { id: runId, m: methods.map((name) => ({ name })) },
@@ -112,6 +181,8 @@ async function scoreAgainstTruth(
   process.stderr.write(`scored ${methods.length} methods against the true advantages\n`);
   return compare.againstReference;
 }
+
+export type { ExperimentData };
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
