@@ -35,6 +35,11 @@ const EXPERIMENT_FLAGS = {
     help: 'control arm: these methods again on per-batch whitened advantages ("best": the step-level method with the largest mean held-out area)',
     byDefault: 'none',
   },
+  'in-process': {
+    type: 'boolean',
+    help: 'train in this process, the advantages from the estimator library as the server computes them (no server)',
+    byDefault: 'on a Creditlab server',
+  },
   data: {
     type: 'string',
     value: 'FILE',
@@ -101,6 +106,7 @@ export interface ExperimentPlan {
   whitenMethods: string[];
   outDir: string;
   dataFile: string;
+  inProcess: boolean;
   /** The server to use; absent: CREDITLAB_URL / CREDITLAB_API_KEY, else the credentials file. */
   server?: { url?: string; apiKey?: string };
 }
@@ -118,6 +124,7 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
     methods,
     evalTasks: integerFlag('eval-tasks', values['eval-tasks'], 1) ?? 64,
     whitenMethods,
+    inProcess: values['in-process'] ?? false,
     dataFile: path.resolve(values.data ?? path.join(outDir, 'data', `experiments-${env}.json`)),
     seeds: integerFlag('seeds', values.seeds, 1) ?? 10,
     iterations: integerFlag('iterations', values.iterations, 1) ?? D.iterations,

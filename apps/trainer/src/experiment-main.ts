@@ -1,9 +1,10 @@
-import { CreditlabClient, resolveConnection } from '@creditlab/client';
+import { resolveConnection } from '@creditlab/client';
 import { helpText, parseCommandLine, reportUsageError, UsageError } from '@creditlab/cli';
 import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
-import { loadData, runKey, saveData, type ExperimentData, type RunRecord } from './experiment-data';
+import { inProcessBackend, serverBackend } from './experiment-backends';
+import { loadData, runKey, saveData, type RunRecord } from './experiment-data';
 import { areaUnderCurve, bestStepLevel, writeReport } from './experiment-report';
 import type { IterationReport, RunStart } from './iteration';
 import { connectionRefused, stopOnSignal } from './stop-signal';
@@ -16,12 +17,6 @@ import { connectionRefused, stopOnSignal } from './stop-signal';
  * interrupted experiment resumes where it stopped.
  */
 const EVAL_EVERY = 5;
-
-interface Target {
-  client: CreditlabClient;
-  url: string;
-  apiKey?: string;
-}
 
 async function main(argv: string[]): Promise<number> {
   let plan: ExperimentPlan;
@@ -37,10 +32,14 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   const stop = stopOnSignal('experiment');
-  const { url, apiKey } = resolveConnection(plan.server ?? {});
-  const target: Target = { client: new CreditlabClient({ url, apiKey }), url, apiKey };
+  const backend = plan.inProcess
+    ? inProcessBackend()
+    : serverBackend(
+        resolveConnection(plan.server ?? {}).url,
+        resolveConnection(plan.server ?? {}).apiKey,
+      );
+  const serverUrl = plan.inProcess ? 'in-process' : resolveConnection(plan.server ?? {}).url;
   const data = loadData(plan.dataFile, plan.env);
-  const { train } = await import('./trainer');
   const hooks = {
     shouldStop: stop.requested,
     onStart: (r: RunStart) => {
@@ -49,15 +48,16 @@ async function main(argv: string[]): Promise<number> {
     },
   };
   if (plan.truthIterations > 0 && textEnvironment(plan.env).exact && !data.truth) {
-    const config = { ...baseConfig(plan, target, 'grpo', 1, false), trueAdvantages: true };
+    const config = { ...baseConfig(plan, serverUrl, 'grpo', 1, false), trueAdvantages: true };
     const truthConfig = {
       ...config,
       iterations: plan.truthIterations,
       evalEvery: plan.truthIterations,
     };
-    const { runId, status } = await train(truthConfig, hooks, apiKey);
+    const { runId, status } = await backend.train(truthConfig, hooks);
     if (status === 'aborted') return 130;
-    data.truth = { runId, rows: await scoreAgainstTruth(target, runId, plan.methods) };
+    data.truth = { runId, rows: await backend.truth(runId, plan.methods) };
+    process.stderr.write(`scored ${plan.methods.length} methods against the true advantages\n`);
     saveData(plan.dataFile, data);
   }
   const arm = async (methods: string[], whiten: boolean): Promise<boolean> => {
@@ -66,17 +66,14 @@ async function main(argv: string[]): Promise<number> {
         if (data.runs.some((r) => runKey(r) === runKey({ method, whiten, seed }))) continue;
         const t0 = performance.now();
         const c0 = process.cpuUsage();
-        const config = baseConfig(plan, target, method, seed, whiten);
-        const { runId, reports, status } = await train(config, hooks, apiKey);
+        const config = baseConfig(plan, serverUrl, method, seed, whiten);
+        const { runId, reports, status } = await backend.train(config, hooks);
         if (status === 'aborted') return false;
         const cpu = process.cpuUsage(c0);
-        const rates = await mechanismRates(target, runId, reports.length);
+        const rates = await backend.rates(runId, reports.length);
         const record = recordOf(method, whiten, seed, runId, reports, rates);
-        data.runs.push({
-          ...record,
-          seconds: (performance.now() - t0) / 1000,
-          cpuSeconds: (cpu.user + cpu.system) / 1e6,
-        });
+        const seconds = (performance.now() - t0) / 1000;
+        data.runs.push({ ...record, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 });
         saveData(plan.dataFile, data);
         process.stderr.write(
           `${runKey(record)}: held-out area ${areaUnderCurve(record.curve).toFixed(3)}\n`,
@@ -96,14 +93,14 @@ async function main(argv: string[]): Promise<number> {
 
 function baseConfig(
   plan: ExperimentPlan,
-  target: Target,
+  serverUrl: string,
   method: string,
   seed: number,
   whiten: boolean,
 ): TrainerConfig {
   return {
     ...DEFAULT_CONFIG,
-    serverUrl: target.url,
+    serverUrl,
     env: plan.env,
     method,
     seed,
@@ -140,49 +137,6 @@ function recordOf(
     ...rates,
   };
 }
-
-/** GiGPO's singleton rate and Gated-BEPO's gate-on rate on each iteration of a run, computed by the server. */
-async function mechanismRates(target: Target, runId: string, iterations: number) {
-  const fields = Array.from(
-    { length: iterations },
-    (_, i) =>
-      `i${i}: compare(runId: $id, methods: [{ name: "gigpo" }, { name: "gated-bepo" }], iterations: [${i}]) { methods { rates } }`,
-  );
-  // The sets first, in one field: fields of one request run concurrently, and concurrent first
-  // requests for the same set can fail on the server (its insert-or-select races; see the report).
-  await target.client.graphql(
-    `query($id: ID!) { compare(runId: $id, methods: [{ name: "gigpo" }, { name: "gated-bepo" }]) { stepCount } }`,
-    { id: runId },
-  );
-  const res = await target.client.graphql<
-    Record<string, { methods: { rates: Record<string, number> }[] }>
-  >(`query($id: ID!) { ${fields.join('\n')} }`, { id: runId });
-  const at = (i: number) => res[`i${i}`]!.methods;
-  return {
-    singletonRate: Array.from(
-      { length: iterations },
-      (_, i) => at(i)[0]!.rates.singletonRate ?? NaN,
-    ),
-    gateOnRate: Array.from({ length: iterations }, (_, i) => at(i)[1]!.rates.gateOnRate ?? NaN),
-  };
-}
-
-/** Every method scored by the server against the exact advantages the run logged. */
-async function scoreAgainstTruth(
-  target: Target,
-  runId: string,
-  methods: string[],
-): Promise<unknown[]> {
-  const { compare } = await target.client.graphql<{ compare: { againstReference: unknown[] } }>(
-    `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m) {
-       againstReference { method steps pearson spearman signAgreement } } }`,
-    { id: runId, m: methods.map((name) => ({ name })) },
-  );
-  process.stderr.write(`scored ${methods.length} methods against the true advantages\n`);
-  return compare.againstReference;
-}
-
-export type { ExperimentData };
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

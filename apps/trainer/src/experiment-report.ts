@@ -4,16 +4,9 @@ import { machineLine, writeSection } from '@creditlab/report';
 import { holm, pairedTTest } from '@creditlab/stats';
 import { DEFAULT_CONFIG } from './config';
 import type { ExperimentPlan } from './experiment-command';
+import type { TruthRow } from './experiment-backends';
 import type { ExperimentData, RunRecord } from './experiment-data';
 import { lineChartPng, type Series } from './png-plot';
-
-interface TruthRow {
-  method: string;
-  steps: number;
-  pearson: number | null;
-  spearman: number | null;
-  signAgreement: number;
-}
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
 const pct = (x: number) => `${(100 * x).toFixed(1)}`;
@@ -159,9 +152,9 @@ Against the truth: a GRPO run of ${plan.truthIterations} iterations (seed 1) log
 policy (\`trueAdvantage\`, γ ${DEFAULT_CONFIG.trueAdvantageGamma}); \`compare(...) { againstReference }\` then scores every method on those
 identical rollouts (${truth[0]!.steps} steps). [estimator-quality.md](estimator-quality.md) measures this properly.
 
-| method | Pearson with the true advantage | Spearman | sign agreement |
+| method | Pearson with the true advantage | Spearman | sign agreement (steps where both are nonzero) |
 |---|---:|---:|---:|
-${truth.map((t) => `| ${t.method} | ${fmt(t.pearson)} | ${fmt(t.spearman)} | ${(100 * t.signAgreement).toFixed(0)} % |`).join('\n')}`;
+${truth.map((t) => `| ${t.method} | ${fmt(t.pearson)} | ${fmt(t.spearman)} | ${t.signAgreement === null ? '–' : `${(100 * t.signAgreement).toFixed(0)} %`} |`).join('\n')}`;
 }
 
 /** The command that reproduces the experiment: the flags that differ from the defaults. */
@@ -173,6 +166,7 @@ function commandLine(plan: ExperimentPlan): string {
     plan.truthIterations === 10 ? '' : ` --truth-iterations ${plan.truthIterations}`,
     plan.evalTasks === 64 ? '' : ` --eval-tasks ${plan.evalTasks}`,
     plan.whitenMethods.length ? ` --whiten-methods ${plan.whitenMethods.join(',')}` : '',
+    plan.inProcess ? ' --in-process' : '',
   ].join('');
   return `npm run experiment -- --env ${plan.env} --methods ${plan.methods.join(',')} --seeds ${plan.seeds} --iterations ${plan.iterations}${extra}`;
 }
@@ -209,6 +203,7 @@ export async function writeReport(
     `## ${env}: ${methods.length} methods, ${seeds} paired seeds, ${iterations} iterations
 
 Command: \`${commandLine(plan)}\`.
+Runs: ${plan.inProcess ? 'trained in process (`--in-process`: the same loop, the advantages from the estimator library as the server computes them)' : 'trained on a Creditlab server'}.
 Machine: ${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}; ${data.runs.length} runs took ${(total / 60).toFixed(0)} min of wall time and ${(totalCpu / 60).toFixed(0)} min of trainer CPU (the server's CPU comes on top; the machine was shared).
 Trainer defaults (apps/trainer/src/config.ts): B = ${plan.tasksPerIteration} tasks × G = ${plan.groupSize} rollouts per iteration, PPO-clip
 (ε ${c.ppo.clip}, ${c.ppo.epochs} epochs × ${c.ppo.minibatches} minibatches, Adam ${c.ppo.learningRate}, entropy ${c.ppo.entropyCoef}), bag-of-tokens policy (${c.policy.hidden} hidden) with a trained value head (PPO-GAE's critic), each method at its

@@ -5,7 +5,7 @@ import type { ClientEvent, RunInput } from '@creditlab/events';
 import type { RunSink } from './training-loop';
 
 type WireStep = Record<string, unknown>;
-interface WireGroup {
+export interface WireGroup {
   id: string;
   trajectories: { id: string; outcome?: string; steps: WireStep[] }[];
 }

@@ -40,7 +40,8 @@ export function ppoBatch(
   return { batch, advantageRms };
 }
 
-function returnsToGo(rewards: number[], gamma: number): number[] {
+/** Discounted returns-to-go of one trajectory's rewards. */
+export function returnsToGo(rewards: number[], gamma: number): number[] {
   const out = new Array<number>(rewards.length);
   let g = 0;
   for (let j = rewards.length - 1; j >= 0; j--) out[j] = g = (rewards[j] as number) + gamma * g;

@@ -16,7 +16,15 @@ export interface StepRecord {
   value?: number;
   taskSeed?: number;
   trueAdvantage?: number;
+  /** The exact V(s) of the latent state, and the variance of Q(s, ·) under the policy (the quality harness). */
+  trueValue?: number;
+  trueQVariance?: number;
+  /** The latent state's key and step (the quality harness: which records share a state). */
+  trueState?: string;
 }
+
+/** What the truth adds to a step's record, from the latent state and the action taken. */
+export type TruthAnnotation<S> = (state: S, action: string) => Partial<StepRecord>;
 
 /** One step of a rollout: what is streamed, and what PPO needs of it. */
 export interface RolloutStep {
@@ -44,7 +52,8 @@ export interface TaskGroup {
  * G rollouts of each task, sampled from the current policy. All rollouts advance in lock step, so
  * each time step is one batched forward pass over every rollout still running (the per-call cost of
  * TensorFlow.js dominates at these sizes). Random draws are taken in rollout order (task, then
- * rollout) at each time step. With `truths` (one per task), every step also records its exact advantage.
+ * rollout) at each time step. With `truths` (one per task), every step also records what the truth
+ * says about it (its exact advantage).
  */
 export function sampleGroups<T extends { seed: number }, S extends EpisodeState>(
   env: TextEnvironment<T, S>,
@@ -52,7 +61,7 @@ export function sampleGroups<T extends { seed: number }, S extends EpisodeState>
   policy: TextPolicy,
   groupSize: number,
   rand: () => number,
-  truths?: ExactEvaluation<T, S>[],
+  truths?: TruthAnnotation<S>[],
 ): RolloutTrajectory[][] {
   const slots = tasks.flatMap((task, k) =>
     Array.from({ length: groupSize }, (_, i) => ({
@@ -90,7 +99,7 @@ export function sampleGroups<T extends { seed: number }, S extends EpisodeState>
         embedding: hidden,
         value,
         taskSeed: x.task.seed,
-        ...(x.truth ? { trueAdvantage: x.truth.advantage(x.state, action) } : {}),
+        ...(x.truth ? x.truth(x.state, action) : {}),
       };
       x.trajectory.steps.push({ record, actions, chosen, logProb: lp });
       x.state = result.state;

@@ -1,10 +1,15 @@
 import { CreditlabClient } from '@creditlab/client';
-import { textEnvironment } from '@creditlab/envs';
+import { textEnvironment, type EpisodeState } from '@creditlab/envs';
 import type { TrainerConfig } from './config';
 import { iterationRandom, type TrainerHooks } from './iteration';
 import type { TextPolicy } from './policy/text-policy';
 import { exactEvaluation, sampleGroups, trainingTasks, type TaskGroup } from './rollout';
-import { runTraining, type RolloutSource, type TrainingResult } from './training-loop';
+import {
+  runTraining,
+  type RolloutSource,
+  type RunSink,
+  type TrainingResult,
+} from './training-loop';
 
 export type { IterationReport, RunStart, TrainerHooks } from './iteration';
 
@@ -26,10 +31,19 @@ export async function train(
   apiKey?: string,
   resume?: ResumeFrom,
 ): Promise<TrainingResult> {
-  const client = CreditlabClient.connect({ url: config.serverUrl, apiKey });
+  return trainOn(CreditlabClient.connect({ url: config.serverUrl, apiKey }), config, hooks, resume);
+}
+
+/** `train` against any sink: a Creditlab server's client, or `InProcessRuns`. */
+export function trainOn(
+  sink: RunSink,
+  config: TrainerConfig,
+  hooks: TrainerHooks = {},
+  resume?: ResumeFrom,
+): Promise<TrainingResult> {
   const start = resume?.iteration ?? 0;
   return runTraining(
-    client,
+    sink,
     {
       config,
       run: {
@@ -61,7 +75,10 @@ export function sampledRollouts(config: TrainerConfig): RolloutSource {
       const tasks = trainingTasks(env, config.tasksPerIteration, rand);
       const truths =
         config.trueAdvantages && env.exact
-          ? tasks.map((task) => exactEvaluation(env, task, policy, config.trueAdvantageGamma))
+          ? tasks.map((task) => {
+              const truth = exactEvaluation(env, task, policy, config.trueAdvantageGamma);
+              return (s: EpisodeState, a: string) => ({ trueAdvantage: truth.advantage(s, a) });
+            })
           : undefined;
       const rollouts = sampleGroups(env, tasks, policy, config.groupSize, rand, truths);
       return tasks.map((task, k) => ({

@@ -49,6 +49,15 @@ export class ExactEvaluation<T extends { seed: number }, S extends EpisodeState>
     return q;
   }
 
+  /** The variance of Q(s, a) over the policy's actions: Σ_a π(a|s)·(Q(s,a) − V(s))². */
+  qVariance(s: S): number {
+    if (s.done) return 0;
+    const actions = this.env.admissibleActions(this.task, s);
+    const probs = this.policy(this.task, s, actions);
+    const v = this.value(s);
+    return actions.reduce((acc, a, i) => acc + (probs[i] as number) * (this.q(s, a) - v) ** 2, 0);
+  }
+
   /** The true advantage of taking `action` in `s`: Q(s,a) − V(s). */
   advantage(s: S, action: string): number {
     return this.q(s, action) - this.value(s);
