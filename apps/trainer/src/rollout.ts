@@ -19,8 +19,6 @@ export interface StepRecord {
   /** The exact V(s) of the latent state, and the variance of Q(s, ·) under the policy (the quality harness). */
   trueValue?: number;
   trueQVariance?: number;
-  /** The latent state's key and step (the quality harness: which records share a state). */
-  trueState?: string;
 }
 
 /** What the truth adds to a step's record, from the latent state and the action taken. */

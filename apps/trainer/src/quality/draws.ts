@@ -23,7 +23,7 @@ export function streamFor(...parts: (string | number)[]): () => number {
 
 /**
  * Samples the draws of `tasks` training tasks for a snapshot's policy, with every step's exact
- * advantage, exact V and variance of Q under the policy (γ), and its latent state.
+ * advantage, exact V and variance of Q under the policy (γ).
  */
 export function sampleDraws(
   envName: string,
@@ -42,7 +42,6 @@ export function sampleDraws(
       trueAdvantage: ev.advantage(s, a),
       trueValue: ev.value(s),
       trueQVariance: ev.qVariance(s),
-      trueState: `${env.situationKey(s)}@${s.step}`,
     });
   });
   const targets = sampleGroups(env, chosen, policy, 1, rand, truths).map((g) => g[0]!);

@@ -1,5 +1,6 @@
 import { selectBackend } from '../policy/backend';
 import { Learner } from '../learner';
+import { paperClaims, type ClaimResult } from './claims';
 import { sampleDraws, streamFor } from './draws';
 import { measure, type RowQuality } from './measure';
 import { trainSnapshots } from './snapshots';
@@ -18,6 +19,8 @@ export interface QualityPlan {
   resamples: number;
   seed: number;
   gamma: number;
+  /** The group size whose draws the paper claims are checked on. */
+  claimsGroupSize: number;
 }
 
 export interface QualityResult {
@@ -26,6 +29,8 @@ export interface QualityResult {
     iteration: number;
     successRate: number;
     bySize: { groupSize: number; rows: RowQuality[] }[];
+    /** The paper claims, on this snapshot's draws at the claims' group size. */
+    claims: ClaimResult[];
   }[];
   cpuSeconds: number;
   seconds: number;
@@ -50,6 +55,7 @@ export async function runQuality(
   for (const snap of snapshots) {
     const learner = new Learner(config);
     if (snap.checkpoint) await learner.restore(snap.checkpoint);
+    let claims: ClaimResult[] = [];
     const bySize = plan.groupSizes.map((G) => {
       const rand = streamFor(env, plan.seed, snap.iteration, G, 'draws');
       const draws = sampleDraws(env, learner.policy, plan.tasks, G, plan.draws, plan.gamma, rand);
@@ -62,10 +68,16 @@ export async function runQuality(
       log(
         `${env} snapshot ${snap.iteration} (training success ${(100 * snap.successRate).toFixed(0)} %), G = ${G}: done`,
       );
+      if (G === plan.claimsGroupSize) claims = paperClaims(draws, plan.seed);
       return { groupSize: G, rows };
     });
     learner.dispose();
-    result.snapshots.push({ iteration: snap.iteration, successRate: snap.successRate, bySize });
+    result.snapshots.push({
+      iteration: snap.iteration,
+      successRate: snap.successRate,
+      bySize,
+      claims,
+    });
   }
   const cpu = process.cpuUsage(c0);
   result.cpuSeconds = (cpu.user + cpu.system) / 1e6;

@@ -1,0 +1,135 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Interval } from '@creditlab/stats';
+import { machineLine, writeSection } from '@creditlab/report';
+import { lineChartPng } from '../png-plot';
+import type { RowQuality } from './measure';
+import type { QualityPlan, QualityResult } from './quality-run';
+
+const f2 = (x: number | null | undefined) =>
+  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
+const ci = (i: Interval) => `${f2(i.estimate)} [${f2(i.low)}, ${f2(i.high)}]`;
+const sci = (x: number | null) =>
+  x === null ? '–' : Math.abs(x) < 1e-12 ? '0' : x.toExponential(1);
+const COLOURS = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
+const GROUP_BASELINES = ['grpo', 'rloo', 'gigpo', 'gaca', 'gated-bepo', 'gagpo', 'bipace'];
+
+function correlationTable(result: QualityResult, s: QualityResult['snapshots'][number]): string {
+  const names = s.bySize[0]?.rows.map((r) => r.row) ?? [];
+  const cell = (G: number, name: string) =>
+    ci(s.bySize.find((b) => b.groupSize === G)!.rows.find((r) => r.row === name)!.groupCorrelation);
+  const sizes = s.bySize.map((b) => b.groupSize);
+  void result;
+  return `| row | ${sizes.map((G) => `G = ${G}`).join(' | ')} |
+|---|${sizes.map(() => '---:').join('|')}|
+${names.map((n) => `| ${n} | ${sizes.map((G) => cell(G, n)).join(' | ')} |`).join('\n')}`;
+}
+
+function detailTable(rows: RowQuality[]): string {
+  return `| row | pooled Pearson | within-group Pearson − GRPO's [95 % CI] | bias² per step [CI] | variance per step [CI] | gradient cosine (mean, min–max) |
+|---|---:|---:|---:|---:|---:|
+${rows
+  .map(
+    (r) =>
+      `| ${r.row} | ${f2(r.pooledCorrelation)} | ${ci(r.groupCorrelationVsGrpo)} | ${sci(r.bias2.estimate)} [${sci(r.bias2.low)}, ${sci(r.bias2.high)}] | ${sci(r.variance.estimate)} [${sci(r.variance.low)}, ${sci(r.variance.high)}] | ${f2(r.gradientCosine.mean)} (${f2(r.gradientCosine.min)}–${f2(r.gradientCosine.max)}) |`,
+  )
+  .join('\n')}`;
+}
+
+/** Once success is above one half, the group baselines should beat the plain return within groups. */
+function sanity(s: QualityResult['snapshots'][number]): string {
+  if (s.successRate <= 0.5) return '';
+  const lines = s.bySize.map((b) => {
+    const plain =
+      b.rows.find((r) => r.row === 'return (no baseline)')!.groupCorrelation.estimate ?? 0;
+    const losers = b.rows.filter(
+      (r) => GROUP_BASELINES.includes(r.row) && (r.groupCorrelation.estimate ?? 0) <= plain,
+    );
+    return `G = ${b.groupSize}: ${losers.length ? `below the plain return (${f2(plain)}): ${losers.map((r) => `${r.row} ${f2(r.groupCorrelation.estimate)}`).join(', ')}` : `every group baseline beats the plain return (${f2(plain)})`}`;
+  });
+  return `\nSanity check (success above one half, so a group baseline should beat the plain return): ${lines.join('; ')}.\n`;
+}
+
+function claimsTable(s: QualityResult['snapshots'][number]): string {
+  if (!s.claims.length) return '';
+  return `\n| claim | criterion (fixed before the run) | measured | verdict |
+|---|---|---|---|
+${s.claims.map((c) => `| ${c.claim} | ${c.criterion} | ${c.measured} | ${c.pass ? '**pass**' : '**fail**'} |`).join('\n')}\n`;
+}
+
+/** Writes one environment's section of `<out>/estimator-quality.md` and its chart. */
+export function writeQualityReport(
+  plan: QualityPlan,
+  result: QualityResult,
+  outDir: string,
+  command: string,
+): string {
+  mkdirSync(outDir, { recursive: true });
+  const best = result.snapshots.at(-1);
+  const png = `estimator-quality-${result.env}.png`;
+  // eight rows, one colour each: the oracle ceiling and the estimators (the table has every row)
+  const chartRows = [
+    'return − exact V',
+    'grpo',
+    'ppo-gae',
+    'gigpo',
+    'gaca',
+    'gated-bepo',
+    'gagpo',
+    'bipace',
+  ];
+  writeFileSync(
+    path.join(outDir, png),
+    lineChartPng(
+      chartRows.map((name) => ({
+        label: name,
+        points: (best?.bySize ?? []).map(
+          (b) =>
+            [
+              b.groupSize,
+              Math.max(0, b.rows.find((r) => r.row === name)!.groupCorrelation.estimate ?? 0),
+            ] as [number, number],
+        ),
+      })),
+      Math.max(...plan.groupSizes),
+    ),
+  );
+  const claimsG = plan.claimsGroupSize;
+  const body = `## ${result.env}
+
+Command: \`${command}\`. Machine: ${machineLine()}; ${(result.seconds / 60).toFixed(1)} min of wall time, ${(result.cpuSeconds / 60).toFixed(1)} min of CPU (the machine was shared).
+Snapshots: a GiGPO run of ${plan.snapshotIterations} iterations (seed ${plan.seed}, trainer defaults, trained in process), its weights at the first
+iteration whose training success reached ${plan.levels.map((l) => `${100 * l} %`).join(', ')}: ${result.snapshots.map((s) => `iteration ${s.iteration} (${(100 * s.successRate).toFixed(0)} %)`).join(', ')}.
+Per snapshot and group size G: ${plan.tasks} training tasks, each with one fixed target trajectory and ${plan.draws} draws of its G − 1 companions;
+each draw's ${plan.tasks} groups form one batch, as a training iteration would. Truth: Q(s,a) − V(s) of the latent state under the snapshot's
+policy, γ ${plan.gamma}. Intervals: 95 %, bootstrap over tasks (${plan.resamples} resamples). Gradient cosine on the first ${plan.gradientDraws} draws.
+
+${result.snapshots
+  .map(
+    (
+      s,
+    ) => `### ${result.env}, snapshot at iteration ${s.iteration} (training success ${(100 * s.successRate).toFixed(0)} %)
+
+Within-group Pearson correlation with the truth, mean over every group of every draw [95 % CI]:
+
+${correlationTable(result, s)}
+${sanity(s)}
+At G = ${claimsG}:
+
+${detailTable(s.bySize.find((b) => b.groupSize === claimsG)?.rows ?? s.bySize[0]!.rows)}
+${claimsTable(s)}`,
+  )
+  .join('\n')}
+![within-group correlation with the truth by group size](${png})
+
+Chart: within-group Pearson correlation with the truth (y from 0 to 100 %, i.e. 0 to 1; negative values drawn at 0) against
+the group size G (x from 0 to ${Math.max(...plan.groupSizes)}; points at ${plan.groupSizes.join(', ')}), at the last snapshot; colours in row order: ${chartRows.map((n, i) => `${n} ${COLOURS[i % COLOURS.length]}`).join(', ')}.`;
+  const file = path.join(outDir, 'estimator-quality.md');
+  writeSection(
+    `quality:${result.env}`,
+    body,
+    file,
+    '# Estimator quality against the exact truth\n',
+  );
+  return file;
+}
