@@ -13,6 +13,7 @@ export default tseslint.config(
       'node_modules/**',
       'coverage/**',
       'libs/db/src/generated/**',
+      'apps/web/dist*/**',
       // deliberate mistakes, linted by test/lint-rules.e2e.spec.ts
       'test/fixtures/lint/**',
     ],
@@ -38,7 +39,7 @@ export default tseslint.config(
   },
   {
     // Type-aware rules: a promise nobody awaits loses its error (and, in a server, its request).
-    files: ['**/*.ts'],
+    files: ['**/*.ts', 'apps/web/src/**/*.tsx'],
     languageOptions: {
       parserOptions: {
         // lint-check.ts: the name test/lint-rules.e2e.spec.ts lints from stdin at a lib's or app's path.

@@ -6,11 +6,19 @@ const path = require('node:path');
 const swcConfig = JSON.parse(fs.readFileSync(path.join(__dirname, '.swcrc'), 'utf8'));
 delete swcConfig.$schema;
 
+/** Test-only dependencies published only as ES modules (hyparquet reads exported Parquet back). */
+const ESM_ONLY = ['hyparquet'];
+
 const shared = {
   rootDir: __dirname,
   // Node's environment, plus: whatever a spec file started is stopped when it ends (test/support).
   testEnvironment: '<rootDir>/test/support/test-environment.ts',
-  transform: { '^.+\\.ts$': ['@swc/jest', swcConfig] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', swcConfig],
+    // Packages published only as ES modules, which Jest's CommonJS module system cannot load.
+    [`/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', swcConfig],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
     '^@creditlab/([a-z-]+)$': '<rootDir>/libs/$1/src',
@@ -40,6 +48,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   transform: shared.transform,
+  transformIgnorePatterns: shared.transformIgnorePatterns,
   moduleNameMapper: shared.moduleNameMapper,
   projects: [tier('unit', 'unit'), tier('int', 'int'), tier('e2e', 'e2e')],
 };

@@ -6,58 +6,16 @@
  * (2) times the online path on a 6,400-step iteration; (3) times `compare`
  * over a 100k-step iteration with five cached methods. Writes docs/benchmarks.md.
  */
-import { CreditlabClient, rolloutEvents } from '@creditlab/client';
+import { CreditlabClient } from '@creditlab/client';
 import { estimate } from '@creditlab/estimators';
 import { readIterations } from '../apps/server/src/advantages/iteration-reader';
-import {
-  syntheticBatchJson,
-  type SyntheticShape,
-} from '../libs/estimators/test/support/synthetic-rollouts';
 import { ADMIN_KEY, gql } from '../test/support/test-server';
 import { fmt, machineLine, median, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
+import { BENCH_ITERATION as ITERATION, ingestRun } from './support/synthetic-ingest';
 
 const RUN_STEPS = Number(process.env.BENCH_RECOMPUTE_STEPS ?? 1_000_000);
 const COMPARE_STEPS = Number(process.env.BENCH_COMPARE_STEPS ?? 100_000);
-const ITERATION: SyntheticShape = {
-  groups: 16,
-  groupSize: 8,
-  maxSteps: 50,
-  statesPerGroup: 20,
-  textLength: 120,
-  withoutEmbeddings: true,
-};
-
-async function ingestRun(
-  client: CreditlabClient,
-  name: string,
-  shape: SyntheticShape,
-  totalSteps: number,
-) {
-  const { id } = await client.createRun({ name, env: 'synthetic', method: 'gigpo' });
-  let steps = 0;
-  let iteration = 0;
-  const sizes: number[] = [];
-  while (steps < totalSteps) {
-    const batch = syntheticBatchJson(
-      { ...shape, maxTotalSteps: Math.min(shape.maxTotalSteps ?? Infinity, totalSteps - steps) },
-      1000 + iteration,
-    );
-    const n = batch.groups.reduce(
-      (a, g) => a + g.trajectories.reduce((b, t) => b + t.steps.length, 0),
-      0,
-    );
-    await client.appendEvents(id, rolloutEvents(iteration, batch, 2000));
-    sizes.push(n);
-    steps += n;
-    iteration++;
-  }
-  // Finishing the run makes every iteration complete, so recompute covers them all.
-  await client.appendEvents(id, [
-    { id: crypto.randomUUID(), type: 'run.finished', data: { status: 'completed' } },
-  ]);
-  return { id, iterations: iteration, steps, sizes };
-}
 
 async function timeRecompute(url: string, runId: string, method: string): Promise<number> {
   const t0 = performance.now();

@@ -1,10 +1,12 @@
 // Compiles the apps and libraries to CommonJS in dist/ (or the folder given as the first argument) with
 // swc: decorator metadata for Nest, and the @creditlab/* path aliases rewritten to relative requires, so
 // `node dist/apps/server/src/main.js` runs with production dependencies only. Migrations are copied
-// beside the code (libs/db finds them at dist/migrations).
+// beside the code (libs/db finds them at dist/migrations), and the built web app (apps/web, compiled
+// by Vite, not here) to dist/apps/web/dist, where the server's web module looks for it.
 import { transformFile } from '@swc/core';
 import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ensureWebBuild } from './web-build.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const out = path.resolve(root, process.argv[2] ?? 'dist');
@@ -13,7 +15,9 @@ async function* sources(dir) {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name !== 'test' && entry.name !== 'node_modules') yield* sources(full);
+      // apps/web is a browser app that Vite builds (below).
+      if (!['test', 'node_modules'].includes(entry.name) && full !== path.join(root, 'apps/web'))
+        yield* sources(full);
     } else if (/\.ts$/.test(entry.name) && !/\.(spec|d)\.ts$/.test(entry.name)) yield full;
     else if (entry.name.endsWith('.shim.js')) yield full;
   }
@@ -48,3 +52,9 @@ for (const top of ['apps', 'libs']) {
 }
 await cp(path.join(root, 'migrations'), path.join(out, 'migrations'), { recursive: true });
 process.stdout.write(`compiled ${count} files to ${path.relative(root, out) || '.'}\n`);
+const web = await ensureWebBuild({ quiet: true });
+if (web.missing) throw new Error(`the web app cannot be built: ${web.missing}`);
+await cp(path.join(root, 'apps/web/dist'), path.join(out, 'apps/web/dist'), { recursive: true });
+process.stdout.write(
+  `web app ${web.built ? `built in ${web.seconds.toFixed(1)} s` : 'up to date'}, copied to ${path.relative(root, out) || '.'}/apps/web/dist\n`,
+);

@@ -100,6 +100,43 @@ describe('authentication', () => {
     });
   });
 
+  test('the web app’s pages and assets load without a key; API paths, GraphQL queries and writes still need one', async () => {
+    const page = (path: string, accept = 'text/html') =>
+      fetch(`${server.url}${path}`, { headers: { accept } });
+    for (const path of ['/', '/runs/some-id', '/estimators']) {
+      const res = await page(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+      expect(await res.text()).toContain('<div id="root">');
+    }
+    // The explorer: GET /graphql from a browser is the app's page, whose router opens GraphiQL.
+    const explorer = await page('/graphql');
+    expect(explorer.status).toBe(200);
+    expect(await explorer.text()).toContain('<div id="root">');
+    const html = await (await page('/')).text();
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const asset = await page(script, '*/*');
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    expect((await page('/assets/missing.js', '*/*')).status).toBe(404);
+    // Nothing outside the built app is reachable through it.
+    expect(await (await page('/..%2f..%2fpackage.json', '*/*')).text()).not.toContain(
+      '"dependencies"',
+    );
+    const query = encodeURIComponent('{ viewer { role } }');
+    for (const [method, path] of [
+      ['GET', `/graphql?query=${query}`],
+      ['GET', '/v1/runs/x/checkpoints'],
+      ['GET', '/v1/no-such-route'],
+      ['POST', '/'],
+    ] as const)
+      expect(
+        (await fetch(`${server.url}${path}`, { method, headers: { accept: 'application/json' } }))
+          .status,
+      ).toBe(401);
+    expect((await page('/graphql', 'application/json')).status).toBe(401);
+  });
+
   test('probes and the Prometheus scrape need no key', async () => {
     for (const route of ['/healthz', '/readyz', '/metrics'])
       expect((await fetch(`${server.url}${route}`)).status).toBe(200);
@@ -142,7 +179,7 @@ describe('roles', () => {
     for (const mutation of [
       `mutation { createRun(input: { name: "x", env: "e", method: "grpo" }) { id } }`,
       `mutation { appendEvents(runId: "${runA}", events: []) { accepted } }`,
-      `mutation { finishRun(runId: "${runA}", status: failed) { id } }`,
+      `mutation { finishRun(runId: "${runA}", status: FAILED) { id } }`,
       `mutation { recompute(runId: "${runA}", method: { name: "rloo" }) { id } }`,
       `mutation { cancelJob(id: "${jobA}") { id } }`,
     ]) {
@@ -293,7 +330,7 @@ describe("another project's key finds nothing, on every path", () => {
   test('appendEvents, finishRun, recompute and compare: the same NOT_FOUND as a run that does not exist', async () => {
     for (const op of [
       (r: string) => `mutation { appendEvents(runId: "${r}", events: []) { accepted } }`,
-      (r: string) => `mutation { finishRun(runId: "${r}", status: aborted) { id status } }`,
+      (r: string) => `mutation { finishRun(runId: "${r}", status: ABORTED) { id status } }`,
       (r: string) => `mutation { recompute(runId: "${r}", method: { name: "rloo" }) { id } }`,
       (r: string) =>
         `{ compare(runId: "${r}", methods: [{ name: "grpo" }, { name: "rloo" }]) { stepCount } }`,
@@ -309,7 +346,7 @@ describe("another project's key finds nothing, on every path", () => {
       {},
       keys.aRead,
     );
-    expect(untouched.data!.run.status).toBe('running');
+    expect(untouched.data!.run.status).toBe('RUNNING');
   });
 
   test('jobs: another project’s job is null to read and to cancel, and stays untouched', async () => {
@@ -327,7 +364,7 @@ describe("another project's key finds nothing, on every path", () => {
       {},
       keys.aRead,
     );
-    expect(owner.data!.job.status).not.toBe('cancelled');
+    expect(owner.data!.job.status).not.toBe('CANCELLED');
   });
 
   test('projects and keys: a project admin sees and manages only its own', async () => {
@@ -382,9 +419,12 @@ describe("another project's key finds nothing, on every path", () => {
     expect((await gql(server, '{ viewer { role } }', {}, keys.aRead)).errors).toBeUndefined();
   });
 
-  test('the schema has no subscriptions through which runs could leak', async () => {
-    const res = await gql(server, '{ __schema { subscriptionType { name } } }');
-    expect(res).toEqual({ data: { __schema: { subscriptionType: null } } });
+  test('the only subscription is runProgress, which checks the run like every other path (test/live-updates.e2e.spec.ts)', async () => {
+    const res = await gql<{ __schema: { subscriptionType: { fields: { name: string }[] } } }>(
+      server,
+      '{ __schema { subscriptionType { fields { name } } } }',
+    );
+    expect(res.data!.__schema.subscriptionType.fields.map((f) => f.name)).toEqual(['runProgress']);
   });
 });
 

@@ -91,7 +91,7 @@ test('a parameter given at its default is the same set; advantages.used events n
     };
   }>(
     server,
-    'query($id: ID!) { run(id: $id) { events(types: ["advantages.used"], first: 1000) { nodes { id data } } } }',
+    'query($id: ID!) { run(id: $id) { events(types: [ADVANTAGES_USED], first: 1000) { nodes { id data } } } }',
     { id: runId },
   );
   const used = events.data!.run.events.nodes;

@@ -44,7 +44,7 @@ test('an upload is stored byte for byte, listed, recorded as checkpoint.saved on
   }>(
     server,
     `query($id: ID!) { run(id: $id) { checkpoints { iteration sha256 bytes path }
-       events(types: ["checkpoint.saved"]) { nodes { data } } } }`,
+       events(types: [CHECKPOINT_SAVED]) { nodes { data } } } }`,
     { id: runId },
   );
   expect(res.data!.run.checkpoints).toEqual([

@@ -63,7 +63,7 @@ interface Result {
       againstGrpoSign: number;
       byGroup: { iteration: number; groupId: string; against: number }[];
     }[];
-    rows: { nodes: Row[]; endCursor: string | null; hasNextPage: boolean };
+    rows: { nodes: Row[]; pageInfo: { endCursor: string | null; hasNextPage: boolean } };
   };
 }
 
@@ -74,7 +74,7 @@ async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
       byPosition { slice steps pearson signAgreement } byIteration { slice steps pearson signAgreement }
       disagreements { iteration groupId trajectoryId stepIndex action advantages } }
     againstEpisode { method against goodInFailed badInSucceeded againstGrpoSign byGroup { iteration groupId against } }
-    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex outcome action advantages } endCursor hasNextPage } } }`;
+    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex outcome action advantages } pageInfo { endCursor hasNextPage } } } }`;
   const rows: Row[] = [];
   let after: string | null = null;
   let first: Result['compare'] | undefined;
@@ -87,8 +87,8 @@ async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
     if (res.errors) throw new Error(JSON.stringify(res.errors));
     first ??= res.data!.compare;
     rows.push(...res.data!.compare.rows.nodes);
-    if (!res.data!.compare.rows.hasNextPage) break;
-    after = res.data!.compare.rows.endCursor;
+    if (!res.data!.compare.rows.pageInfo.hasNextPage) break;
+    after = res.data!.compare.rows.pageInfo.endCursor;
   }
   return { result: first, rows };
 }

@@ -69,7 +69,8 @@ test('runs: filters on project, env, method, status and tags', async () => {
   expect(await names({ project: 'lab-a' })).toEqual(['run 0', 'run 1', 'run 2', 'run 3']);
   expect(await names({ project: 'lab-a', env: 'sokoban' })).toEqual(['run 1', 'run 3']);
   expect(await names({ method: 'gigpo' })).toEqual(['run 0', 'run 1']);
-  expect(await names({ status: 'completed' })).toEqual(['run 0']);
+  expect(await names({ status: ['COMPLETED'] })).toEqual(['run 0']);
+  expect(await names({ status: ['COMPLETED', 'RUNNING'] })).toHaveLength(5);
   expect(await names({ tags: ['seed-1', 'baseline'] })).toEqual(['run 0']);
   expect(await names({ tags: ['seed-1'] })).toHaveLength(5);
 });
@@ -98,7 +99,7 @@ test('run: status, summary, iterations with metrics and evaluation', async () =>
   );
   const batch = fixtureBatches()[0]![1];
   expect(res.data!.run).toMatchObject({
-    status: 'completed',
+    status: 'COMPLETED',
     summary: { best: 0.5 },
     seed: 0,
     iterations: [
@@ -119,31 +120,39 @@ test('run: status, summary, iterations with metrics and evaluation', async () =>
 
 test('events: in seq order, after a seq, filtered by type, paginated', async () => {
   const q =
-    'query($id: ID!, $after: Int, $types: [String!], $first: Int) { run(id: $id) { events(after: $after, types: $types, first: $first) { nodes { seq type iteration } pageInfo { hasNextPage endCursor } } } }';
+    'query($id: ID!, $after: String, $types: [EventType!], $first: Int) { run(id: $id) { events(after: $after, types: $types, first: $first) { nodes { seq type iteration } pageInfo { hasNextPage endCursor } } } }';
   const all = (
     await gql<{ run: { events: { nodes: { seq: number; type: string }[] } } }>(server, q, {
       id: runIds[0],
     })
   ).data!.run.events.nodes;
   expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
-  expect(all[0]!.type).toBe('run.created');
-  expect(all.at(-1)!.type).toBe('run.finished');
+  expect(all[0]!.type).toBe('RUN_CREATED');
+  expect(all.at(-1)!.type).toBe('RUN_FINISHED');
   const metrics = (
     await gql<{ run: { events: { nodes: { type: string }[] } } }>(server, q, {
       id: runIds[0],
-      types: ['metrics.logged', 'evaluation.logged'],
+      types: ['METRICS_LOGGED', 'EVALUATION_LOGGED'],
     })
   ).data!.run.events.nodes;
-  expect(metrics.map((e) => e.type)).toEqual(['metrics.logged', 'evaluation.logged']);
+  expect(metrics.map((e) => e.type)).toEqual(['METRICS_LOGGED', 'EVALUATION_LOGGED']);
   const page = (
     await gql<{
       run: {
         events: { nodes: { seq: number }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
       };
-    }>(server, q, { id: runIds[0], after: 2, first: 2 })
+    }>(server, q, { id: runIds[0], first: 2 })
   ).data!.run.events;
-  expect(page.nodes.map((e) => e.seq)).toEqual([3, 4]);
-  expect(page.pageInfo).toEqual({ hasNextPage: true, endCursor: '4' });
+  expect(page.nodes.map((e) => e.seq)).toEqual([1, 2]);
+  expect(page.pageInfo.hasNextPage).toBe(true);
+  const next = (
+    await gql<{ run: { events: { nodes: { seq: number }[] } } }>(server, q, {
+      id: runIds[0],
+      after: page.pageInfo.endCursor,
+      first: 2,
+    })
+  ).data!.run.events;
+  expect(next.nodes.map((e) => e.seq)).toEqual([3, 4]);
 });
 
 test('groups: pages of a given size cover the iteration in canonical order', async () => {

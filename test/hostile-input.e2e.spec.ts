@@ -133,14 +133,14 @@ describe('a finished run', () => {
           { id: runId },
         )
       ).data!.run;
-    expect(await status()).toMatchObject({ status: 'completed' });
+    expect(await status()).toMatchObject({ status: 'COMPLETED' });
 
     const resumed = await post(runId, [
       { id: newEventId(), type: 'run.resumed', data: { reason: 'more iterations' } },
       metrics(1, 0.5),
     ]);
     expect(resumed.status).toBe(200);
-    expect(await status()).toEqual({ status: 'running', finishedAt: null });
+    expect(await status()).toEqual({ status: 'RUNNING', finishedAt: null });
     const twice = await post(runId, [{ id: newEventId(), type: 'run.resumed', data: {} }]);
     expect(twice.status).toBe(409);
     expect(twice.body.message).toContain('is running');

@@ -74,6 +74,10 @@ async function expectEverythingStopped(started: NpmStart): Promise<void> {
 test('SIGTERM to the npm process of `npm start` stops the server and its PostgreSQL, cleanly', async () => {
   const started = await npmStart();
   expect(alive(started.serverPid)).toBe(true);
+  // npm start builds the web app when needed: the page is there with nothing else run.
+  const page = await fetch(`http://127.0.0.1:${started.httpPort}/`);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain('<div id="root">');
   process.kill(started.npm.pid as number, 'SIGTERM'); // npm alone, not its process group
   await expectEverythingStopped(started);
   expect(started.output()).toMatch(/SIGTERM: shutting down/);

@@ -41,6 +41,16 @@ test('the compiled server runs in production mode: migrates, ingests, computes i
   );
   try {
     expect(await (await fetch(`${server.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+    // The built web app travels with the build (the container's runtime stage copies dist/ only).
+    const page = await fetch(`${server.url}/runs`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<div id="root">');
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${server.url}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toMatch(/javascript/);
     const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
     const { id } = await client.createRun({ name: 'prod', env: 'e', method: 'bipace' });
     await client.appendEvents(id, rolloutEvents(0, fixtureBatches()[10]![1]));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { buildSchema, parse, validate } from 'graphql';
 import { startCommand, type CliResult } from './support/cli';
 import { freePort } from './support/free-port';
 import { createTestDatabase } from './support/test-database';
@@ -103,7 +104,7 @@ test('the trainer and npm run admin need no --server or --key', async () => {
     },
     exported.key,
   );
-  expect(await res.json()).toEqual({ data: { run: { status: 'completed' } } });
+  expect(await res.json()).toEqual({ data: { run: { status: 'COMPLETED' } } });
   // without the exports, straight from the credentials file
   const whoami = await shell('npm run -s admin -- whoami');
   expect(whoami).toMatchObject({ code: 0, stdout: expect.stringContaining(`at ${server.url}`) });
@@ -127,4 +128,15 @@ test('every curl in the README goes to $CREDITLAB_URL with $CREDITLAB_API_KEY', 
   }
   // each block with a curl sets the variables first, or follows one that does (Set up, the tour)
   expect(blocks.filter((b) => b.startsWith('eval "$(npm run -s admin -- env)"'))).toHaveLength(2);
+});
+
+test('every GraphQL example in the README is valid against the schema the server serves', async () => {
+  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/```graphql\n([^]*?)```/g)].map((m) => m[1] as string);
+  expect(blocks.length).toBeGreaterThanOrEqual(4);
+  const schema = buildSchema(await readFile(path.join(ROOT, 'schema.gql'), 'utf8'));
+  for (const block of blocks)
+    // several one-line operations share a block; each is a document of its own
+    for (const doc of block.includes('\nmutation') ? block.split(/\n(?=query|mutation)/) : [block])
+      expect([doc, validate(schema, parse(doc)).map((e) => e.message)]).toEqual([doc, []]);
 });

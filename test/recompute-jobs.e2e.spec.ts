@@ -54,7 +54,7 @@ async function waitFor(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
-const finished = (j: Job) => ['completed', 'failed', 'cancelled'].includes(j.status);
+const finished = (j: Job) => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(j.status);
 
 async function storedAdvantages(
   url: string,
@@ -74,9 +74,9 @@ async function storedAdvantages(
 test('a job computes every complete iteration; the set equals the library; asking again reuses it', async () => {
   const { id, batches } = await syntheticRun(server.url, 5);
   const job = await recompute(server.url, id, { name: 'gated-bepo', params: { gamma: 0.9 } });
-  expect(job).toMatchObject({ status: 'queued', total: 4 }); // iteration 4 is still open: the last one of a running run
+  expect(job).toMatchObject({ status: 'QUEUED', total: 4 }); // iteration 4 is still open: the last one of a running run
   const done = await waitFor(server.url, job.id, finished);
-  expect(done).toMatchObject({ status: 'completed', done: 4, total: 4, error: null });
+  expect(done).toMatchObject({ status: 'COMPLETED', done: 4, total: 4, error: null });
   for (let i = 0; i < 4; i++) {
     const direct = estimate(columnarBatchFromJson(batches[i]), 'gated-bepo', { gamma: 0.9 });
     expect(
@@ -89,7 +89,7 @@ test('a job computes every complete iteration; the set equals the library; askin
   });
   expect(again.advantageSetId).toBe(job.advantageSetId);
   expect(await waitFor(server.url, again.id, finished)).toMatchObject({
-    status: 'completed',
+    status: 'COMPLETED',
     done: 4,
   });
   const sets = await gql<{ run: { advantageSets: { id: string; iterations: number[] }[] } }>(
@@ -111,7 +111,7 @@ test('a job that cannot succeed fails with the estimator’s message', async () 
   });
   const job = await recompute(server.url, id, { name: 'bipace' }, [0, 1]);
   const failed = await waitFor(server.url, job.id, finished);
-  expect(failed.status).toBe('failed');
+  expect(failed.status).toBe('FAILED');
   expect(failed.error).toMatch(
     new RegExp(
       `^bipace on run ${id} iteration 0: group "g0", trajectory "g0/t0", step 0 .*method "bipace" needs "embedding" on every step`,
@@ -134,10 +134,10 @@ test('a cancelled job stops between chunks of iterations', async () => {
     `mutation($id: ID!) { cancelJob(id: $id) { ${JOB} } }`,
     { id: job.id },
   );
-  expect(cancelled.data!.cancelJob.status).toBe('cancelled');
+  expect(cancelled.data!.cancelJob.status).toBe('CANCELLED');
   await new Promise((r) => setTimeout(r, 1500));
   const after = await waitFor(server.url, job.id, finished);
-  expect(after.status).toBe('cancelled');
+  expect(after.status).toBe('CANCELLED');
   expect(after.done).toBeLessThan(48);
 });
 
@@ -165,7 +165,7 @@ test('a job whose server dies mid-way is resumed by another server process, with
   const survivor = await spawnServer(env);
   try {
     const done = await waitFor(survivor.url, job.id, finished, 90_000);
-    expect(done).toMatchObject({ status: 'completed', done: 16 });
+    expect(done).toMatchObject({ status: 'COMPLETED', done: 16 });
     for (const i of [0, 7, 15]) {
       const direct = estimate(columnarBatchFromJson(batches[i]), 'bipace', {});
       expect(await storedAdvantages(survivor.url, id, i, { method: 'bipace' })).toEqual(

@@ -254,7 +254,7 @@ test('a recompute job recomputes a stale iteration instead of skipping it', asyn
       'query($id: ID!) { job(id: $id) { status done total } }',
       { id: job.data!.recompute.id },
     );
-    if (j.data!.job.status === 'completed') {
+    if (j.data!.job.status === 'COMPLETED') {
       expect(j.data!.job).toMatchObject({ done: 1, total: 1 });
       break;
     }

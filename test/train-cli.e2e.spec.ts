@@ -108,15 +108,15 @@ test('train: prints the run id, shows progress of N, and leaves a completed run 
   expect(progress(parentOutput.stderr)).toEqual(['1/5', '2/5', '3/5', '4/5', '5/5']);
   const run = await runView(parent);
   expect(run).toMatchObject({
-    status: 'completed',
+    status: 'COMPLETED',
     method: 'grpo',
     config: { iterations: 5, checkpointEvery: 3 },
   });
   const types = run.events.nodes.map((e) => e.type);
-  expect(types.filter((t) => t === 'metrics.logged')).toHaveLength(5);
-  expect(types.at(-1)).toBe('run.finished');
+  expect(types.filter((t) => t === 'METRICS_LOGGED')).toHaveLength(5);
+  expect(types.at(-1)).toBe('RUN_FINISHED');
   expect(
-    run.events.nodes.filter((e) => e.type === 'checkpoint.saved').map((e) => e.data.iteration),
+    run.events.nodes.filter((e) => e.type === 'CHECKPOINT_SAVED').map((e) => e.data.iteration),
   ).toEqual([3, 5]);
 });
 
@@ -126,7 +126,7 @@ test('train --fork RUN: the parent’s config and iteration count under another 
   expect(progress(r.stderr)).toEqual(['1/5', '2/5', '3/5', '4/5', '5/5']);
   const run = await runView(r.stdout.trim());
   expect(run).toMatchObject({
-    status: 'completed',
+    status: 'COMPLETED',
     parentRunId: parent,
     forkIteration: 0,
     method: 'gigpo',
@@ -144,7 +144,7 @@ test('train --fork RUN --from-checkpoint K starts at iteration K of the parent�
   expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(UUID_LINE) });
   expect(progress(r.stderr)).toEqual(['4/5', '5/5']);
   const run = await runView(r.stdout.trim());
-  expect(run).toMatchObject({ status: 'completed', parentRunId: parent, forkIteration: 3 });
+  expect(run).toMatchObject({ status: 'COMPLETED', parentRunId: parent, forkIteration: 3 });
   expect(run.advantageSets).toEqual([{ method: 'gaca', iterations: [3, 4] }]);
 });
 
@@ -157,7 +157,7 @@ test('train --retrain RUN: the parent’s iterations again under another method,
   });
   expect(progress(r.stderr)).toEqual(['1/5', '2/5', '3/5', '4/5', '5/5']);
   const run = await runView(r.stdout.trim());
-  expect(run).toMatchObject({ status: 'completed', parentRunId: parent });
+  expect(run).toMatchObject({ status: 'COMPLETED', parentRunId: parent });
   expect(['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).toContain(run.config.backend);
   expect(run.advantageSets).toEqual([{ method: 'gagpo', iterations: [0, 1, 2, 3, 4] }]);
   // --iterations N: only the parent's first N
@@ -181,7 +181,7 @@ test('a retrain that fails marks its run failed, says why on one line and exits 
   const created = (await runIds()).filter((id) => !before.includes(id));
   expect(created).toHaveLength(1);
   const run = await runView(created[0]!);
-  expect(run.status).toBe('failed');
+  expect(run.status).toBe('FAILED');
   expect(run.summary).toMatchObject({ error: expect.stringContaining('not admissible') });
 });
 
@@ -197,7 +197,7 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
     const r = await cli.result;
     expect(r).toMatchObject({ code: 130, stdout: expect.stringMatching(UUID_LINE) });
     const run = await runView(r.stdout.trim());
-    expect(run.status).toBe('aborted');
+    expect(run.status).toBe('ABORTED');
     expect(run.iterations.length).toBeLessThan(1000);
   });
 
@@ -209,7 +209,7 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
     const r = await cli.result;
     expect(r).toMatchObject({ code: 130, stdout: expect.stringMatching(UUID_LINE) });
     const run = await runView(r.stdout.trim());
-    expect(run.status).toBe('aborted');
+    expect(run.status).toBe('ABORTED');
     expect(run.advantageSets[0]!.iterations.length).toBeLessThan(100);
   });
 
@@ -227,7 +227,7 @@ describe('Ctrl-C finishes the run as aborted and exits 130', () => {
     const runId = (await cli.stderrMatching(/run (\S+): 1000 iterations/))[1]!;
     cli.child.kill('SIGINT');
     expect((await cli.result).code).toBe(130);
-    expect((await runView(runId)).status).toBe('aborted');
+    expect((await runView(runId)).status).toBe('ABORTED');
     await expect(stat(path.join(out, 'experiments.md'))).rejects.toThrow('ENOENT');
   });
 });
@@ -242,7 +242,7 @@ test('a trainer killed outright leaves its run running, and npm run admin -- fin
   await cli.stderrMatching(/iteration 1\/1000/);
   cli.child.kill('SIGKILL');
   await cli.result;
-  expect((await runView(runId)).status).toBe('running');
+  expect((await runView(runId)).status).toBe('RUNNING');
   const finish = (status: string) =>
     npmRun('admin', ['finish-run', runId, '--status', status, '--reason', 'node lost'], env);
   const done = await finish('failed');
@@ -252,11 +252,11 @@ test('a trainer killed outright leaves its run running, and npm run admin -- fin
   });
   const run = await runView(runId);
   expect(run).toMatchObject({
-    status: 'failed',
+    status: 'FAILED',
     summary: { reason: 'node lost', finishedBy: 'npm run admin -- finish-run' },
   });
   expect(run.events.nodes.at(-1)).toMatchObject({
-    type: 'run.finished',
+    type: 'RUN_FINISHED',
     data: { status: 'failed' },
   });
   // the same again changes nothing; another status is refused
@@ -300,7 +300,7 @@ test('experiment --server: every method and seed trained there, scored against t
   const created = (await runIds()).filter((id) => !before.includes(id));
   const runs = await Promise.all(created.map(runView));
   expect(runs.map((x) => x.method).sort()).toEqual(['gigpo', 'grpo', 'grpo']); // the truth run is GRPO
-  expect(runs.every((x) => x.status === 'completed')).toBe(true);
+  expect(runs.every((x) => x.status === 'COMPLETED')).toBe(true);
   const report = await readFile(path.join(out, 'experiments.md'), 'utf8');
   expect(report).toContain('--tasks 2 --group-size 2 --truth-iterations 1');
   expect(report).toMatch(/\n\| grpo \| .*\n\| gigpo \| /);

@@ -60,7 +60,7 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
     { id: runId },
   );
   const run = res.data!.run;
-  expect(run.status).toBe('completed');
+  expect(run.status).toBe('COMPLETED');
   expect(['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).toContain(run.config.backend);
   expect(run.advantageSets).toEqual([{ method: 'gaca', iterations: [0, 1, 2] }]);
   expect(run.iterations.map((i) => i.index)).toEqual([0, 1, 2]);
@@ -78,15 +78,15 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
     ]);
   });
   const types = run.events.nodes.map((e) => e.type);
-  expect(types[0]).toBe('run.created');
-  expect(types.at(-1)).toBe('run.finished');
-  expect(types.filter((t) => t === 'advantages.used')).toHaveLength(3);
-  expect(types.filter((t) => t === 'metrics.logged')).toHaveLength(3);
+  expect(types[0]).toBe('RUN_CREATED');
+  expect(types.at(-1)).toBe('RUN_FINISHED');
+  expect(types.filter((t) => t === 'ADVANTAGES_USED')).toHaveLength(3);
+  expect(types.filter((t) => t === 'METRICS_LOGGED')).toHaveLength(3);
   expect(
-    run.events.nodes.filter((e) => e.type === 'evaluation.logged').map((e) => e.iteration),
+    run.events.nodes.filter((e) => e.type === 'EVALUATION_LOGGED').map((e) => e.iteration),
   ).toEqual([1, 2]);
   // checkpoint k = the weights after k iterations: uploaded after iterations 2 (every 2) and 3 (the last)
-  const checkpoints = run.events.nodes.filter((e) => e.type === 'checkpoint.saved');
+  const checkpoints = run.events.nodes.filter((e) => e.type === 'CHECKPOINT_SAVED');
   expect(checkpoints.map((e) => e.data.iteration)).toEqual([2, 3]);
   const download = await api(`${server.url}${checkpoints[1]!.data.uri as string}`);
   expect(download.headers.get('x-creditlab-sha256')).toBe(checkpoints[1]!.data.sha256);
@@ -264,7 +264,7 @@ test('retrain re-runs a run’s updates on its stored rollouts under another met
   );
   expect(res.data!.run).toEqual({
     parentRunId: parent.runId,
-    status: 'completed',
+    status: 'COMPLETED',
     advantageSets: [{ method: 'gated-bepo', iterations: [0, 1] }],
   });
   const strip = (groups: Awaited<ReturnType<typeof readIteration>>) =>

@@ -1,5 +1,6 @@
 // Relative imports: Jest loads global setup without moduleNameMapper.
 import { startEmbeddedPostgres } from '../../libs/db/src/embedded-postgres';
+import { spawnSync } from 'node:child_process';
 import { chmod, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +17,7 @@ import { startSystemPostgres } from './system-postgres';
 export default async function globalSetup(): Promise<void> {
   process.env.CREDITLAB_TEST_RUN = String(process.pid);
   await reapOrphans();
+  buildWebApp();
   if (process.env.CREDITLAB_TEST_DATABASE_URL) return;
   const bin = process.env.CREDITLAB_TEST_POSTGRES_BIN;
   if (bin) {
@@ -35,6 +37,20 @@ export default async function globalSetup(): Promise<void> {
   track(postmaster, `test PostgreSQL in ${dataDir}`, false, 'run');
   process.env.CREDITLAB_TEST_DATABASE_URL = pg.url;
   (globalThis as { __creditlabTestPg?: TestPostgres }).__creditlabTestPg = { ...pg, root };
+}
+
+/**
+ * The web app, built once for the whole run if its sources changed (as `npm start` does), before
+ * any spec starts a server that serves it: spec files running side by side never build it twice.
+ */
+function buildWebApp(): void {
+  const root = path.resolve(__dirname, '../..');
+  const r = spawnSync(process.execPath, ['scripts/web-build.mjs', '--quiet'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 600_000,
+  });
+  if (r.status !== 0) throw new Error(`building the web app failed:\n${r.stdout}${r.stderr}`);
 }
 
 export interface TestPostgres {

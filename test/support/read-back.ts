@@ -51,6 +51,8 @@ export async function readIteration(
     }>(server, GROUPS_QUERY, { id: runId, iteration, after });
     if (res.errors) throw new Error(JSON.stringify(res.errors));
     const page: Page = res.data!.run.groups;
+    // The API's outcome enum (SUCCESS) as rollout-batch/v1's word (success), to compare with batches.
+    for (const g of page.nodes) for (const t of g.trajectories) t.outcome = t.outcome.toLowerCase();
     groups.push(...page.nodes);
     if (!page.pageInfo.hasNextPage) return groups;
     after = page.pageInfo.endCursor;

@@ -36,12 +36,12 @@ export const finishRun = adminCommand({
       finishRun: { id: string; status: string; finishedAt: string };
     }>(
       'mutation($id: ID!, $s: RunFinishStatus!, $summary: JSON) { finishRun(runId: $id, status: $s, summary: $summary) { id status finishedAt summary } }',
-      { id: runId, s: status, summary },
+      { id: runId, s: status.toUpperCase(), summary }, // the API's enum names are in capitals
       { idempotent: true },
     );
     return {
       json: finishRun,
-      text: `run ${finishRun.id} marked ${finishRun.status} at ${finishRun.finishedAt}`,
+      text: `run ${finishRun.id} marked ${finishRun.status.toLowerCase()} at ${finishRun.finishedAt}`,
     };
   },
 });

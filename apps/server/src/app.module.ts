@@ -2,24 +2,25 @@ import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { GraphQLModule } from '@nestjs/graphql';
-import type { Request } from 'express';
 import { AppConfigToken } from './config/app-config.provider';
 import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { DomainErrorFilter } from './errors/domain-error.filter';
-import { complexityLimitPlugin, documentLimitsRule } from './graphql/query-limits';
-import { formatError } from './graphql/format-error';
+import { graphqlOptions } from './graphql/graphql-options';
+import { Notifications } from './database/notifications';
+import { ApiKeysService } from './access/api-keys.service';
+import { RateLimits } from './access/rate-limits';
 import { Metrics } from './operations/metrics';
 import { OperationsModule } from './operations/operations.module';
 import { AccessModule } from './access/access.module';
 import { AdvantagesModule } from './advantages/advantages.module';
 import { CheckpointsModule } from './checkpoints/checkpoints.module';
 import { CompareModule } from './compare/compare.module';
+import { ExportsModule } from './exports/exports.module';
 import { JobsModule } from './jobs/jobs.module';
-import { createRolloutLoaders } from './rollouts/rollout-loaders';
 import { RolloutsModule } from './rollouts/rollouts.module';
-import { createRunLoaders } from './runs/run-loaders';
 import { RunsModule } from './runs/runs.module';
+import { WebModule } from './web/web.module';
 
 /** Shared singletons made before Nest starts (the database must be up and migrated first). */
 @Module({})
@@ -32,8 +33,9 @@ class CoreModule {
         { provide: AppConfigToken, useValue: config },
         { provide: Database, useValue: db },
         { provide: Metrics, useValue: new Metrics(db) },
+        Notifications,
       ],
-      exports: [AppConfigToken, Database, Metrics],
+      exports: [AppConfigToken, Database, Metrics, Notifications],
     };
   }
 }
@@ -53,26 +55,13 @@ export class AppModule {
         JobsModule,
         CompareModule,
         CheckpointsModule,
-        GraphQLModule.forRoot<ApolloDriverConfig>({
+        ExportsModule,
+        WebModule,
+        GraphQLModule.forRootAsync<ApolloDriverConfig>({
           driver: ApolloDriver,
-          path: '/graphql',
-          autoSchemaFile: true,
-          sortSchema: true,
-          // Every request carries a key, so the schema is shown to key holders only, production included.
-          introspection: true,
-          includeStacktraceInErrorResponses: false,
-          formatError,
-          // Per request: the batch loaders every nested field of that request shares.
-          context: ({ req }: { req: Request }) => ({
-            req,
-            loaders: { ...createRunLoaders(db), ...createRolloutLoaders(db) },
-          }),
-          validationRules: [
-            documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
-          ],
-          // Bounds the work of parsing itself: a document longer than this is refused unread.
-          parseOptions: { maxTokens: config.limits.graphqlMaxTokens },
-          plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
+          inject: [ApiKeysService, RateLimits],
+          useFactory: (keys: ApiKeysService, limits: RateLimits) =>
+            graphqlOptions(config, db, keys, limits),
         }),
       ],
       providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],

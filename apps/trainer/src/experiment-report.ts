@@ -1,17 +1,17 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { lineChartOption, type CurveSeries } from '@creditlab/charts';
 import { machineLine, writeSection } from '@creditlab/report';
 import { holm, pairedTTest } from '@creditlab/stats';
 import { DEFAULT_CONFIG } from './config';
 import type { ExperimentPlan } from './experiment-command';
 import type { TruthRow } from './experiment-backends';
 import type { ExperimentData, RunRecord } from './experiment-data';
-import { lineChartPng, type Series } from './png-plot';
+import { chartImages } from './chart-image';
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
 const pct = (x: number) => `${(100 * x).toFixed(1)}`;
 const fmt = (x: number | null) => (x === null ? '–' : x.toFixed(2));
-const COLOURS = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
 
 /**
  * The primary measure: the area under the held-out success curve, normalised by the span of the
@@ -122,7 +122,7 @@ function sdOf(xs: number[]): number {
 function ratesSection(
   plan: ExperimentPlan,
   data: ExperimentData,
-): { text: string; series: Series[] } {
+): { text: string; series: CurveSeries[] } {
   const runs = data.runs.filter((r) => r.singletonRate.length);
   const perIteration = (pick: (r: RunRecord) => number[]) =>
     Array.from({ length: plan.iterations }, (_, i) =>
@@ -138,8 +138,16 @@ Gated-BEPO's gate-on rate ${pct(pooled((r) => r.gateOnRate))} % (per iteration $
   return {
     text,
     series: [
-      { label: 'gigpo singleton rate', points: singleton.map((y, i) => [i + 1, y]) },
-      { label: 'gated-bepo gate-on rate', points: gate.map((y, i) => [i + 1, y]) },
+      {
+        name: 'GiGPO singleton rate',
+        method: 'gigpo',
+        points: singleton.map((y, i) => [i + 1, y]),
+      },
+      {
+        name: 'Gated-BEPO gate-on rate',
+        method: 'gated-bepo',
+        points: gate.map((y, i) => [i + 1, y]),
+      },
     ],
   };
 }
@@ -178,11 +186,12 @@ export async function writeReport(
   data: ExperimentData,
 ): Promise<string> {
   const { env, methods, seeds, iterations } = plan;
-  const curves: Series[] = methods.map((method) => {
+  const curves: CurveSeries[] = methods.map((method) => {
     const runs = runsOf(data, method, false);
     const xs = runs[0]?.curve.map(([x]) => x) ?? [];
     return {
-      label: method,
+      name: method,
+      method,
       points: xs.map(
         (x, i) => [x, mean(runs.map((r) => r.curve[i]?.[1] ?? 0))] as [number, number],
       ),
@@ -190,10 +199,10 @@ export async function writeReport(
   });
   await mkdir(plan.outDir, { recursive: true });
   const png = `experiments-${env}.png`;
-  await writeFile(path.join(plan.outDir, png), lineChartPng(curves, iterations));
+  await writeChart(plan.outDir, png, 'held-out success', curves);
   const rates = ratesSection(plan, data);
   const ratesPng = `experiments-${env}-rates.png`;
-  await writeFile(path.join(plan.outDir, ratesPng), lineChartPng(rates.series, iterations));
+  await writeChart(plan.outDir, ratesPng, 'rate', rates.series);
   const c = DEFAULT_CONFIG;
   const total = data.runs.reduce((a, r) => a + r.seconds, 0);
   const totalCpu = data.runs.reduce((a, r) => a + r.cpuSeconds, 0);
@@ -215,16 +224,30 @@ ${mainTable(plan, data)}
 ${controlTable(data)}
 ![mean held-out success per iteration](${png})
 
-Curves: mean held-out success over seeds (y from 0 to 100 %, grid lines every 20 %; x: iterations 0 to ${iterations}, one point per evaluation); colours in method order: ${methods.map((m, i) => `${m} ${COLOURS[i % COLOURS.length]}`).join(', ')}.
+Curves: mean held-out success over seeds (y from 0 to 100 %; x: iterations up to ${iterations}, one point per evaluation); the legend names the methods, each in its colour of the web app (libs/charts).
 
 ${rates.text}
 
 ![per-iteration singleton and gate-on rates](${ratesPng})
 
-Rates per iteration, mean over runs (y from 0 to 100 %; x: iteration): blue GiGPO's singleton rate, orange Gated-BEPO's gate-on rate.
+Rates per iteration, mean over runs (y from 0 to 100 %; x: iteration).
 ${truthSection(plan, data)}`,
     file,
     '# Experiments\n\nWritten by `npm run experiment`, one section per environment; observations are written by hand below each.\n',
   );
   return file;
+}
+
+/** A line chart of per-iteration series as PNG and SVG (libs/charts: legend and labelled axes). */
+async function writeChart(
+  dir: string,
+  png: string,
+  yName: string,
+  series: CurveSeries[],
+): Promise<void> {
+  const chart = chartImages(
+    lineChartOption({ xName: 'iteration', yName, percent: true, static: true, series }),
+  );
+  await writeFile(path.join(dir, png), chart.png);
+  await writeFile(path.join(dir, png.replace(/\.png$/, '.svg')), chart.svg);
 }

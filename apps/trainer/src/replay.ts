@@ -104,7 +104,9 @@ function replayGroup(
         s = env.step(task, s, st.action).state;
         return { record: recordOf(st), actions, chosen, logProb: -(st.nll ?? 0) };
       });
-      return { id: t.id, outcome: t.outcome as 'success' | 'failure' | 'truncated', steps };
+      // The API's enum (SUCCESS) as the format's word (success).
+      const outcome = t.outcome.toLowerCase() as 'success' | 'failure' | 'truncated';
+      return { id: t.id, outcome, steps };
     }),
   };
 }

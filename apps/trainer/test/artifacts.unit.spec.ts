@@ -8,7 +8,8 @@ import {
   restoreCheckpoint,
 } from '../src/policy/checkpoint';
 import { TextPolicy } from '../src/policy/text-policy';
-import { lineChartPng } from '../src/png-plot';
+import { lineChartOption, methodColour } from '@creditlab/charts';
+import { chartImages } from '../src/chart-image';
 
 beforeAll(async () => {
   await selectBackend();
@@ -41,30 +42,44 @@ test('a checkpoint restores the policy and the optimizer state exactly into a fr
   expect(CHECKPOINT_FORMAT).toBe('creditlab-text-policy/v1');
 });
 
-test('the learning-curve chart is a PNG with the series drawn in their colours and labelled axes', () => {
-  const png = PNG.sync.read(
-    lineChartPng(
-      [
-        {
-          label: 'a',
-          points: [
-            [0, 0],
-            [30, 1],
-          ],
-        },
-      ],
-      30,
-      400,
-      300,
-    ),
+test('the learning-curve chart: SVG and PNG, a legend naming the methods in their colours, labelled axes', () => {
+  const curve = (method: string, end: number) => ({
+    name: method,
+    method,
+    points: [0, 10, 20, 30].map((x) => [x, (end * x) / 30] as [number, number]),
+  });
+  const { svg, png } = chartImages(
+    lineChartOption({
+      xName: 'iteration',
+      yName: 'held-out success',
+      percent: true,
+      static: true,
+      series: [curve('gigpo', 0.9), curve('grpo', 0.5)],
+    }),
+    400,
+    300,
   );
-  expect([png.width, png.height]).toEqual([400, 300]);
-  const pixels = (rgb: [number, number, number]) => {
+  // The legend names each method; the axes say what they measure.
+  for (const text of ['gigpo', 'grpo', 'iteration', 'held-out success', '100 %'])
+    expect(svg).toContain(`>${text}<`);
+  const image = PNG.sync.read(png);
+  expect([image.width, image.height]).toEqual([400, 300]);
+  const near = (hex: string) => {
+    const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
     let n = 0;
-    for (let i = 0; i < png.data.length; i += 4)
-      if (png.data[i] === rgb[0] && png.data[i + 1] === rgb[1] && png.data[i + 2] === rgb[2]) n++;
+    for (let i = 0; i < image.data.length; i += 4)
+      if (
+        Math.abs(image.data[i]! - r!) +
+          Math.abs(image.data[i + 1]! - g!) +
+          Math.abs(image.data[i + 2]! - b!) <
+        30
+      )
+        n++;
     return n;
   };
-  expect(pixels([31, 119, 180])).toBeGreaterThan(300); // the series' line and swatch
-  expect(pixels([90, 90, 90])).toBeGreaterThan(100); // the axis labels
+  // Each method's line and legend swatch, in the colour the web app gives it.
+  expect(near(methodColour('gigpo'))).toBeGreaterThan(200);
+  expect(near(methodColour('grpo'))).toBeGreaterThan(200);
+  // Text was drawn (a font was found): dark grey label pixels.
+  expect(near('#6e7079') + near('#333333')).toBeGreaterThan(100);
 });

@@ -49,17 +49,21 @@ def client(server, tmp_path) -> Iterator[creditlab.Client]:
 
 
 def events_of(client: creditlab.Client, run_id: str, types: List[str]) -> List[dict]:
-    """Every event of the given types in the run's stream, through GraphQL, page by page."""
-    query = """query($id: ID!, $types: [String!], $after: Int) { run(id: $id) {
-      events(types: $types, after: $after, first: 1000) { nodes { seq id type data stepCount } pageInfo { hasNextPage } } } }"""
+    """Every event of the given types (the log's words: "rollouts.appended") in the run's stream,
+    through GraphQL page by page; each event's type comes back as the log's word too."""
+    query = """query($id: ID!, $types: [EventType!], $after: String) { run(id: $id) {
+      events(types: $types, after: $after, first: 1000) { nodes { seq id type data stepCount } pageInfo { hasNextPage endCursor } } } }"""
+    enum_names = [t.upper().replace(".", "_") for t in types]  # GraphQL's EventType: ROLLOUTS_APPENDED
     out: List[dict] = []
     after = None
     while True:
-        page = client.graphql(query, {"id": run_id, "types": types, "after": after})["run"]["events"]
+        page = client.graphql(query, {"id": run_id, "types": enum_names, "after": after})["run"]["events"]
+        for node in page["nodes"]:
+            node["type"] = node["type"].lower().replace("_", ".")
         out.extend(page["nodes"])
         if not page["pageInfo"]["hasNextPage"]:
             return out
-        after = int(out[-1]["seq"])
+        after = page["pageInfo"]["endCursor"]
 
 
 def run_info(client: creditlab.Client, run_id: str) -> dict:

@@ -43,7 +43,7 @@ def test_offline_run_then_sync_stores_everything_once_in_order(server, tmp_path)
     info = run_info(online, run_id)
     steps = sum(len(t["steps"]) for g in batch["groups"] for t in g["trajectories"])
     assert [i["stepCount"] for i in info["iterations"]] == [steps] * 3
-    assert info["status"] == "completed"
+    assert info["status"] == "COMPLETED"
     stream = [e for e in events_of(online, run_id, []) if e["type"] != "run.created"]
     assert len(stream) == logged
     order = [(e["type"], (e["data"] or {}).get("iteration")) for e in stream]

@@ -92,7 +92,7 @@ def test_killed_mid_request_every_event_is_stored_exactly_once(second, server, t
     assert len(appended) == len({e["id"] for e in appended}) == run.stats.logged - 1  # all but run.finished
     info = run_info(client, run.id)
     assert [i["stepCount"] for i in info["iterations"]] == [8 * 8 * 12] * iterations
-    assert info["status"] == "completed"
+    assert info["status"] == "COMPLETED"
     assert run.stats.accepted + run.stats.duplicates == run.stats.events
 
 
@@ -129,7 +129,7 @@ def test_unreachable_server_spools_and_sync_uploads_once_in_order(second, server
     info = run_info(reader, run.id)
     assert [i["stepCount"] for i in info["iterations"]] == [2 * 8 * 12] * 4
     assert [i["metrics"]["loss"] for i in info["iterations"]] == [0.5, 0.25, 0.5 / 3, 0.125]
-    assert info["iterations"][3]["evaluationSuccessRate"] == 0.25 and info["status"] == "completed"
+    assert info["iterations"][3]["evaluationSuccessRate"] == 0.25 and info["status"] == "COMPLETED"
     stream = events_of(reader, run.id, [])
     kinds = [(e["type"], (e["data"] or {}).get("iteration")) for e in stream if e["type"] != "run.created"]
     assert kinds == [

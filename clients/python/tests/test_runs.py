@@ -17,11 +17,11 @@ def test_with_block_raising_marks_the_run_failed(client):
             run.log({"loss": 1.0}, iteration=0)
             1 / 0
     info = run_info(client, run.id)
-    assert info["status"] == "failed"
+    assert info["status"] == "FAILED"
     assert info["summary"] == {"error": "ZeroDivisionError: division by zero"}
     with client.create_run(name="fine", env="fixtures", method="grpo") as ok:
         ok.log({"loss": 1.0}, iteration=0)
-    assert run_info(client, ok.id)["status"] == "completed"
+    assert run_info(client, ok.id)["status"] == "COMPLETED"
 
 
 def test_create_run_is_idempotent_by_id(client):
@@ -51,8 +51,8 @@ def test_step_by_step_logging_with_outcomes(client):
         {"id": run.id},
     )["run"]["groups"]["nodes"][0]["trajectories"]
     assert [(t["id"], t["outcome"], [s["state"] for s in t["steps"]]) for t in trajs] == [
-        ("g0/t0", "success", ["s0", "s1", "s2", "s3"]),
-        ("g0/t1", "failure", ["s0", "s0"]),
+        ("g0/t0", "SUCCESS", ["s0", "s1", "s2", "s3"]),
+        ("g0/t1", "FAILURE", ["s0", "s0"]),
     ]
     assert run_info(client, run.id)["iterations"][0]["evaluationSuccessRate"] == 0.5
     run.finish()
@@ -144,3 +144,39 @@ def test_finish_raises_what_the_server_refused_in_the_background(client, server,
     with pytest.raises(creditlab.ApiError, match="403 FORBIDDEN"):
         other.finish()
     run.finish()
+
+
+def records(table):
+    return table if isinstance(table, list) else table.to_dict("records")
+
+
+def test_runs_filter_walk_every_page_and_speak_in_wire_statuses(client):
+    tag = f"listing-{uuid.uuid4()}"
+    made = [client.create_run(name=f"Sweep {k}", env="fixtures", method=m, tags=[tag]) for k, m in
+            enumerate(["grpo", "gigpo", "gigpo"])]
+    made[0].finish("failed")
+    assert [r["name"] for r in records(client.runs(tags=[tag], status="failed"))] == ["Sweep 0"]
+    assert records(client.runs(tags=[tag], status="failed"))[0]["status"] == "failed"
+    assert len(records(client.runs(tags=[tag], status=["running", "failed"]))) == 3
+    assert [r["name"] for r in records(client.runs(tags=[tag], sort="name_asc", limit=2))] == ["Sweep 0", "Sweep 1"]
+    assert [r["name"] for r in records(client.runs(tags=tag, methods="gigpo", sort="created_asc"))] == ["Sweep 1", "Sweep 2"]
+    assert len(records(client.runs(tags=[tag], name_contains="sweep", limit=1000))) == 3
+    with pytest.raises(creditlab.InvalidInput, match="unknown filter 'stauts'"):
+        client.runs(stauts="failed")
+    with pytest.raises(creditlab.GraphQLError, match="RunStatus"):
+        client.runs(status="done")
+
+
+def test_export_gives_every_step_with_each_methods_advantages(client, tmp_path):
+    fixture = load(conformance_fixtures("spec")[0])
+    run = client.create_run(name="export", env="fixtures", method="grpo")
+    run.log_rollouts(0, fixture["batch"])
+    run.finish()
+    rows = records(run.export(methods=["grpo"]))
+    want = next(e for e in fixture["expected"] if e["method"] == "grpo" and e["params"]["normalize"] == "mean-std")
+    values, index = flat_expected(want)
+    assert [(r["group_id"], r["trajectory_id"], r["step_index"]) for r in rows] == index
+    assert_close([r["adv:grpo"] for r in rows], values, "export, grpo column")
+    path = run.export(iterations=[0], methods=["grpo"], path=str(tmp_path / "run.csv"))
+    assert path.read_text().splitlines()[0].startswith("run_id,iteration,group_id")
+    assert len(path.read_text().splitlines()) == len(rows) + 1

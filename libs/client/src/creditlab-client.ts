@@ -24,6 +24,15 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
+/** What `exportRun` exports: every iteration and no advantages unless said. */
+export interface ExportOptions {
+  format?: 'csv' | 'parquet';
+  iterations?: number[];
+  methods?: { name: string; params?: Record<string, unknown> }[];
+  /** Large columns, only when named. */
+  include?: ('embedding' | 'tokenLogprobs')[];
+}
+
 export interface AppendProgress {
   sent: number;
   accepted: number;
@@ -212,6 +221,26 @@ export class CreditlabClient {
       format: res.headers.get('x-creditlab-checkpoint-format') ?? '',
       sha256: res.headers.get('x-creditlab-sha256') ?? '',
     };
+  }
+
+  /**
+   * A run's steps with the advantages of `options.methods` (names and parameters), as the server
+   * streams them (`GET /v1/runs/{id}/export`): read the stream to keep memory flat on large runs.
+   * Embeddings and token log-probs come only when `include` names them.
+   */
+  async exportRun(runId: string, options: ExportOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const format = options.format ?? 'csv';
+    const query = new URLSearchParams({ format });
+    if (options.iterations) query.set('iterations', options.iterations.join(','));
+    if (options.methods) query.set('methods', JSON.stringify(options.methods));
+    if (options.include?.length) query.set('include', options.include.join(','));
+    const { res } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/export?${query}`, {
+      method: 'GET',
+      accept: format === 'csv' ? 'text/csv' : 'application/vnd.apache.parquet',
+      idempotent: true,
+    });
+    if (!res.body) throw new Error(`export of run ${runId}: the response has no body`);
+    return res.body;
   }
 
   /**

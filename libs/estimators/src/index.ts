@@ -3,7 +3,6 @@ export * from './batch/rollout-batch';
 export * from './batch/columnar-batch';
 export * from './batch/columnar-batch-builder';
 export * from './batch/read-rollout-batch';
-export * from './batch/resolve-outcome';
 export * from './registry/param-schema';
 export * from './registry/method';
 export * from './registry/registry';

@@ -5,3 +5,4 @@ export * from './grouped-scores';
 export * from './bootstrap';
 export * from './paired-tests';
 export * from './outcome-credit';
+export * from './histogram';

@@ -5,10 +5,12 @@ import { bearerToken } from './api-key';
 import type { ApiKeysService } from './api-keys.service';
 import { describeKey, type Principal } from './principal';
 import type { RateLimits } from './rate-limits';
+import { isWebPageRequest } from '../web/web-requests';
 
 /**
  * Probes and scrapes that carry no key: load balancers and Prometheus. Their controllers say
- * `@Requires('public')` too; everything else needs a key, including unknown paths.
+ * `@Requires('public')` too; so do the web app's pages and assets (reads outside the API paths,
+ * `isWebPageRequest`). Everything else needs a key.
  */
 export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -28,7 +30,7 @@ export function authenticate(
 ): RequestHandler {
   const noKey = `send an API key as "Authorization: Bearer <key>"; this server wrote one to ${credentialsFile} on its first start (unless CREDITLAB_ADMIN_KEY was set), \`npm run -s admin -- env\` prints it as shell exports, and \`npm run admin -- create-key\` makes more`;
   return (req: Request, res: Response, next: NextFunction) => {
-    if (PUBLIC_PATHS.has(req.path)) return next();
+    if (PUBLIC_PATHS.has(req.path) || isWebPageRequest(req)) return next();
     const token = bearerToken(req.headers.authorization);
     if (!token) {
       sendDomainError(req, res, new DomainError(ErrorCode.Unauthenticated, noKey));

@@ -176,6 +176,25 @@ export class AdvantageSetsService {
   }
 
   /**
+   * Every set's advantages of one iteration, all computed from the same version of it: if steps or
+   * outcomes arrive while they are read, they are read again (a few times at most).
+   */
+  async sameVersion(sets: AdvantageSet[], iteration: number): Promise<IterationAdvantages[]> {
+    for (let attempt = 0; ; attempt++) {
+      const versions: IterationAdvantages[] = [];
+      for (const set of sets) versions.push(await this.iteration(set, iteration, false));
+      const seqs = new Set(versions.map((v) => v.inputsSeq));
+      if (seqs.size === 1) return versions;
+      if (attempt === 4)
+        throw new DomainError(
+          ErrorCode.Conflict,
+          `iteration ${iteration} kept changing while it was read; try again`,
+          { iteration },
+        );
+    }
+  }
+
+  /**
    * The bulk path for recompute jobs, in two halves so a job can read the next chunk while it
    * estimates and stores this one: `loadMany` reads several iterations in one snapshot (texts
    * cached across calls), `computeLoaded` estimates them on the worker threads in parallel and

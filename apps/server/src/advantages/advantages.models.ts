@@ -39,10 +39,10 @@ export class Estimator {
   @Field(() => [EstimatorDiagnostic]) diagnostics!: EstimatorDiagnostic[];
 }
 
-@ObjectType({
+@ObjectType('AdvantageSet', {
   description: 'A method with resolved parameters on one run: a cache of computed iterations.',
 })
-export class AdvantageSetModel {
+export class AdvantageSetView {
   @Field(() => ID) id!: string;
   @Field() method!: string;
   @Field(() => GraphQLJSON) params!: unknown;

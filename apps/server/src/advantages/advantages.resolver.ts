@@ -14,7 +14,7 @@ import {
   type IterationAdvantages,
   type MethodRequest,
 } from './advantage-sets.service';
-import { AdvantageSetModel, Estimator, MethodInput } from './advantages.models';
+import { AdvantageSetView, Estimator, MethodInput } from './advantages.models';
 import { countMethod, storageOf, toRequest } from './method-requests';
 
 type AdvantageLoader = DataLoader<
@@ -43,8 +43,8 @@ export class AdvantagesResolver {
 export class RunAdvantagesResolver {
   constructor(@Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService) {}
 
-  @ResolveField(() => [AdvantageSetModel], { description: 'Advantage sets computed on this run.' })
-  async advantageSets(@Parent() run: Run): Promise<AdvantageSetModel[]> {
+  @ResolveField(() => [AdvantageSetView], { description: 'Advantage sets computed on this run.' })
+  async advantageSets(@Parent() run: Run): Promise<AdvantageSetView[]> {
     return (await this.sets.setsOf(run.id)).map((s) => ({ ...s, params: s.params }));
   }
 }

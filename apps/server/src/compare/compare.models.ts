@@ -1,5 +1,6 @@
 import { Field, Float, ID, Int, ObjectType } from '@nestjs/graphql';
 import GraphQLJSON from 'graphql-type-json';
+import { PageInfo } from '../graphql/page-info.model';
 
 @ObjectType()
 export class AdvantageSummary {
@@ -16,8 +17,8 @@ export class AdvantageSummary {
   @Field(() => Float) fractionZero!: number;
 }
 
-@ObjectType()
-export class MethodComparisonModel {
+@ObjectType('MethodComparison')
+export class MethodComparisonView {
   @Field() method!: string;
   @Field(() => GraphQLJSON) params!: unknown;
   @Field(() => ID, {
@@ -32,6 +33,8 @@ export class MethodComparisonModel {
       'Method-specific rates pooled over iterations: singletonRate, gateOnRate, lambdaMean and lambdaHistogram, clusterCount, ...',
   })
   rates!: unknown;
+  /** The method's advantages over the compared steps (for histogram). */
+  values!: Float32Array;
 }
 
 @ObjectType()
@@ -108,6 +111,9 @@ export class MethodPair extends Agreement {
       'Steps where the two disagree most (largest gap between their standardised advantages).',
   })
   disagreements!: StepAdvantages[];
+  /** The two methods' advantages over the compared steps (for density). */
+  x!: Float32Array;
+  y!: Float32Array;
 }
 
 @ObjectType()
@@ -150,8 +156,26 @@ export class CreditAgainstEpisode {
 @ObjectType()
 export class StepAdvantagesConnection {
   @Field(() => [StepAdvantages]) nodes!: StepAdvantages[];
-  @Field(() => String, { nullable: true }) endCursor!: string | null;
-  @Field() hasNextPage!: boolean;
+  @Field(() => PageInfo) pageInfo!: PageInfo;
+  @Field(() => Int, { description: 'Steps compared, over every page.' }) totalCount!: number;
+}
+
+@ObjectType({ description: 'Counts of values in equal-width bins (binned on the server).' })
+export class Histogram {
+  @Field(() => [Float], { description: 'bins + 1 edges, from the smallest value to the largest.' })
+  edges!: number[];
+  @Field(() => [Int]) counts!: number[];
+}
+
+@ObjectType({
+  description:
+    'A scatter of two methods’ advantages as counts in a grid of equal-width bins (every step counted, binned on the server).',
+})
+export class Density {
+  @Field(() => [Float], { description: 'Edges along the first method (x).' }) xEdges!: number[];
+  @Field(() => [Float], { description: 'Edges along the second method (y).' }) yEdges!: number[];
+  @Field(() => [Int], { description: 'Row-major counts: y outer, x inner.' }) counts!: number[];
+  @Field(() => Int) total!: number;
 }
 
 @ObjectType({
@@ -220,7 +244,7 @@ export class Comparison {
   @Field(() => ID) runId!: string;
   @Field(() => [Int]) iterations!: number[];
   @Field(() => Int) stepCount!: number;
-  @Field(() => [MethodComparisonModel]) methods!: MethodComparisonModel[];
+  @Field(() => [MethodComparisonView]) methods!: MethodComparisonView[];
   @Field(() => [MethodPair]) pairs!: MethodPair[];
   @Field(() => [CreditAgainstEpisode]) againstEpisode!: CreditAgainstEpisode[];
 }

@@ -17,10 +17,15 @@ import { Requires } from '../access/requires.decorator';
 import { MethodInput } from '../advantages/advantages.models';
 import { countMethod, storageOf, toRequest } from '../advantages/method-requests';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { density, histogram } from '@creditlab/stats';
 import {
   AgainstReference,
   Comparison,
   ComparisonIntervals,
+  Density,
+  Histogram,
+  MethodComparisonView,
+  MethodPair,
   StepAdvantagesConnection,
 } from './compare.models';
 import { CompareService } from './compare.service';
@@ -117,4 +122,36 @@ export class CompareResolver {
   ): Promise<ComparisonIntervals> {
     return this.report.intervals(comparison, field, { resamples, level, seed });
   }
+}
+
+/** Per method: its advantages binned. */
+@Resolver(() => MethodComparisonView)
+export class MethodComparisonResolver {
+  @ResolveField(() => Histogram, { description: 'The method’s advantages in equal-width bins.' })
+  histogram(
+    @Parent() m: MethodComparisonView,
+    @Args('bins', { type: () => Int, defaultValue: 40 }) bins: number,
+  ): Histogram {
+    return histogram(m.values, checkBins(bins, 200));
+  }
+}
+
+/** Per pair: the scatter of the two methods' advantages, binned. */
+@Resolver(() => MethodPair)
+export class MethodPairResolver {
+  @ResolveField(() => Density, {
+    description: 'The scatter of the pair’s advantages as a grid of counts (every step counted).',
+  })
+  density(
+    @Parent() pair: MethodPair,
+    @Args('bins', { type: () => Int, defaultValue: 60 }) bins: number,
+  ): Density {
+    return density(pair.x, pair.y, checkBins(bins, 200));
+  }
+}
+
+function checkBins(bins: number, max: number): number {
+  if (!Number.isInteger(bins) || bins < 1 || bins > max)
+    throw new DomainError(ErrorCode.InvalidInput, `bins: an integer from 1 to ${max}, got ${bins}`);
+  return bins;
 }

@@ -117,7 +117,7 @@ export class CompareService {
 
     const sets = [...resolvedSets, baselineSet];
     const perIteration: IterationAdvantages[][] = [];
-    for (const i of its) perIteration.push(await this.consistent(sets, i));
+    for (const i of its) perIteration.push(await this.sets.sameVersion(sets, i));
     const shapes = perIteration.map((versions) => (versions[0] as IterationAdvantages).shape);
     const stepCount = perIteration.reduce((n, v) => n + (v[0] as IterationAdvantages).stepCount, 0);
     const concat = (m: number) => {
@@ -144,28 +144,6 @@ export class CompareService {
       ...stepRefs(its, shapes),
       episodeBaseline: values[resolvedSets.length] as Float32Array,
     };
-  }
-
-  /**
-   * Every set's advantages of one iteration, all computed from the same version of it: if steps or
-   * outcomes arrive while they are read, they are read again (a few times at most).
-   */
-  private async consistent(
-    sets: AdvantageSet[],
-    iteration: number,
-  ): Promise<IterationAdvantages[]> {
-    for (let attempt = 0; ; attempt++) {
-      const versions: IterationAdvantages[] = [];
-      for (const set of sets) versions.push(await this.sets.iteration(set, iteration, false));
-      const seqs = new Set(versions.map((v) => v.inputsSeq));
-      if (seqs.size === 1) return versions;
-      if (attempt === 4)
-        throw new DomainError(
-          ErrorCode.Conflict,
-          `iteration ${iteration} kept changing while it was compared; try again`,
-          { iteration },
-        );
-    }
   }
 
   /**

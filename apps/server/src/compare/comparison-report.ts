@@ -8,6 +8,7 @@ import {
   type IntervalOptions,
   type StepLayout,
 } from './comparison-agreement';
+import { decodeCursor, encodeCursor, POSITION_CURSOR } from '../graphql/pagination';
 import type {
   AgainstReference,
   Comparison,
@@ -72,6 +73,8 @@ export class ComparisonReport {
         layout,
       ),
       disagreements: positions.map(rowsOf),
+      x: data.advantages[a] as Float32Array,
+      y: data.advantages[b] as Float32Array,
     }));
     const againstEpisode: CreditAgainstEpisode[] = against.map(({ positions, ...rest }) => ({
       ...rest,
@@ -87,6 +90,7 @@ export class ComparisonReport {
         advantageSetId: m.set.id,
         summary: m.summary,
         rates: m.rates,
+        values: data.advantages[i] as Float32Array,
       })),
       pairs,
       againstEpisode,
@@ -105,19 +109,15 @@ export class ComparisonReport {
         ErrorCode.InvalidInput,
         `rows: first must be an integer from 1 to 1000, got ${first}`,
       );
-    if (after && !/^\d{1,10}$/.test(after))
-      throw new DomainError(
-        ErrorCode.InvalidInput,
-        'rows: "after" is not a cursor this API issued',
-      );
-    const from = after ? Number(after) + 1 : 0;
-    const to = Math.min(comparison.data.stepCount, from + first);
+    const from = after ? decodeCursor(after, 'rows', POSITION_CURSOR)[0] + 1 : 0;
+    const total = comparison.data.stepCount;
+    const to = Math.min(total, from + first);
     const positions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
     const nodes = positions.map(await this.rowMaker(comparison.data, positions));
     return {
       nodes,
-      endCursor: to > from ? String(to - 1) : null,
-      hasNextPage: to < comparison.data.stepCount,
+      pageInfo: { endCursor: to > from ? encodeCursor([to - 1]) : null, hasNextPage: to < total },
+      totalCount: total,
     };
   }
 

@@ -41,8 +41,9 @@ export function decodeCursor<T>(cursor: string, field: string, shape: z.ZodType<
   );
 }
 
-/** Cursor shapes: a run's (created at, id); a position in an iteration. */
-export const RUN_CURSOR = z.tuple([z.iso.datetime(), z.uuid()]);
+/** Cursor shapes: a run's (id, sort order); a position in an iteration; an event's seq. */
+export const RUN_CURSOR = z.tuple([z.uuid(), z.string()]);
+export const SEQ_CURSOR = z.tuple([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)]);
 export const POSITION_CURSOR = z.tuple([
   z
     .number()

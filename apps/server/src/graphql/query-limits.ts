@@ -96,17 +96,26 @@ export function complexityLimitPlugin(maxCost: number): ApolloServerPlugin {
     async requestDidStart() {
       return {
         async didResolveOperation({ request, document, schema }) {
-          const cost = getComplexity({
-            schema,
-            operationName: request.operationName,
-            query: document,
-            variables: request.variables,
-            estimators: [
-              fieldExtensionsEstimator(),
-              objectCountEstimator,
-              simpleEstimator({ defaultComplexity: 0 }),
-            ],
-          });
+          let cost: number;
+          try {
+            cost = getComplexity({
+              schema,
+              operationName: request.operationName,
+              query: document,
+              variables: request.variables,
+              estimators: [
+                fieldExtensionsEstimator(),
+                objectCountEstimator,
+                simpleEstimator({ defaultComplexity: 0 }),
+              ],
+            });
+          } catch (e) {
+            // Costing coerces the variables first, so a bad variable (a status not in the enum, a
+            // malformed date) fails here: the caller's mistake, told as graphql-js words it.
+            if (e instanceof GraphQLError)
+              throw new GraphQLError(e.message, { extensions: { code: 'BAD_USER_INPUT' } });
+            throw e;
+          }
           if (cost > maxCost) {
             throw new GraphQLError(
               `query cost ${cost} exceeds the limit of ${maxCost}; ask for smaller pages`,

@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
 import { AdvantagesModule } from '../advantages/advantages.module';
-import { JobsResolver } from './jobs.resolver';
+import { JobsResolver, RunJobsResolver, RunProgressJobsResolver } from './jobs.resolver';
 import { RecomputeService } from './recompute.service';
 
 /** Durable recompute jobs (pg-boss): whole runs under any method, in turns, resumable. */
 @Module({
   imports: [AdvantagesModule],
-  providers: [RecomputeService, JobsResolver],
+  providers: [RecomputeService, JobsResolver, RunJobsResolver, RunProgressJobsResolver],
 })
 export class JobsModule {}

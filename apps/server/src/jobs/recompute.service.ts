@@ -11,6 +11,7 @@ import type { IterationSnapshot } from '../advantages/iteration-reader';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
+import { notifyRun } from '../database/notifications';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -148,12 +149,24 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     return res.rows[0] ? toJob(res.rows[0]) : null;
   }
 
+  /** A run's jobs, newest first. */
+  async jobsOf(runId: string): Promise<RecomputeJob[]> {
+    if (!isUuid(runId)) return [];
+    const res = await this.db.pool.query<JobRow>(
+      'SELECT * FROM recompute_jobs WHERE run_id = $1 ORDER BY created_at DESC, id',
+      [runId],
+    );
+    return res.rows.map(toJob);
+  }
+
   async cancel(id: string): Promise<RecomputeJob | null> {
     await this.db.pool.query(
       `UPDATE recompute_jobs SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`,
       [id],
     );
-    return this.get(id);
+    const job = await this.get(id);
+    if (job) await notifyRun(this.db.pool, job.runId);
+    return job;
   }
 
   /**
@@ -169,6 +182,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       `UPDATE recompute_jobs SET status = 'running', started_at = COALESCE(started_at, now()) WHERE id = $1 AND status = 'queued'`,
       [jobId],
     );
+    await notifyRun(this.db.pool, job.runId);
     try {
       // Fresh versions are skipped; stale ones (the iteration changed since) are computed again.
       const fresh = new Set(await this.sets.freshIterations(set, job.iterations));
@@ -201,6 +215,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
         `UPDATE recompute_jobs SET status = 'completed', finished_at = now() WHERE id = $1 AND status = 'running'`,
         [jobId],
       );
+      await notifyRun(this.db.pool, job.runId);
     } catch (e) {
       // Bad input cannot succeed on retry; other failures can, until the last attempt.
       if (e instanceof DomainError || lastAttempt) {
@@ -208,6 +223,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
           `UPDATE recompute_jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1`,
           [jobId, (e as Error).message],
         );
+        await notifyRun(this.db.pool, job.runId);
         return;
       }
       throw e;
@@ -220,6 +236,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       job.id,
       fresh.length,
     ]);
+    await notifyRun(this.db.pool, job.runId);
   }
 
   private async setOf(job: RecomputeJob): Promise<StoredSet> {

@@ -6,6 +6,7 @@ import { Metrics } from '../operations/metrics';
 import { DomainError, runNotFound } from '../errors/domain-error';
 import { AppendSession, type AppendResult, type IncomingEvent } from './append-session';
 import { lockRun } from './run-lock';
+import { notifyRun } from '../database/notifications';
 
 const describeLine = (position: number) => `line ${position}`;
 
@@ -109,6 +110,7 @@ export class EventAppender {
       for (let item = first; !item.done; item = await source.next()) await session.add(item.value);
       const result = await session.finish();
       await alsoWrite?.(client);
+      if (result.accepted > 0) await notifyRun(client, runId); // subscribers hear of it at commit
       await client.query('COMMIT');
       return result;
     } catch (e) {

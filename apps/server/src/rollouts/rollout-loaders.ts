@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Database } from '../database/database';
 import { unpackFloat32 } from './copy-text';
+import type { TrajectoryOutcome } from '../graphql/enums';
 import type { RolloutGroup, Step, Trajectory } from './rollout.models';
 
 export interface GroupPageKey {
@@ -18,6 +19,38 @@ export interface GroupPageKey {
 export function createRolloutLoaders(db: Database) {
   const pool = db.pool;
   return {
+    /** A task group by its id (as sent) in an iteration. */
+    groupByKey: new DataLoader<
+      { runId: string; iteration: number; key: string },
+      RolloutGroup | undefined,
+      string
+    >(
+      async (keys) => {
+        const res = await pool.query<{
+          n: string;
+          run_id: string;
+          iteration: number;
+          ord: number;
+          key: string;
+        }>(
+          `SELECT k.n, g.run_id, g.iteration, g.ord, g.key
+           FROM unnest($1::uuid[], $2::int[], $3::text[]) WITH ORDINALITY AS k(run_id, iteration, key, n)
+           JOIN rollout_groups g USING (run_id, iteration, key)`,
+          [keys.map((k) => k.runId), keys.map((k) => k.iteration), keys.map((k) => k.key)],
+        );
+        const out = keys.map((): RolloutGroup | undefined => undefined);
+        for (const r of res.rows)
+          out[Number(r.n) - 1] = {
+            runId: r.run_id,
+            id: r.key,
+            iteration: r.iteration,
+            position: r.ord,
+          };
+        return out;
+      },
+      { cacheKeyFn: (k) => JSON.stringify(k) },
+    ),
+
     groups: new DataLoader<GroupPageKey, RolloutGroup[], string>(
       async (keys) => {
         const res = await pool.query<{
@@ -57,27 +90,10 @@ export function createRolloutLoaders(db: Database) {
 
     trajectories: new DataLoader<GroupKey, Trajectory[], string>(
       async (groups) => {
-        // Offsets (where each trajectory starts in canonical order) need every trajectory of the iteration.
-        const res = await pool.query<{
-          run_id: string;
-          iteration: number;
-          group_ord: number;
-          ord: number;
-          key: string;
-          outcome: string;
-          outcome_given: boolean;
-          return: number;
-          step_count: number;
-          offset: string;
-        }>(
-          `WITH its AS (SELECT DISTINCT * FROM unnest($1::uuid[], $2::int[]) AS i(run_id, iteration)),
-                ordered AS (
-                  SELECT t.*, sum(t.step_count) OVER (PARTITION BY t.run_id, t.iteration ORDER BY t.group_ord, t.ord)
-                              - t.step_count AS offset
-                  FROM trajectories t JOIN its USING (run_id, iteration))
-           SELECT o.* FROM ordered o
-           JOIN unnest($1::uuid[], $2::int[], $3::int[]) AS g(run_id, iteration, group_ord) USING (run_id, iteration, group_ord)
-           ORDER BY o.run_id, o.iteration, o.group_ord, o.ord`,
+        const res = await pool.query<TrajectoryRow>(
+          `SELECT t.* FROM unnest($1::uuid[], $2::int[], $3::int[]) AS g(run_id, iteration, group_ord)
+           JOIN trajectories t USING (run_id, iteration, group_ord)
+           ORDER BY t.run_id, t.iteration, t.group_ord, t.ord`,
           [
             groups.map((g) => g.runId),
             groups.map((g) => g.iteration),
@@ -88,22 +104,30 @@ export function createRolloutLoaders(db: Database) {
         for (const r of res.rows) {
           byGroup
             .get(groupKey({ runId: r.run_id, iteration: r.iteration, position: r.group_ord }))
-            ?.push({
-              runId: r.run_id,
-              iteration: r.iteration,
-              groupPosition: r.group_ord,
-              position: r.ord,
-              offset: Number(r.offset),
-              id: r.key,
-              outcome: r.outcome,
-              outcomeGiven: r.outcome_given,
-              return: r.return,
-              length: r.step_count,
-            });
+            ?.push(toTrajectory(r));
         }
         return groups.map((g) => byGroup.get(groupKey(g)) ?? []);
       },
       { cacheKeyFn: groupKey },
+    ),
+
+    /** A trajectory by its id (as sent) in an iteration. */
+    trajectoryByKey: new DataLoader<
+      { runId: string; iteration: number; key: string },
+      Trajectory | undefined,
+      string
+    >(
+      async (keys) => {
+        const res = await pool.query<TrajectoryRow & { n: string }>(
+          `SELECT k.n, t.* FROM unnest($1::uuid[], $2::int[], $3::text[]) WITH ORDINALITY AS k(run_id, iteration, key, n)
+           JOIN trajectories t USING (run_id, iteration, key)`,
+          [keys.map((k) => k.runId), keys.map((k) => k.iteration), keys.map((k) => k.key)],
+        );
+        const out = keys.map((): Trajectory | undefined => undefined);
+        for (const r of res.rows) out[Number(r.n) - 1] = toTrajectory(r);
+        return out;
+      },
+      { cacheKeyFn: (k) => JSON.stringify(k) },
     ),
 
     steps: new DataLoader<TrajectoryKey, StepRowOut[], string>(
@@ -155,6 +179,32 @@ const trajectoryKey = (t: TrajectoryKey) =>
   `${t.runId}/${t.iteration}/${t.groupPosition}/${t.position}`;
 
 type StepRowOut = Omit<Step, 'runId' | 'iteration' | 'trajectoryId'>;
+
+interface TrajectoryRow {
+  run_id: string;
+  iteration: number;
+  group_ord: number;
+  ord: number;
+  key: string;
+  outcome: string;
+  outcome_given: boolean;
+  return: number;
+  step_count: number;
+}
+
+function toTrajectory(r: TrajectoryRow): Trajectory {
+  return {
+    runId: r.run_id,
+    iteration: r.iteration,
+    groupPosition: r.group_ord,
+    position: r.ord,
+    id: r.key,
+    outcome: r.outcome as TrajectoryOutcome,
+    outcomeGiven: r.outcome_given,
+    return: r.return,
+    length: r.step_count,
+  };
+}
 
 interface StepRow {
   run_id: string;

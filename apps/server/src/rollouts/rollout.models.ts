@@ -1,5 +1,6 @@
 import { Field, Float, Int, ObjectType } from '@nestjs/graphql';
 import GraphQLJSON from 'graphql-type-json';
+import { TrajectoryOutcome } from '../graphql/enums';
 import { PageInfo } from '../graphql/page-info.model';
 
 @ObjectType({ description: 'A task group: the G trajectories sampled for one task.' })
@@ -24,13 +25,11 @@ export class Trajectory {
   /** Its group's position in the iteration, and its own in the group (the steps' key). */
   groupPosition!: number;
   position!: number;
-  /** Index of its first step in the iteration's canonical order. */
-  offset!: number;
   @Field({ description: 'The trajectory id as sent.' }) id!: string;
-  @Field({
-    description: 'success, failure or truncated; when not sent, success iff the return is > 0.',
+  @Field(() => TrajectoryOutcome, {
+    description: 'As sent; when not sent, SUCCESS iff the return is > 0.',
   })
-  outcome!: string;
+  outcome!: TrajectoryOutcome;
   @Field({ description: 'Whether the outcome was sent (true) or derived from the return.' })
   outcomeGiven!: boolean;
   @Field(() => Float, { description: 'Undiscounted return Σ reward.' }) return!: number;
@@ -60,7 +59,7 @@ export class Step {
   @Field(() => Float, { nullable: true }) nextValue!: number | null;
   @Field(() => GraphQLJSON, { nullable: true, description: 'Fields sent beyond rollout-batch/v1.' })
   extra!: unknown;
-  @Field(() => Float, { description: 'Sequence number of the event that carried the step.' })
+  @Field(() => Int, { description: 'Sequence number of the event that carried the step.' })
   seq!: number;
 }
 
@@ -71,5 +70,5 @@ export class AppendEventsResult {
     description: 'Events whose id was already stored (or repeated): acknowledged, stored once.',
   })
   duplicates!: number;
-  @Field(() => Float) lastSeq!: number;
+  @Field(() => Int) lastSeq!: number;
 }

@@ -47,6 +47,32 @@ export class RunRolloutsResolver {
     });
     return toPage(rows, limit, (g) => encodeCursor([g.position]));
   }
+
+  @ResolveField(() => RolloutGroup, {
+    nullable: true,
+    description: 'A task group of one iteration by its id (as sent).',
+  })
+  async group(
+    @Parent() run: Run,
+    @Context('loaders') loaders: RolloutLoaders,
+    @Args('iteration', { type: () => Int }) iteration: number,
+    @Args('id') id: string,
+  ): Promise<RolloutGroup | null> {
+    return (await loaders.groupByKey.load({ runId: run.id, iteration, key: id })) ?? null;
+  }
+
+  @ResolveField(() => Trajectory, {
+    nullable: true,
+    description: 'A trajectory of one iteration by its id (as sent).',
+  })
+  async trajectory(
+    @Parent() run: Run,
+    @Context('loaders') loaders: RolloutLoaders,
+    @Args('iteration', { type: () => Int }) iteration: number,
+    @Args('id') id: string,
+  ): Promise<Trajectory | null> {
+    return (await loaders.trajectoryByKey.load({ runId: run.id, iteration, key: id })) ?? null;
+  }
 }
 
 @Resolver(() => RolloutGroup)

@@ -1,6 +1,9 @@
 import DataLoader from 'dataloader';
 import type { Database } from '../database/database';
+import type { EventType } from '../graphql/enums';
 import type { Iteration, RunEvent } from './run.models';
+
+export type RunRow = Awaited<ReturnType<Database['prisma']['run']['findFirst']>> & object;
 
 export interface EventPageKey {
   runId: string;
@@ -9,10 +12,50 @@ export interface EventPageKey {
   limit: number;
 }
 
-/** Per-request batch loaders of runs' iterations and events: one statement per field, for every run asked. */
+/** Per-request batch loaders of runs' iterations, events and lineage: one statement per field, for every run asked. */
 export function createRunLoaders(db: Database) {
   const pool = db.pool;
   return {
+    /** Runs by id (a parent is always in its child's project: forks are confined to it). */
+    runs: new DataLoader<string, RunRow | undefined>(async (ids) => {
+      const rows = await db.prisma.run.findMany({ where: { id: { in: [...ids] } } });
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.map((id) => byId.get(id));
+    }),
+
+    /** Forks and retrains of each run, oldest first (in the parent's project, as forks are). */
+    children: new DataLoader<string, RunRow[]>(async (ids) => {
+      const rows = await db.prisma.run.findMany({
+        where: { parentRunId: { in: [...ids] } },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
+      return ids.map((id) => rows.filter((r) => r.parentRunId === id));
+    }),
+
+    /** The latest training success (metric successRate) and held-out success of each run. */
+    latest: new DataLoader<string, { training: number | null; evaluation: number | null }>(
+      async (ids) => {
+        const res = await pool.query<{
+          run_id: string;
+          training: number | null;
+          evaluation: number | null;
+        }>(
+          `SELECT r.id AS run_id,
+                  (SELECT (metrics->>'successRate')::float8 FROM iterations i
+                   WHERE i.run_id = r.id AND metrics ? 'successRate' ORDER BY iteration DESC LIMIT 1) AS training,
+                  (SELECT evaluation_success_rate FROM iterations i
+                   WHERE i.run_id = r.id AND evaluation_success_rate IS NOT NULL ORDER BY iteration DESC LIMIT 1) AS evaluation
+           FROM unnest($1::uuid[]) AS r(id)`,
+          [ids],
+        );
+        const byId = new Map(res.rows.map((r) => [r.run_id, r]));
+        return ids.map((id) => ({
+          training: byId.get(id)?.training ?? null,
+          evaluation: byId.get(id)?.evaluation ?? null,
+        }));
+      },
+    ),
+
     iterations: new DataLoader<string, Iteration[]>(async (runIds) => {
       const res = await pool.query<{
         run_id: string;
@@ -73,7 +116,7 @@ export function createRunLoaders(db: Database) {
           out[Number(r.n) - 1]?.push({
             seq: Number(r.seq),
             id: r.id,
-            type: r.type,
+            type: r.type as EventType,
             iteration: r.iteration,
             data: r.data,
             stepCount: r.step_count,

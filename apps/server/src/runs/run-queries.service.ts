@@ -3,47 +3,134 @@ import { seesProject, type Principal } from '../access/principal';
 import { Database } from '../database/database';
 import { isUuid } from '../database/uuid';
 import { decodeCursor, encodeCursor, pageSize, RUN_CURSOR, toPage } from '../graphql/pagination';
-import type { Run, RunConnection, RunFilter } from './run.models';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import type { RunSort } from '../graphql/enums';
+import type { Run, RunConnection, RunFilter, RunSeries, SeriesPoint } from './run.models';
 
-type RunRow = Awaited<ReturnType<Database['prisma']['run']['findFirst']>> & object;
+import type { RunRow } from './run-loaders';
+
+/** Each sort order, with the id last so that the order is total (keyset cursors need it). */
+const ORDER: Record<RunSort, object[]> = {
+  'created-desc': [{ createdAt: 'desc' }, { id: 'desc' }],
+  'created-asc': [{ createdAt: 'asc' }, { id: 'asc' }],
+  'name-asc': [{ name: 'asc' }, { id: 'asc' }],
+  'last-iteration-desc': [{ lastIteration: { sort: 'desc', nulls: 'last' } }, { id: 'desc' }],
+};
+
+const projectOf = (caller: Principal) =>
+  caller.project === null ? {} : { project: caller.project };
+
+function runWhere(caller: Principal, f: RunFilter | undefined): Record<string, unknown> {
+  return {
+    project: caller.project ?? f?.project,
+    env: f?.env,
+    method: f?.methods?.length ? { in: f.methods } : f?.method,
+    ...(f?.status?.length ? { status: { in: f.status } } : {}),
+    ...(f?.tags?.length ? { tags: { hasEvery: f.tags } } : {}),
+    ...(f?.nameContains ? { name: { contains: f.nameContains, mode: 'insensitive' } } : {}),
+    ...(f?.createdAfter || f?.createdBefore
+      ? { createdAt: { gte: f.createdAfter ?? undefined, lt: f.createdBefore ?? undefined } }
+      : {}),
+    ...(f?.parentRunId ? { parentRunId: isUuid(f.parentRunId) ? f.parentRunId : NO_RUN } : {}),
+  };
+}
+
+/** A uuid no run has: a malformed id in a filter matches nothing. */
+const NO_RUN = '00000000-0000-0000-0000-000000000000';
 
 /** Reading runs, always within the projects the caller sees. */
 @Injectable()
 export class RunQueries {
   constructor(@Inject(Database) private readonly db: Database) {}
 
-  /** Runs newest first, filtered, a page after `after` (first ≤ 100). */
+  /** Runs in `sort` order, filtered, a page after `after` (first ≤ 100), and how many match. */
   async list(
     caller: Principal,
     filter: RunFilter | undefined,
+    sort: RunSort,
     first: number | undefined,
     after: string | undefined,
   ): Promise<RunConnection> {
     const limit = pageSize(first, 20, 100, 'runs');
     // A key confined to a project filtering on another one sees nothing, as if that project were empty.
     if (filter?.project && !seesProject(caller, filter.project))
-      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
-    const where: Record<string, unknown> = {
-      project: caller.project ?? filter?.project,
-      env: filter?.env,
-      method: filter?.method,
-      status: filter?.status,
-      ...(filter?.tags?.length ? { tags: { hasEvery: filter.tags } } : {}),
-    };
-    if (after) {
-      const [createdAt, id] = decodeCursor(after, 'runs', RUN_CURSOR);
-      where.OR = [
-        { createdAt: { lt: new Date(createdAt) } },
-        { createdAt: new Date(createdAt), id: { lt: id } },
-      ];
-    }
+      return {
+        nodes: [],
+        pageInfo: { hasNextPage: false, endCursor: null },
+        countMatching: () => Promise.resolve(0),
+      };
+    const where = runWhere(caller, filter);
+    const cursor = after ? decodeCursor(after, 'runs', RUN_CURSOR) : undefined;
+    if (cursor && cursor[1] !== sort)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        'runs: "after" is a cursor of another sort order',
+      );
     const rows = await this.db.prisma.run.findMany({
       where,
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      orderBy: ORDER[sort],
       take: limit + 1,
+      ...(cursor ? { cursor: { id: cursor[0] }, skip: 1 } : {}),
     });
-    const page = toPage(rows, limit, (r) => encodeCursor([r.createdAt.toISOString(), r.id]));
-    return { ...page, nodes: page.nodes.map(toRun) };
+    const page = toPage(rows, limit, (r) => encodeCursor([r.id, sort]));
+    return {
+      ...page,
+      nodes: page.nodes.map(toRun),
+      countMatching: () => this.db.prisma.run.count({ where }),
+    };
+  }
+
+  /**
+   * Every metric of each run the caller sees among `runIds`, as series over iterations (held-out
+   * success as `evaluation.successRate`); only `names` if given. Runs it cannot see are left out.
+   */
+  async metricSeries(caller: Principal, runIds: string[], names?: string[]): Promise<RunSeries[]> {
+    if (runIds.length > 20)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `runIds: at most 20 runs, got ${runIds.length}`,
+      );
+    const runs = await this.db.prisma.run.findMany({
+      where: { id: { in: runIds.filter(isUuid) }, ...projectOf(caller) },
+      select: { id: true, name: true },
+    });
+    const res = await this.db.pool.query<{
+      run_id: string;
+      iteration: number;
+      metrics: Record<string, number>;
+      evaluation_success_rate: number | null;
+    }>(
+      `SELECT run_id, iteration, metrics, evaluation_success_rate FROM iterations
+       WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, iteration`,
+      [runs.map((r) => r.id)],
+    );
+    const wanted = names?.length ? new Set(names) : undefined;
+    return runIds.flatMap((id) => {
+      const run = runs.find((r) => r.id === id);
+      if (!run) return [];
+      const series = new Map<string, SeriesPoint[]>();
+      const add = (name: string, iteration: number, value: number) => {
+        if (wanted && !wanted.has(name)) return;
+        const points = series.get(name) ?? [];
+        points.push({ iteration, value });
+        series.set(name, points);
+      };
+      for (const row of res.rows) {
+        if (row.run_id !== id) continue;
+        for (const [name, value] of Object.entries(row.metrics)) add(name, row.iteration, value);
+        if (row.evaluation_success_rate !== null)
+          add('evaluation.successRate', row.iteration, row.evaluation_success_rate);
+      }
+      return [
+        {
+          runId: id,
+          runName: run.name,
+          series: [...series.entries()]
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([name, points]) => ({ name, points })),
+        },
+      ];
+    });
   }
 
   /** A run the caller sees, or null (absent and another project's look the same). */
@@ -54,7 +141,8 @@ export class RunQueries {
   }
 }
 
-function toRun(r: RunRow): Run {
+/** A run's row as the API shows it. */
+export function toRun(r: RunRow): Run {
   return {
     id: r.id,
     name: r.name,
@@ -65,7 +153,7 @@ function toRun(r: RunRow): Run {
     config: r.config,
     seed: r.seed === null ? null : Number(r.seed),
     tags: r.tags,
-    status: r.status,
+    status: r.status as Run['status'],
     lastSeq: Number(r.lastSeq),
     lastIteration: r.lastIteration,
     parentRunId: r.parentRunId,

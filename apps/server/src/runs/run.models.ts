@@ -1,6 +1,9 @@
-import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
+import { Field, Float, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
 import GraphQLJSON from 'graphql-type-json';
+import { EventType, RunSort, RunStatus } from '../graphql/enums';
 import { PageInfo } from '../graphql/page-info.model';
+
+export { RunFinishStatus } from '../graphql/enums';
 
 @ObjectType({ description: 'One training run: one event stream.' })
 export class Run {
@@ -13,8 +16,8 @@ export class Run {
   @Field(() => GraphQLJSON) config!: unknown;
   @Field(() => Float, { nullable: true }) seed!: number | null;
   @Field(() => [String]) tags!: string[];
-  @Field({ description: 'running, completed, failed or aborted.' }) status!: string;
-  @Field(() => Float, { description: 'Sequence number of the last event of the stream.' })
+  @Field(() => RunStatus) status!: RunStatus;
+  @Field(() => Int, { description: 'Sequence number of the last event of the stream.' })
   lastSeq!: number;
   @Field(() => Int, { nullable: true }) lastIteration!: number | null;
   @Field(() => ID, { nullable: true }) parentRunId!: string | null;
@@ -29,6 +32,8 @@ export class Run {
 export class RunConnection {
   @Field(() => [Run]) nodes!: Run[];
   @Field(() => PageInfo) pageInfo!: PageInfo;
+  /** Counts the runs matching the filter over every page; run only when `totalCount` is asked. */
+  countMatching!: () => Promise<number>;
 }
 
 @ObjectType({ description: 'What one iteration of a run holds.' })
@@ -50,9 +55,9 @@ export class Iteration {
 
 @ObjectType()
 export class RunEvent {
-  @Field(() => Float) seq!: number;
+  @Field(() => Int) seq!: number;
   @Field(() => ID) id!: string;
-  @Field() type!: string;
+  @Field(() => EventType) type!: EventType;
   @Field(() => Int, { nullable: true }) iteration!: number | null;
   @Field(() => GraphQLJSON, {
     description: 'Payload; for step-bearing events the steps are under the run’s groups.',
@@ -72,11 +77,22 @@ export class RunEventConnection {
 export class RunFilter {
   @Field({ nullable: true }) project?: string;
   @Field({ nullable: true }) env?: string;
-  @Field({ nullable: true }) method?: string;
-  @Field({ nullable: true }) status?: string;
+  @Field({ nullable: true, description: 'The method the run trains with.' }) method?: string;
+  @Field(() => [String], { nullable: true, description: 'Any of these methods.' })
+  methods?: string[];
+  @Field(() => [RunStatus], { nullable: true, description: 'Any of these statuses.' })
+  status?: RunStatus[];
   @Field(() => [String], { nullable: true, description: 'Runs carrying all of these tags.' })
   tags?: string[];
+  @Field({ nullable: true, description: 'Runs whose name contains this (any case).' })
+  nameContains?: string;
+  @Field(() => Date, { nullable: true, description: 'Created at or after.' }) createdAfter?: Date;
+  @Field(() => Date, { nullable: true, description: 'Created before.' }) createdBefore?: Date;
+  @Field(() => ID, { nullable: true, description: 'Forks and retrains of this run.' })
+  parentRunId?: string;
 }
+
+export { RunSort };
 
 @InputType()
 export class CreateRunInput {
@@ -98,13 +114,33 @@ export class CreateRunInput {
   @Field(() => Int, { nullable: true }) forkIteration?: number;
 }
 
-export const RunFinishStatus = {
-  completed: 'completed',
-  failed: 'failed',
-  aborted: 'aborted',
-} as const;
-export type RunFinishStatus = (typeof RunFinishStatus)[keyof typeof RunFinishStatus];
-registerEnumType(RunFinishStatus, {
-  name: 'RunFinishStatus',
-  description: 'How a run ended, as its run.finished event says.',
-});
+@ObjectType({ description: 'One value of a metric at one iteration.' })
+export class SeriesPoint {
+  @Field(() => Int) iteration!: number;
+  @Field(() => Float) value!: number;
+}
+
+@ObjectType({ description: 'A metric over iterations.' })
+export class MetricSeries {
+  @Field({
+    description:
+      'The metric logged (metrics.logged), or evaluation.successRate for held-out success (evaluation.logged).',
+  })
+  name!: string;
+  @Field(() => [SeriesPoint]) points!: SeriesPoint[];
+}
+
+@ObjectType({ description: "A run's metrics as series, for plotting several runs at once." })
+export class RunSeries {
+  @Field(() => ID) runId!: string;
+  @Field() runName!: string;
+  @Field(() => [MetricSeries]) series!: MetricSeries[];
+}
+
+@ObjectType({ description: 'Where a run stands now: sent on every change to it (runProgress).' })
+export class RunProgress {
+  @Field(() => ID) runId!: string;
+  @Field(() => RunStatus) status!: RunStatus;
+  @Field(() => Int) lastSeq!: number;
+  @Field(() => Int, { nullable: true }) lastIteration!: number | null;
+}

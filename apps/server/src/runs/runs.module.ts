@@ -1,5 +1,8 @@
 import { Module } from '@nestjs/common';
 import { RolloutsModule } from '../rollouts/rollouts.module';
+import { RunConnectionResolver } from './run-connection.resolver';
+import { RunProgressResolver } from './run-progress.resolver';
+import { RunProgressService } from './run-progress.service';
 import { RunQueries } from './run-queries.service';
 import { RunsController } from './runs.controller';
 import { RunsResolver } from './runs.resolver';
@@ -9,6 +12,13 @@ import { RunsService } from './runs.service';
 @Module({
   imports: [RolloutsModule],
   controllers: [RunsController],
-  providers: [RunsService, RunQueries, RunsResolver],
+  providers: [
+    RunsService,
+    RunQueries,
+    RunsResolver,
+    RunConnectionResolver,
+    RunProgressService,
+    RunProgressResolver,
+  ],
 })
 export class RunsModule {}

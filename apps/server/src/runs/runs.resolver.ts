@@ -2,6 +2,7 @@ import { Inject } from '@nestjs/common';
 import {
   Args,
   Context,
+  Float,
   ID,
   Int,
   Mutation,
@@ -15,7 +16,8 @@ import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
-import { pageSize, toPage } from '../graphql/pagination';
+import { EventType, RunSort } from '../graphql/enums';
+import { decodeCursor, encodeCursor, pageSize, SEQ_CURSOR, toPage } from '../graphql/pagination';
 import type { RunLoaders } from './run-loaders';
 import {
   CreateRunInput,
@@ -25,8 +27,9 @@ import {
   RunEventConnection,
   RunFilter,
   RunFinishStatus,
+  RunSeries,
 } from './run.models';
-import { RunQueries } from './run-queries.service';
+import { RunQueries, toRun } from './run-queries.service';
 import { RunsService } from './runs.service';
 
 /** Runs: list, fetch, create, finish; a run's iterations and its event stream. */
@@ -46,10 +49,63 @@ export class RunsResolver {
   runs(
     @Caller() caller: Principal,
     @Args('filter', { type: () => RunFilter, nullable: true }) filter: RunFilter | undefined,
+    @Args('sort', { type: () => RunSort, defaultValue: RunSort.CREATED_DESC }) sort: RunSort,
     @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
     @Args('after', { type: () => String, nullable: true }) after: string | undefined,
   ): Promise<RunConnection> {
-    return this.queries.list(caller, filter, first, after);
+    return this.queries.list(caller, filter, sort, first, after);
+  }
+
+  @Query(() => [RunSeries], {
+    description:
+      'Metrics of several runs as series over iterations, for plotting them together (at most 20 runs; every metric unless `names`).',
+  })
+  @Requires('read')
+  metricSeries(
+    @Caller() caller: Principal,
+    @Args('runIds', { type: () => [ID] }) runIds: string[],
+    @Args('names', { type: () => [String], nullable: true }) names: string[] | undefined,
+  ): Promise<RunSeries[]> {
+    return this.queries.metricSeries(caller, runIds, names ?? undefined);
+  }
+
+  @ResolveField(() => Run, {
+    nullable: true,
+    description: 'The run this one was forked or retrained from.',
+  })
+  async parent(@Parent() run: Run, @Context('loaders') loaders: RunLoaders): Promise<Run | null> {
+    if (!run.parentRunId) return null;
+    const row = await loaders.runs.load(run.parentRunId);
+    return row ? toRun(row) : null;
+  }
+
+  @ResolveField(() => [Run], {
+    description: 'Forks and retrains of this run (a retrain’s config has retrainOf), oldest first.',
+  })
+  async children(@Parent() run: Run, @Context('loaders') loaders: RunLoaders): Promise<Run[]> {
+    return (await loaders.children.load(run.id)).map(toRun);
+  }
+
+  @ResolveField(() => Float, {
+    nullable: true,
+    description: 'Training success of the last iteration that logged successRate.',
+  })
+  async lastTrainingSuccess(
+    @Parent() run: Run,
+    @Context('loaders') loaders: RunLoaders,
+  ): Promise<number | null> {
+    return (await loaders.latest.load(run.id)).training;
+  }
+
+  @ResolveField(() => Float, {
+    nullable: true,
+    description: 'Held-out success of the last evaluation.',
+  })
+  async lastEvaluationSuccess(
+    @Parent() run: Run,
+    @Context('loaders') loaders: RunLoaders,
+  ): Promise<number | null> {
+    return (await loaders.latest.load(run.id)).evaluation;
   }
 
   @Query(() => Run, { nullable: true, description: 'A run; null if absent or in another project.' })
@@ -74,23 +130,18 @@ export class RunsResolver {
   async events(
     @Parent() run: Run,
     @Context('loaders') loaders: RunLoaders,
-    @Args('after', {
-      type: () => Int,
-      nullable: true,
-      description: 'Events with seq greater than this.',
-    })
-    after: number | undefined,
-    @Args('types', { type: () => [String], nullable: true }) types: string[] | undefined,
+    @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+    @Args('types', { type: () => [EventType], nullable: true }) types: EventType[] | undefined,
     @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
   ): Promise<RunEventConnection> {
     const limit = pageSize(first, 100, 1000, 'events');
     const rows = await loaders.events.load({
       runId: run.id,
-      afterSeq: after ?? 0,
+      afterSeq: after ? decodeCursor(after, 'events', SEQ_CURSOR)[0] : 0,
       types: types?.length ? types : null,
       limit: limit + 1,
     });
-    return toPage(rows, limit, (e) => String(e.seq));
+    return toPage(rows, limit, (e) => encodeCursor([e.seq]));
   }
 
   @Mutation(() => Run, {

@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Interval } from '@creditlab/stats';
 import { machineLine, writeSection } from '@creditlab/report';
-import { lineChartPng } from '../png-plot';
+import { lineChartOption } from '@creditlab/charts';
+import { chartImages } from '../chart-image';
 import type { RowQuality } from './measure';
 import type { QualityPlan, QualityResult } from './quality-run';
 
@@ -11,7 +12,6 @@ const f2 = (x: number | null | undefined) =>
 const ci = (i: Interval) => `${f2(i.estimate)} [${f2(i.low)}, ${f2(i.high)}]`;
 const sci = (x: number | null) =>
   x === null ? '–' : Math.abs(x) < 1e-12 ? '0' : x.toExponential(1);
-const COLOURS = ['blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'grey'];
 const GROUP_BASELINES = ['grpo', 'rloo', 'gigpo', 'gaca', 'gated-bepo', 'gagpo', 'bipace'];
 
 function correlationTable(result: QualityResult, s: QualityResult['snapshots'][number]): string {
@@ -78,22 +78,26 @@ export function writeQualityReport(
     'gagpo',
     'bipace',
   ];
-  writeFileSync(
-    path.join(outDir, png),
-    lineChartPng(
-      chartRows.map((name) => ({
-        label: name,
+  const chart = chartImages(
+    lineChartOption({
+      xName: 'group size G',
+      yName: 'within-group Pearson with the truth',
+      static: true,
+      series: chartRows.map((name) => ({
+        name,
+        method: name,
         points: (best?.bySize ?? []).map(
           (b) =>
-            [
-              b.groupSize,
-              Math.max(0, b.rows.find((r) => r.row === name)!.groupCorrelation.estimate ?? 0),
-            ] as [number, number],
+            [b.groupSize, b.rows.find((r) => r.row === name)!.groupCorrelation.estimate ?? NaN] as [
+              number,
+              number,
+            ],
         ),
       })),
-      Math.max(...plan.groupSizes),
-    ),
+    }),
   );
+  writeFileSync(path.join(outDir, png), chart.png);
+  writeFileSync(path.join(outDir, png.replace(/\.png$/, '.svg')), chart.svg);
   const claimsG = plan.claimsGroupSize;
   const body = `## ${result.env}
 
@@ -122,8 +126,7 @@ ${claimsTable(s)}`,
   .join('\n')}
 ![within-group correlation with the truth by group size](${png})
 
-Chart: within-group Pearson correlation with the truth (y from 0 to 100 %, i.e. 0 to 1; negative values drawn at 0) against
-the group size G (x from 0 to ${Math.max(...plan.groupSizes)}; points at ${plan.groupSizes.join(', ')}), at the last snapshot; colours in row order: ${chartRows.map((n, i) => `${n} ${COLOURS[i % COLOURS.length]}`).join(', ')}.`;
+Chart: within-group Pearson correlation with the truth (y) against the group size G (x; points at ${plan.groupSizes.join(', ')}), at the last snapshot; the legend names each row (the oracle ceiling and the estimators; the table has every row).`;
   const file = path.join(outDir, 'estimator-quality.md');
   writeSection(
     `quality:${result.env}`,

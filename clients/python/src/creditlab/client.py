@@ -9,7 +9,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 from urllib.parse import urlencode
 
 from . import events as ev
@@ -18,6 +18,7 @@ from .comparison import Comparison, method_inputs
 from .credentials import resolve_connection
 from .errors import ApiError, GraphQLError, InvalidInput
 from .run import Run
+from .run_filter import run_filter
 from .sender import OfflineSink, Sender
 from .spool import Spool, default_root
 from .tables import csv_table, table
@@ -194,11 +195,26 @@ class Client:
         """Several methods on the same stored rollouts: summaries, pairwise agreement, per-step rows."""
         return Comparison.fetch(self, run_id, method_inputs(methods), None if iterations is None else list(iterations))
 
-    def runs(self, first: int = 100, **filter: Any):
-        """Runs this key sees, newest first (filter by project, env, method, status, tags)."""
-        query = """query($first: Int, $filter: RunFilter) { runs(first: $first, filter: $filter) { nodes {
-            id name project env method status tags seed lastIteration lastSeq createdAt finishedAt parentRunId } } }"""
-        nodes = self.graphql(query, {"first": first, "filter": filter or None})["runs"]["nodes"]
+    def runs(self, limit: int = 100, sort: str = "created_desc", **filter: Any):
+        """
+        Runs this key sees (at most `limit`, every page walked), newest first unless `sort` says
+        created_asc, name_asc or last_iteration_desc. Filters: project, env, method, methods (any of),
+        status (one or a list: running, completed, failed, aborted), tags (all of), name_contains,
+        created_after, created_before (datetime or ISO text), parent_run_id.
+        """
+        query = """query($first: Int, $after: String, $filter: RunFilter, $sort: RunSort!) {
+            runs(first: $first, after: $after, filter: $filter, sort: $sort) { nodes {
+            id name project env method status tags seed lastIteration lastSeq createdAt finishedAt parentRunId
+            lastTrainingSuccess lastEvaluationSuccess } pageInfo { hasNextPage endCursor } } }"""
+        variables = {"filter": run_filter(filter) or None, "sort": sort.upper()}
+        nodes: List[Dict[str, Any]] = []
+        after = None
+        while len(nodes) < limit:
+            page = self.graphql(query, {**variables, "first": min(100, limit - len(nodes)), "after": after})["runs"]
+            nodes.extend({**n, "status": n["status"].lower()} for n in page["nodes"])
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
         return table(nodes)
 
     def export(self, run_id: str, iterations: Optional[Iterable[int]] = None, methods: Any = None, path: Optional[str] = None):

@@ -24,7 +24,7 @@ query($runId: ID!, $methods: [MethodInput!]!, $iterations: [Int!], $after: Strin
   compare(runId: $runId, methods: $methods, iterations: $iterations) {
     rows(first: 1000, after: $after) {
       nodes { iteration groupId trajectoryId stepIndex state action reward advantages }
-      endCursor hasNextPage
+      pageInfo { endCursor hasNextPage }
     }
   }
 }"""
@@ -95,6 +95,6 @@ class Comparison:
             for node in page["nodes"]:
                 advantages = node.pop("advantages")
                 rows.append({**node, **dict(zip(self.labels, advantages))})
-            if not page["hasNextPage"]:
+            if not page["pageInfo"]["hasNextPage"]:
                 return table(rows)
-            after = page["endCursor"]
+            after = page["pageInfo"]["endCursor"]

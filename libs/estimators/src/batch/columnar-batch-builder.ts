@@ -1,7 +1,7 @@
 import { EstimatorInputError, type BatchLocation } from '../errors';
-import { OUTCOME, type ColumnarBatch, type OutcomeCode, type StepField } from './columnar-batch';
-import type { Outcome } from './rollout-batch';
-import { resolveOutcome } from './resolve-outcome';
+import { OUTCOME, type ColumnarBatch, type StepField } from './columnar-batch';
+import { resolveOutcome, type Outcome } from './rollout-batch';
+import { bootstrapColumns } from './bootstrap';
 
 /** One step as a producer hands it to the builder (JSON parser, database reader, generator). */
 export interface StepInput {
@@ -53,6 +53,9 @@ export class ColumnarBatchBuilder {
 
   private inGroup = false;
   private inTrajectory = false;
+  /** Index of the current group's first trajectory, and of the current trajectory's first step. */
+  private groupFirstTrajectory = 0;
+  private trajectoryFirstStep = 0;
   private trajectoryOutcome: Outcome | undefined;
   private trajectoryReturn = 0;
   private lastStep: StepInput | undefined;
@@ -74,6 +77,7 @@ export class ColumnarBatchBuilder {
     }
     this.seenGroupIds.add(id);
     this.groupIds.push(id);
+    this.groupFirstTrajectory = this.trajectoryIds.length;
     this.stateDict = new Map();
     this.actionDict = new Map();
     this.inGroup = true;
@@ -92,6 +96,7 @@ export class ColumnarBatchBuilder {
     this.seenTrajectoryIds.add(id);
     this.trajectoryOutcome = outcome;
     this.trajectoryReturn = 0;
+    this.trajectoryFirstStep = this.stepCount;
     this.lastStep = undefined;
     this.inTrajectory = true;
   }
@@ -119,16 +124,14 @@ export class ColumnarBatchBuilder {
 
   endTrajectory(): void {
     if (!this.inTrajectory) return;
-    const first = this.trajectoryStepOffsets[this.trajectoryStepOffsets.length - 1] as number;
-    if (this.stepCount === first) {
+    if (this.stepCount === this.trajectoryFirstStep) {
       this.fail('trajectory has no steps (every trajectory needs at least one)', {
         ...this.groupLocation(),
         trajectoryId: this.trajectoryIds[this.trajectoryIds.length - 1],
         path: `${this.trajectoryPath()}.steps`,
       });
     }
-    const outcome = resolveOutcome(this.trajectoryOutcome, this.trajectoryReturn);
-    this.outcomes.push(OUTCOME[outcome]);
+    this.outcomes.push(OUTCOME[resolveOutcome(this.trajectoryOutcome, this.trajectoryReturn)]);
     this.nextStateText.push(this.lastStep?.nextState);
     this.nextValue.push(this.lastStep?.nextValue ?? NaN);
     this.trajectoryStepOffsets.push(this.stepCount);
@@ -154,7 +157,7 @@ export class ColumnarBatchBuilder {
     this.endGroup();
     if (this.groupIds.length === 0) this.fail('batch has no groups', { path: 'groups' });
     const n = this.stepCount;
-    return {
+    const batch = {
       groupCount: this.groupIds.length,
       trajectoryCount: this.trajectoryIds.length,
       stepCount: n,
@@ -170,36 +173,17 @@ export class ColumnarBatchBuilder {
       actionId: this.actionId.subarray(0, n),
       groupActionOffsets: Int32Array.from(this.groupActionOffsets),
       actionTexts: this.actionTexts,
-      nextStateId: this.resolveNextStates(),
-      nextStateText: this.nextStateText,
-      nextValue: Float64Array.from(this.nextValue),
       nll: this.nll.subarray(0, n),
       value: this.value.subarray(0, n),
       embedding: this.embedding.subarray(0, n * this.embeddingDim),
       embeddingDim: this.embeddingDim,
       firstMissing: { ...this.firstMissing },
     };
-  }
-
-  /** A trajectory's `nextState` bootstraps only if that text is a state of its own group. */
-  private resolveNextStates(): Int32Array {
-    const ids = new Int32Array(this.trajectoryIds.length).fill(-1);
-    for (let g = 0; g < this.groupIds.length; g++) {
-      const lo = this.groupStateOffsets[g] as number;
-      const hi = this.groupStateOffsets[g + 1] as number;
-      let dict: Map<string, number> | undefined;
-      for (
-        let i = this.groupTrajectoryOffsets[g] as number;
-        i < (this.groupTrajectoryOffsets[g + 1] as number);
-        i++
-      ) {
-        const text = this.nextStateText[i];
-        if (text === undefined) continue;
-        dict ??= new Map(this.stateTexts.slice(lo, hi).map((s, j) => [s, lo + j]));
-        ids[i] = dict.get(text) ?? -1;
-      }
-    }
-    return ids;
+    const ends = {
+      nextStateText: this.nextStateText,
+      nextValue: Float64Array.from(this.nextValue),
+    };
+    return { ...batch, ...bootstrapColumns(batch, ends) };
   }
 
   private meanNll(step: StepInput): number {
@@ -215,7 +199,7 @@ export class ColumnarBatchBuilder {
     this.finiteArray(lp, 'tokenLogprobs');
     if (lp.length === 0) return NaN; // zero tokens: no H (docs/estimators.md, C12)
     let sum = 0;
-    for (let j = 0; j < lp.length; j++) sum += lp[j] as number;
+    for (let j = 0; j < lp.length; j++) sum += lp[j] as number; // a number: checked above
     return -sum / lp.length;
   }
 
@@ -278,12 +262,12 @@ export class ColumnarBatchBuilder {
 
   private trajectoryPath(): string {
     const g = this.groupIds.length - 1;
-    const t = this.trajectoryIds.length - 1 - (this.groupTrajectoryOffsets[g] as number);
+    const t = this.trajectoryIds.length - 1 - this.groupFirstTrajectory;
     return `groups[${g}].trajectories[${t}]`;
   }
 
   private stepLocation(field: string): BatchLocation {
-    const stepIndex = this.stepCount - (this.trajectoryStepOffsets.at(-1) as number);
+    const stepIndex = this.stepCount - this.trajectoryFirstStep;
     return {
       groupId: this.groupIds[this.groupIds.length - 1],
       trajectoryId: this.trajectoryIds[this.trajectoryIds.length - 1],
@@ -319,5 +303,3 @@ function show(x: unknown): string {
   const s = JSON.stringify(x);
   return s.length > 40 ? `${s.slice(0, 40)}…` : s;
 }
-
-export type { OutcomeCode };

@@ -1,4 +1,7 @@
 import type { BatchLocation } from '../errors';
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
 
 /** Terminal kind of a trajectory's last transition (docs/estimators.md §1.2). */
 export const OUTCOME = { success: 0, failure: 1, truncated: 2 } as const;
@@ -42,13 +45,15 @@ export interface ColumnarBatch {
   readonly groupActionOffsets: Int32Array;
   readonly actionTexts: readonly string[];
 
-  /** Per trajectory: state id of the last step's `nextState` if that text occurs
-   * as a state of the same group, else -1. */
-  readonly nextStateId: Int32Array;
-  /** Per trajectory: the last step's `nextState` text, if given. */
-  readonly nextStateText: readonly (string | undefined)[];
-  /** Per trajectory: the last step's `nextValue`, NaN if absent. */
-  readonly nextValue: Float64Array;
+  /**
+   * Per trajectory, what its end may bootstrap from (docs/estimators.md §1.3), resolved once by
+   * the builder so that methods never look at outcomes: for a `truncated` trajectory, the state
+   * id of its last step's `nextState` if that text is a state of the same group, else −1; −1 for
+   * every other trajectory (a terminal node, worth 0).
+   */
+  readonly bootstrapStateId: Int32Array;
+  /** Per trajectory: a `truncated` trajectory's last `nextValue`; NaN if absent or not truncated. */
+  readonly bootstrapValue: Float64Array;
 
   /** Mean token NLL per step (`nll`, else −mean(tokenLogprobs)); NaN for a
    * step with zero tokens or without the field (see `firstMissing`). */
@@ -85,7 +90,7 @@ function upperBound(sorted: Int32Array, x: number): number {
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if ((sorted[mid] as number) <= x) lo = mid + 1;
+    if (intAt(sorted, mid) <= x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -95,5 +100,5 @@ function upperBound(sorted: Int32Array, x: number): number {
 export function groupStepRange(batch: ColumnarBatch, g: number): [number, number] {
   const t = batch.groupTrajectoryOffsets;
   const s = batch.trajectoryStepOffsets;
-  return [s[t[g] as number] as number, s[t[g + 1] as number] as number];
+  return [intAt(s, intAt(t, g)), intAt(s, intAt(t, g + 1))];
 }

@@ -7,6 +7,15 @@ export const ROLLOUT_BATCH_FORMAT = 'rollout-batch/v1';
 
 export type Outcome = 'success' | 'failure' | 'truncated';
 
+/**
+ * A trajectory's outcome (docs/estimators.md §1.2): the one given, else `success` when its
+ * undiscounted return is greater than 0 and `failure` otherwise. The builder applies it; a
+ * store that keeps outcomes applies the same function so that it keeps what the estimators see.
+ */
+export function resolveOutcome(given: Outcome | undefined, episodeReturn: number): Outcome {
+  return given ?? (episodeReturn > 0 ? 'success' : 'failure');
+}
+
 export interface RolloutStep {
   state: string;
   action: string;

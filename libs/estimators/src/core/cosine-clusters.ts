@@ -1,4 +1,7 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
+import { typedReads } from '../typed-arrays';
+
+const { at, f32At, intAt } = typedReads;
 
 export interface Clusters {
   /** Global cluster id per step (clusters of task group g are numbered after those of g−1). */
@@ -28,53 +31,77 @@ export function cosineClusters(batch: ColumnarBatch, epsilon: number): Clusters 
   let bucketCount = 0;
   for (let g = 0; g < batch.groupCount; g++) {
     const [lo, hi] = groupStepRange(batch, g);
-    let centroids = new Float64Array(16 * d);
-    let sums = new Float64Array(16 * d);
-    let open = new Uint8Array(16);
-    let n = 0;
+    const clusters = new OpenClusters(d);
     for (let k = lo; k < hi; k++) {
       const zero = unitVector(batch.embedding, k * d, d, phi);
-      let best = -1;
-      let bestDist = Infinity;
-      if (!zero) {
-        for (let c = 0; c < n; c++) {
-          if (!open[c]) continue;
-          const dist = 1 - dot(phi, centroids, c * d, d);
-          if (dist < bestDist) {
-            bestDist = dist;
-            best = c;
-          }
-        }
-      }
-      if (best >= 0 && bestDist <= epsilon) {
-        addToCentroid(sums, centroids, best * d, phi, d);
+      const best = zero ? -1 : clusters.nearest(phi);
+      if (best >= 0 && clusters.nearestDistance <= epsilon) {
+        clusters.join(best, phi);
         bucketOf[k] = bucketCount + best;
-        distance[k] = bestDist;
-        continue;
+        distance[k] = clusters.nearestDistance;
+      } else {
+        bucketOf[k] = bucketCount + clusters.found(phi, !zero);
+        distance[k] = NaN;
       }
-      if (n * d === centroids.length) {
-        centroids = grow(centroids);
-        sums = grow(sums);
-        open = grow(open);
-      }
-      centroids.set(phi, n * d);
-      sums.set(phi, n * d);
-      open[n] = zero ? 0 : 1;
-      bucketOf[k] = bucketCount + n;
-      distance[k] = NaN;
-      n++;
     }
-    bucketCount += n;
+    bucketCount += clusters.count;
     groupBucketOffsets[g + 1] = bucketCount;
   }
   return { bucketOf, bucketCount, groupBucketOffsets, distance };
 }
 
+/** The clusters of one task group: unit centroids and member sums in flat arrays, d per cluster. */
+class OpenClusters {
+  count = 0;
+  /** Distance 1 − φ·ĉ to the cluster the last `nearest` returned. */
+  nearestDistance = Infinity;
+  private centroids: Float64Array;
+  private sums: Float64Array;
+  private open = new Uint8Array(16);
+
+  constructor(private readonly d: number) {
+    this.centroids = new Float64Array(16 * d);
+    this.sums = new Float64Array(16 * d);
+  }
+
+  /** The open cluster with the smallest distance to φ (ties: the lowest number), or −1. */
+  nearest(phi: Float64Array): number {
+    let best = -1;
+    this.nearestDistance = Infinity;
+    for (let c = 0; c < this.count; c++) {
+      if (!this.open[c]) continue;
+      const dist = 1 - dot(phi, this.centroids, c * this.d, this.d);
+      if (dist < this.nearestDistance) {
+        this.nearestDistance = dist;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  join(c: number, phi: Float64Array): void {
+    addToCentroid(this.sums, this.centroids, c * this.d, phi, this.d);
+  }
+
+  /** Opens a cluster with centroid φ (one no one can join for a zero embedding); returns its number. */
+  found(phi: Float64Array, joinable: boolean): number {
+    if (this.count * this.d === this.centroids.length) {
+      this.centroids = grow(this.centroids);
+      this.sums = grow(this.sums);
+      this.open = grow(this.open);
+    }
+    this.centroids.set(phi, this.count * this.d);
+    this.sums.set(phi, this.count * this.d);
+    this.open[this.count] = joinable ? 1 : 0;
+    return this.count++;
+  }
+}
+
 /** Writes h/‖h‖ into `out`; returns true (and leaves zeros) for a zero vector. */
-function unitVector(emb: Float32Array, at: number, d: number, out: Float64Array): boolean {
+function unitVector(emb: Float32Array, offset: number, d: number, out: Float64Array): boolean {
   let ss = 0;
   for (let j = 0; j < d; j++) {
-    const x = emb[at + j] as number;
+    const x = f32At(emb, offset + j);
     ss += x * x;
   }
   if (ss === 0) {
@@ -82,38 +109,50 @@ function unitVector(emb: Float32Array, at: number, d: number, out: Float64Array)
     return true;
   }
   const inv = 1 / Math.sqrt(ss);
-  for (let j = 0; j < d; j++) out[j] = (emb[at + j] as number) * inv;
+  for (let j = 0; j < d; j++) out[j] = f32At(emb, offset + j) * inv;
   return false;
 }
 
-function dot(a: Float64Array, b: Float64Array, at: number, d: number): number {
+function dot(a: Float64Array, b: Float64Array, offset: number, d: number): number {
   let s0 = 0;
   let s1 = 0;
   let j = 0;
   for (; j + 1 < d; j += 2) {
-    s0 += (a[j] as number) * (b[at + j] as number);
-    s1 += (a[j + 1] as number) * (b[at + j + 1] as number);
+    s0 += at(a, j) * at(b, offset + j);
+    s1 += at(a, j + 1) * at(b, offset + j + 1);
   }
-  if (j < d) s0 += (a[j] as number) * (b[at + j] as number);
+  if (j < d) s0 += at(a, j) * at(b, offset + j);
   return s0 + s1;
 }
 
 function addToCentroid(
   sums: Float64Array,
   centroids: Float64Array,
-  at: number,
+  offset: number,
   phi: Float64Array,
   d: number,
 ): void {
   let ss = 0;
   for (let j = 0; j < d; j++) {
-    const s = (sums[at + j] as number) + (phi[j] as number);
-    sums[at + j] = s;
+    const s = at(sums, offset + j) + at(phi, j);
+    sums[offset + j] = s;
     ss += s * s;
   }
   // Opposite members can cancel out (only with ε near 2); a zero centroid then matches nothing better than distance 1.
   const inv = ss === 0 ? 0 : 1 / Math.sqrt(ss);
-  for (let j = 0; j < d; j++) centroids[at + j] = (sums[at + j] as number) * inv;
+  for (let j = 0; j < d; j++) centroids[offset + j] = at(sums, offset + j) * inv;
+}
+
+/** Clusters whose members carry more than one distinct anchor text (what BiGPO merged beyond exact hashing). */
+export function mergedClusterCount(batch: ColumnarBatch, clusters: Clusters): number {
+  const firstState = new Int32Array(clusters.bucketCount).fill(-1);
+  const merged = new Uint8Array(clusters.bucketCount);
+  for (let k = 0; k < batch.stepCount; k++) {
+    const c = intAt(clusters.bucketOf, k);
+    if (firstState[c] === -1) firstState[c] = intAt(batch.stateId, k);
+    else if (firstState[c] !== batch.stateId[k]) merged[c] = 1;
+  }
+  return merged.reduce((a, b) => a + b, 0);
 }
 
 function grow<T extends Float64Array | Uint8Array>(a: T): T {

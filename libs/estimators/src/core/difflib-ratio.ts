@@ -1,3 +1,7 @@
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
+
 /**
  * Python's `difflib.SequenceMatcher(None, a, b).ratio()`, reproduced exactly
  * (docs/estimators.md §1.4.3): Ratcliff–Obershelp matching blocks with CPython's auto-junk rule
@@ -93,13 +97,13 @@ export class SequenceRatio {
     let prevTouched: number[] = [];
     for (let i = alo; i < ahi; i++) {
       const curTouched: number[] = [];
-      const positions = this.b2j.get(a[i] as number);
+      const positions = this.b2j.get(intAt(a, i));
       if (positions) {
         for (let p = 0; p < positions.length; p++) {
-          const j = positions[p] as number;
+          const j = intAt(positions, p);
           if (j < blo) continue;
           if (j >= bhi) break;
-          const k = (prev[j] as number) + 1;
+          const k = intAt(prev, j) + 1;
           cur[j + 1] = k;
           curTouched.push(j + 1);
           if (k > best) {

@@ -1,3 +1,8 @@
+import { typedReads } from '../typed-arrays';
+import type { StepGroups } from './step-groups';
+
+const { at, intAt } = typedReads;
+
 export type Normalize = 'mean-std' | 'mean';
 
 /** Mean and unbiased std of the values in each of `groupCount` buckets. */
@@ -25,52 +30,53 @@ export function groupStats(
   const allEqual = new Uint8Array(bucketCount).fill(1);
   const n = values.length;
   for (let k = 0; k < n; k++) {
-    const b = bucketOf[k] as number;
-    const x = values[k] as number;
+    const b = intAt(bucketOf, k);
+    const x = at(values, k);
     if (count[b] === 0) first[b] = x;
     else if (x !== first[b]) allEqual[b] = 0;
-    count[b] = (count[b] as number) + 1;
-    sum[b] = (sum[b] as number) + x;
+    count[b] = intAt(count, b) + 1;
+    sum[b] = at(sum, b) + x;
   }
   const mean = new Float64Array(bucketCount);
   for (let b = 0; b < bucketCount; b++) {
-    mean[b] = allEqual[b] ? (first[b] as number) : (sum[b] as number) / (count[b] as number);
+    mean[b] = allEqual[b] ? at(first, b) : at(sum, b) / intAt(count, b);
   }
   const ss = new Float64Array(bucketCount);
   for (let k = 0; k < n; k++) {
-    const b = bucketOf[k] as number;
-    const d = (values[k] as number) - (mean[b] as number);
-    ss[b] = (ss[b] as number) + d * d;
+    const b = intAt(bucketOf, k);
+    const d = at(values, k) - at(mean, b);
+    ss[b] = at(ss, b) + d * d;
   }
   const std = new Float64Array(bucketCount);
   for (let b = 0; b < bucketCount; b++) {
-    const c = count[b] as number;
-    std[b] = c < 2 ? NaN : allEqual[b] ? 0 : Math.sqrt((ss[b] as number) / (c - 1));
+    const c = intAt(count, b);
+    std[b] = c < 2 ? NaN : allEqual[b] ? 0 : Math.sqrt(at(ss, b) / (c - 1));
   }
   return { count, mean, std };
 }
 
 /**
- * Group-relative step term shared by GiGPO, GACA and friends: within each
- * bucket of ≥ 2 members, norm(x; bucket); a singleton gets 0 (μ = own value,
- * σ = 1, as the GiGPO reference does).
+ * GiGPO's group-relative step term (docs/estimators.md §2.5), also GACA's: within each step
+ * group of ≥ 2 members, norm(x_m; {x of the group}); a singleton gets 0 (μ = own value,
+ * σ = 1, as the GiGPO reference does). Returns the groups' statistics too.
  */
-export function normalizeWithinBuckets(
+export function groupRelative(
   values: Float64Array,
-  bucketOf: Int32Array,
-  stats: GroupStats,
+  groups: StepGroups,
   normalize: Normalize,
   epsilon: number,
-): Float64Array {
-  const out = new Float64Array(values.length);
+): { term: Float64Array; stats: GroupStats } {
+  const { bucketOf } = groups;
+  const stats = groupStats(values, bucketOf, groups.bucketCount);
+  const term = new Float64Array(values.length);
   const withStd = normalize === 'mean-std';
   for (let k = 0; k < values.length; k++) {
-    const b = bucketOf[k] as number;
-    if ((stats.count[b] as number) < 2) continue;
-    const centred = (values[k] as number) - (stats.mean[b] as number);
-    out[k] = withStd ? centred / ((stats.std[b] as number) + epsilon) : centred;
+    const b = intAt(bucketOf, k);
+    if (intAt(stats.count, b) < 2) continue;
+    const centred = at(values, k) - at(stats.mean, b);
+    term[k] = withStd ? centred / (at(stats.std, b) + epsilon) : centred;
   }
-  return out;
+  return { term, stats };
 }
 
 /**
@@ -83,12 +89,12 @@ export function rangeStats(x: Float64Array, lo: number, hi: number): { mean: num
   let sum = 0;
   let allEqual = true;
   for (let k = lo; k < hi; k++) {
-    sum += x[k] as number;
+    sum += at(x, k);
     if (x[k] !== x[lo]) allEqual = false;
   }
-  if (allEqual) return { mean: x[lo] as number, std: n < 2 ? NaN : 0 };
+  if (allEqual) return { mean: at(x, lo), std: n < 2 ? NaN : 0 };
   const mean = sum / n;
   let ss = 0;
-  for (let k = lo; k < hi; k++) ss += ((x[k] as number) - mean) ** 2;
+  for (let k = lo; k < hi; k++) ss += (at(x, k) - mean) ** 2;
   return { mean, std: n < 2 ? NaN : Math.sqrt(ss / (n - 1)) };
 }

@@ -1,4 +1,7 @@
 import type { MethodSummary } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
 
 /** Batch-level facts about a partition into step groups or clusters. */
 export function groupingSummary(count: Int32Array, prefix: string): MethodSummary {
@@ -21,7 +24,7 @@ export function groupingSummary(count: Int32Array, prefix: string): MethodSummar
 /** Per step: the size of its bucket. */
 export function bucketSizes(bucketOf: Int32Array, count: Int32Array): Int32Array {
   const out = new Int32Array(bucketOf.length);
-  for (let k = 0; k < bucketOf.length; k++) out[k] = count[bucketOf[k] as number] as number;
+  for (let k = 0; k < bucketOf.length; k++) out[k] = intAt(count, intAt(bucketOf, k));
   return out;
 }
 
@@ -30,4 +33,10 @@ export function singletonFlags(sizes: Int32Array): Uint8Array {
   const out = new Uint8Array(sizes.length);
   for (let k = 0; k < sizes.length; k++) out[k] = sizes[k] === 1 ? 1 : 0;
   return out;
+}
+
+/** Per step: the size of its group and whether it is alone in it (the singleton diagnostic). */
+export function groupSizeDiagnostics(bucketOf: Int32Array, count: Int32Array) {
+  const size = bucketSizes(bucketOf, count);
+  return { stepGroupSize: size, singleton: singletonFlags(size) };
 }

@@ -1,5 +1,8 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { SequenceRatio } from './difflib-ratio';
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
 
 /**
  * A partition of the step records into step groups that never span task
@@ -40,7 +43,7 @@ export function similarityStepGroups(batch: ColumnarBatch, threshold: number): S
     const representatives: SequenceRatio[] = [];
     const [firstStep, endStep] = groupStepRange(batch, g);
     for (let k = firstStep; k < endStep; k++) {
-      const s = batch.stateId[k] as number;
+      const s = intAt(batch.stateId, k);
       if (bucketOfState[s] === -1) {
         const text = batch.stateTexts[s] as string;
         let found = representatives.findIndex(
@@ -52,7 +55,7 @@ export function similarityStepGroups(batch: ColumnarBatch, threshold: number): S
         }
         bucketOfState[s] = bucketCount + found;
       }
-      bucketOf[k] = bucketOfState[s] as number;
+      bucketOf[k] = intAt(bucketOfState, s);
     }
     bucketCount += representatives.length;
     groupBucketOffsets[g + 1] = bucketCount;
@@ -64,9 +67,9 @@ export function similarityStepGroups(batch: ColumnarBatch, threshold: number): S
 export function localBucketIds(batch: ColumnarBatch, groups: StepGroups): Int32Array {
   const out = new Int32Array(batch.stepCount);
   for (let g = 0; g < batch.groupCount; g++) {
-    const base = groups.groupBucketOffsets[g] as number;
+    const base = intAt(groups.groupBucketOffsets, g);
     const [lo, hi] = groupStepRange(batch, g);
-    for (let k = lo; k < hi; k++) out[k] = (groups.bucketOf[k] as number) - base;
+    for (let k = lo; k < hi; k++) out[k] = intAt(groups.bucketOf, k) - base;
   }
   return out;
 }

@@ -1,9 +1,10 @@
-import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
-import { cosineClusters, type Clusters } from '../core/cosine-clusters';
-import { episodeAdvantage } from '../core/episode-advantage';
-import { groupStats, type GroupStats } from '../core/group-stats';
+import { actionPeers, type ActionPeers } from '../core/action-peers';
+import { cosineClusters, mergedClusterCount } from '../core/cosine-clusters';
+import { plusScaled } from '../core/elementwise';
+import { episodeTerm } from '../core/episode-advantage';
+import { groupStats, type GroupStats, type Normalize } from '../core/group-stats';
 import { groupingSummary } from '../core/grouping-summary';
-import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { rewardToGo } from '../core/returns';
 import { localBucketIds } from '../core/step-groups';
 import {
   episodeStatsParam,
@@ -13,6 +14,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * BiPACE = BiGPO state clusters + PACE action-conditioned baseline (docs/estimators.md §2.9).
@@ -82,40 +86,14 @@ export const bipace = defineMethod({
     { name: 'advStep', kind: 'number', description: 'PACE step term A^S (before the weight w)' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const clusters = cosineClusters(batch, p.clusterEpsilon);
     const stats = groupStats(g, clusters.bucketOf, clusters.bucketCount);
-    const peers = actionPeerSums(batch, clusters, g);
-    const value = new Float64Array(batch.stepCount);
-    const q = new Float64Array(batch.stepCount).fill(NaN);
-    const advStep = new Float64Array(batch.stepCount);
-    const advantages = new Float64Array(batch.stepCount);
-    const withStd = p.normalize === 'mean-std';
-    for (let k = 0; k < batch.stepCount; k++) {
-      const c = clusters.bucketOf[k] as number;
-      const V = stats.mean[c] as number;
-      value[k] = V;
-      if ((stats.count[c] as number) >= 2) {
-        const scale = withStd ? 1 / ((stats.std[c] as number) + p.epsilon) : 1;
-        const nA = peers.count[k] as number;
-        if (p.estimator === 'q_style') {
-          const Q = ((peers.sum[k] as number) + p.shrinkage * V) / (nA + p.shrinkage);
-          q[k] = Q;
-          advStep[k] = (Q - V) * scale;
-        } else {
-          const others = (stats.count[c] as number) - nA;
-          const b = others > 0 ? (clusterSum(stats, c) - (peers.sum[k] as number)) / others : V;
-          advStep[k] = ((g[k] as number) - b) * scale;
-        }
-      }
-      advantages[k] = (advEpisode[k] as number) + p.stepWeight * (advStep[k] as number);
-    }
+    const peers = actionPeers(batch, clusters, g);
+    const { advStep, value, q } = paceStepTerm(g, clusters.bucketOf, stats, peers, p);
     return {
-      advantages,
+      advantages: plusScaled(advEpisode, p.stepWeight, advStep),
       diagnostics: {
         clusterId: localBucketIds(batch, clusters),
         clusterDist: clusters.distance,
@@ -133,45 +111,42 @@ export const bipace = defineMethod({
   },
 });
 
-function clusterSum(stats: GroupStats, c: number): number {
-  return (stats.mean[c] as number) * (stats.count[c] as number);
-}
-
-/** Per step: n_a and Σ g over the members of its cluster that took the same action. */
-function actionPeerSums(batch: ColumnarBatch, clusters: Clusters, g: Float64Array) {
-  const sum = new Float64Array(batch.stepCount);
-  const count = new Int32Array(batch.stepCount);
-  for (let grp = 0; grp < batch.groupCount; grp++) {
-    const [lo, hi] = groupStepRange(batch, grp);
-    const acc = new Map<number, { sum: number; count: number }>();
-    const firstAction = batch.groupActionOffsets[grp] as number;
-    const actions = (batch.groupActionOffsets[grp + 1] as number) - firstAction;
-    const key = (k: number) =>
-      (clusters.bucketOf[k] as number) * actions + (batch.actionId[k] as number) - firstAction;
-    for (let k = lo; k < hi; k++) {
-      const entry = acc.get(key(k));
-      if (entry) {
-        entry.sum += g[k] as number;
-        entry.count++;
-      } else acc.set(key(k), { sum: g[k] as number, count: 1 });
-    }
-    for (let k = lo; k < hi; k++) {
-      const entry = acc.get(key(k)) as { sum: number; count: number };
-      sum[k] = entry.sum;
-      count[k] = entry.count;
+/**
+ * A^S per step (0 in a singleton cluster), with V̂_C and, for q_style, Q̃ for the diagnostics.
+ * Σ g over the cluster is V̂_C·|C|; over the same-action peers it is n_a·Q̂.
+ */
+function paceStepTerm(
+  g: Float64Array,
+  clusterOf: Int32Array,
+  stats: GroupStats,
+  peers: ActionPeers,
+  p: {
+    estimator: 'q_style' | 'diff_peer';
+    normalize: Normalize;
+    shrinkage: number;
+    epsilon: number;
+  },
+) {
+  const value = new Float64Array(g.length);
+  const q = new Float64Array(g.length).fill(NaN);
+  const advStep = new Float64Array(g.length);
+  for (let k = 0; k < g.length; k++) {
+    const c = intAt(clusterOf, k);
+    const V = at(stats.mean, c);
+    const size = intAt(stats.count, c);
+    value[k] = V;
+    if (size < 2) continue;
+    const scale = p.normalize === 'mean-std' ? 1 / (at(stats.std, c) + p.epsilon) : 1;
+    const nA = intAt(peers.count, k);
+    if (p.estimator === 'q_style') {
+      const Q = (at(peers.sum, k) + p.shrinkage * V) / (nA + p.shrinkage);
+      q[k] = Q;
+      advStep[k] = (Q - V) * scale;
+    } else {
+      const others = size - nA;
+      const b = others > 0 ? (V * size - at(peers.sum, k)) / others : V;
+      advStep[k] = (at(g, k) - b) * scale;
     }
   }
-  return { sum, count };
-}
-
-/** Clusters whose members carry more than one distinct anchor text (what BiGPO merged beyond exact hashing). */
-function mergedClusterCount(batch: ColumnarBatch, clusters: Clusters): number {
-  const firstState = new Int32Array(clusters.bucketCount).fill(-1);
-  const merged = new Uint8Array(clusters.bucketCount);
-  for (let k = 0; k < batch.stepCount; k++) {
-    const c = clusters.bucketOf[k] as number;
-    if (firstState[c] === -1) firstState[c] = batch.stateId[k] as number;
-    else if (firstState[c] !== batch.stateId[k]) merged[c] = 1;
-  }
-  return merged.reduce((a, b) => a + b, 0);
+  return { advStep, value, q };
 }

@@ -1,8 +1,8 @@
-import type { ColumnarBatch } from '../batch/columnar-batch';
-import { episodeAdvantage } from '../core/episode-advantage';
-import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
-import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
-import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { criticalityScores, leaveOneOutNll } from '../core/criticality';
+import { episodeTerm } from '../core/episode-advantage';
+import { groupRelative } from '../core/group-stats';
+import { groupingSummary, groupSizeDiagnostics } from '../core/grouping-summary';
+import { rewardToGo } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
 import {
   episodeStatsParam,
@@ -12,6 +12,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 const unitParam = (dflt: number, description: string) =>
   ({ type: 'number', default: dflt, min: 0, max: 1, description }) as const;
@@ -75,131 +78,44 @@ export const gaca = defineMethod({
     { name: 'singleton', kind: 'boolean', description: 'the anchor group has one member' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const groups = exactStepGroups(batch);
-    const stats = groupStats(g, groups.bucketOf, groups.bucketCount);
-    const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
-    const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
+    const { term: advStep, stats } = groupRelative(g, groups, p.normalize, p.epsilon);
+    const sizes = groupSizeDiagnostics(groups.bucketOf, stats.count);
     if (p.singletonFallback === 'episode') {
       for (let k = 0; k < batch.stepCount; k++)
-        if (stepGroupSize[k] === 1) advStep[k] = advEpisode[k] as number;
+        if (sizes.singleton[k]) advStep[k] = at(advEpisode, k);
     }
-    const H = p.debiased ? leaveOneOutNll(batch, groups.bucketOf, groups.bucketCount) : batch.nll;
+    const H = p.debiased ? leaveOneOutNll(batch.nll, groups) : batch.nll;
     const criticality = criticalityScores(batch, H, g, p.alphaC, !p.debiased);
     const lambda = new Float64Array(batch.stepCount);
     const advantages = new Float64Array(batch.stepCount);
     for (let k = 0; k < batch.stepCount; k++) {
-      const c = criticality[k] as number;
-      const l =
-        c >= 1
-          ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
-          : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
+      const l = mixingWeight(at(criticality, k), p);
       lambda[k] = l;
-      advantages[k] =
-        l * p.stepWeight * (advStep[k] as number) + (1 - l) * (advEpisode[k] as number);
+      advantages[k] = l * p.stepWeight * at(advStep, k) + (1 - l) * at(advEpisode, k);
     }
     return {
       advantages,
-      diagnostics: {
-        nll: batch.nll.slice(),
-        criticality,
-        lambda,
-        advEpisode,
-        advStep,
-        stepGroupSize,
-        singleton: singletonFlags(stepGroupSize),
-      },
+      diagnostics: { nll: batch.nll.slice(), criticality, lambda, advEpisode, advStep, ...sizes },
       summary: { ...groupingSummary(stats.count, 'stepGroup'), ...lambdaSummary(lambda) },
     };
   },
 });
 
-/**
- * c_t per step. H = NaN marks a step without a score input: with
- * `undefinedIsNeutral` (plain GACA, zero-token steps) it gets ê = 1 and still
- * counts in mean(score); otherwise (debiased, singletons) it gets c = 1 and is
- * left out of every mean.
- */
-function criticalityScores(
-  batch: ColumnarBatch,
-  H: Float64Array,
-  g: Float64Array,
-  alphaC: number,
-  undefinedIsNeutral: boolean,
-): Float64Array {
-  const c = new Float64Array(batch.stepCount);
-  const off = batch.trajectoryStepOffsets;
-  for (let i = 0; i < batch.trajectoryCount; i++) {
-    const lo = off[i] as number;
-    const hi = off[i + 1] as number;
-    let sumH = 0;
-    let nH = 0;
-    let sumDelta = 0;
-    for (let k = lo; k < hi; k++) {
-      if (!Number.isNaN(H[k] as number)) {
-        sumH += H[k] as number;
-        nH++;
-      }
-      if (k > lo) sumDelta += Math.abs((g[k] as number) - (g[k - 1] as number));
-    }
-    const meanH = nH > 0 ? sumH / nH : 0;
-    const meanDelta = sumDelta / (hi - lo);
-    let sumScore = 0;
-    let nScore = 0;
-    for (let k = lo; k < hi; k++) {
-      const h = H[k] as number;
-      if (Number.isNaN(h) && !undefinedIsNeutral) {
-        c[k] = NaN;
-        continue;
-      }
-      const e = Number.isNaN(h) || meanH <= 0 ? 1 : h / meanH;
-      const d =
-        meanDelta === 0
-          ? 1
-          : (k > lo ? Math.abs((g[k] as number) - (g[k - 1] as number)) : 0) / meanDelta;
-      c[k] = alphaC * e + (1 - alphaC) * d;
-      sumScore += c[k] as number;
-      nScore++;
-    }
-    const meanScore = nScore > 0 ? sumScore / nScore : 0;
-    for (let k = lo; k < hi; k++) {
-      c[k] = Number.isNaN(c[k] as number) || meanScore <= 0 ? 1 : (c[k] as number) / meanScore;
-    }
-  }
-  return c;
-}
-
-/** H^LOO: mean NLL of the *other* members of the step's anchor group; NaN where there are none. */
-function leaveOneOutNll(
-  batch: ColumnarBatch,
-  bucketOf: Int32Array,
-  bucketCount: number,
-): Float64Array {
-  const sum = new Float64Array(bucketCount);
-  const count = new Int32Array(bucketCount);
-  const H = batch.nll;
-  for (let k = 0; k < batch.stepCount; k++) {
-    if (Number.isNaN(H[k] as number)) continue;
-    const b = bucketOf[k] as number;
-    sum[b] = (sum[b] as number) + (H[k] as number);
-    count[b] = (count[b] as number) + 1;
-  }
-  const out = new Float64Array(batch.stepCount);
-  for (let k = 0; k < batch.stepCount; k++) {
-    const b = bucketOf[k] as number;
-    const hasOwn = !Number.isNaN(H[k] as number);
-    const others = (count[b] as number) - (hasOwn ? 1 : 0);
-    out[k] = others > 0 ? ((sum[b] as number) - (hasOwn ? (H[k] as number) : 0)) / others : NaN;
-  }
-  return out;
+/** λ_t: λ_0 at c = 1, with slope α_λ above and β_λ below, clipped to [0, 1]. */
+function mixingWeight(
+  c: number,
+  p: { lambda0: number; alphaLambda: number; betaLambda: number },
+): number {
+  return c >= 1
+    ? Math.min(p.lambda0 * (1 + p.alphaLambda * (c - 1)), 1)
+    : Math.max(p.lambda0 * (1 - p.betaLambda * (1 - c)), 0);
 }
 
 function lambdaSummary(lambda: Float64Array) {
-  const histogram = new Array<number>(10).fill(0);
+  const histogram = new Int32Array(10);
   let sum = 0;
   let atZero = 0;
   let atOne = 0;
@@ -208,12 +124,12 @@ function lambdaSummary(lambda: Float64Array) {
     if (l === 0) atZero++;
     if (l === 1) atOne++;
     const bin = Math.min(9, Math.floor(l * 10));
-    histogram[bin] = (histogram[bin] as number) + 1;
+    histogram[bin] = intAt(histogram, bin) + 1;
   }
   const n = lambda.length || 1;
   return {
     lambdaMean: sum / n,
-    lambdaHistogram: histogram,
+    lambdaHistogram: Array.from(histogram),
     lambdaAtZero: atZero / n,
     lambdaAtOne: atOne / n,
   };

@@ -1,7 +1,7 @@
-import { groupStepRange, OUTCOME, type ColumnarBatch } from '../batch/columnar-batch';
+import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
 import { groupStats, rangeStats } from '../core/group-stats';
 import { bucketSizes } from '../core/grouping-summary';
-import { gaeScan, rewardToGo } from '../core/returns';
+import { gaeScan, rewardToGo, tdResiduals, valuesAt } from '../core/returns';
 import { exactStepGroups } from '../core/step-groups';
 import {
   bootstrapTruncatedParam,
@@ -10,6 +10,9 @@ import {
   gammaParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at } = typedReads;
 
 /**
  * GAGPO: GAE over a non-parametric, group-estimated value (docs/estimators.md §2.8).
@@ -18,6 +21,7 @@ import { defineMethod } from '../registry/method';
  *   δ_{i,t} = r_{i,t} + γ·V̂(s_{i,t+1}) − V̂(s_{i,t})                     t < T
  *   δ_{i,T} = r_{i,T} + γ·b − V̂(s_{i,T}),  b = V̂(nextState) for a truncated end with
  *             `bootstrapTruncated` and a nextState seen in the group, else 0
+ *             (that nextState is the batch's `bootstrapStateId`)
  *   Â       = GAE of δ with γλ
  *   A       = (Â − mean(Â_k))/(std(Â_k) + ε) over the task group's step records ("mean-std"),
  *             Â − mean ("mean") or Â ("none"); a one-record group gives 0 when normalised.
@@ -58,22 +62,9 @@ export const gagpo = defineMethod({
     const g = rewardToGo(batch, p.gamma);
     const groups = exactStepGroups(batch);
     const proxy = groupStats(g, groups.bucketOf, groups.bucketCount);
-    const Vhat = proxy.mean;
-    const value = new Float64Array(batch.stepCount);
-    const delta = new Float64Array(batch.stepCount);
-    const off = batch.trajectoryStepOffsets;
-    for (let i = 0; i < batch.trajectoryCount; i++) {
-      const last = (off[i + 1] as number) - 1;
-      for (let k = off[i] as number; k <= last; k++) {
-        const v = Vhat[batch.stateId[k] as number] as number;
-        value[k] = v;
-        const next =
-          k < last
-            ? (Vhat[batch.stateId[k + 1] as number] as number)
-            : terminalValue(batch, i, Vhat, p.bootstrapTruncated);
-        delta[k] = (batch.reward[k] as number) + p.gamma * next - v;
-      }
-    }
+    const value = valuesAt(proxy.mean, batch.stateId);
+    const bootstrap = p.bootstrapTruncated ? valuesAt(proxy.mean, batch.bootstrapStateId) : null;
+    const delta = tdResiduals(batch, value, bootstrap, p.gamma);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
     const advantages =
       p.normalize === 'none'
@@ -92,17 +83,7 @@ export const gagpo = defineMethod({
   },
 });
 
-function terminalValue(
-  batch: ColumnarBatch,
-  traj: number,
-  Vhat: Float64Array,
-  bootstrap: boolean,
-): number {
-  if (!bootstrap || batch.outcome[traj] !== OUTCOME.truncated) return 0;
-  const next = batch.nextStateId[traj] as number;
-  return next < 0 ? 0 : (Vhat[next] as number);
-}
-
+/** x normalised over the step records of each task group: (x − μ)/(σ + ε) or x − μ; 0 alone. */
 function normalizePerGroup(
   batch: ColumnarBatch,
   x: Float64Array,
@@ -115,7 +96,7 @@ function normalizePerGroup(
     if (hi - lo < 2) continue; // Â − Â = 0
     const { mean, std } = rangeStats(x, lo, hi);
     for (let k = lo; k < hi; k++) {
-      const centred = (x[k] as number) - mean;
+      const centred = at(x, k) - mean;
       out[k] = withStd ? centred / (std + epsilon) : centred;
     }
   }

@@ -1,8 +1,8 @@
 import { groupStepRange, type ColumnarBatch } from '../batch/columnar-batch';
-import { episodeAdvantage } from '../core/episode-advantage';
+import { episodeTerm } from '../core/episode-advantage';
 import { rangeStats } from '../core/group-stats';
-import { broadcastToSteps, episodeReturns, gaeScan, rewardToGo } from '../core/returns';
-import { transitionGraph, type TransitionGraph } from '../core/transition-graph';
+import { bellmanValues } from '../core/bellman-fixed-point';
+import { gaeScan, rewardToGo, tdResiduals, valuesAt } from '../core/returns';
 import {
   episodeStatsParam,
   epsilonParam,
@@ -12,6 +12,9 @@ import {
   stepWeightParam,
 } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, byteAt, intAt } = typedReads;
 
 /**
  * Gated-BEPO: confidence-gated Bellman credit (docs/estimators.md §2.7).
@@ -93,105 +96,42 @@ export const gatedBepo = defineMethod({
     { name: 'advEpisode', kind: 'number', description: 'outcome term A^out' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
-    const value = new Float64Array(batch.stepCount);
-    const delta = new Float64Array(batch.stepCount);
-    const gate = new Uint8Array(batch.stepCount);
-    let maxIterations = 0;
-    let converged = true;
-    for (let grp = 0; grp < batch.groupCount; grp++) {
-      const [lo] = groupStepRange(batch, grp);
-      const graph = transitionGraph(batch, grp);
-      const fp = fixedPoint(
-        graph,
-        initialValues(graph, g, lo),
-        p.gamma,
-        p.fixedPointTol,
-        p.fixedPointMaxIter,
-      );
-      maxIterations = Math.max(maxIterations, fp.iterations);
-      converged &&= fp.converged;
-      for (let e = 0; e < graph.edgeSource.length; e++) {
-        const s = graph.edgeSource[e] as number;
-        const k = lo + e;
-        value[k] = fp.V[s] as number;
-        delta[k] =
-          (batch.reward[k] as number) +
-          p.gamma * (fp.V[graph.edgeTarget[e] as number] as number) -
-          (fp.V[s] as number);
-        gate[k] = (graph.distinctSuccessors[s] as number) >= p.gateMinDistinctSuccessors ? 1 : 0;
-      }
-    }
+    const V = bellmanValues(batch, g, p.gamma, p.fixedPointTol, p.fixedPointMaxIter);
+    const value = valuesAt(V.value, batch.stateId);
+    const delta = tdResiduals(batch, value, null, p.gamma); // every end is worth 0, ⊥truncated too
     const advStep = gaeScan(batch, delta, p.gamma * p.lambda);
     if (p.fpNormalization === 'group_std') divideByGroupStd(batch, advStep, p.epsilon);
+    const gate = gates(batch, V.distinctSuccessors, p.gateMinDistinctSuccessors);
     const eta = new Float64Array(batch.stepCount);
     const advantages = new Float64Array(batch.stepCount);
     let gateOn = 0;
     for (let k = 0; k < batch.stepCount; k++) {
-      const rho = gate[k] as number;
+      const rho = byteAt(gate, k);
       gateOn += rho;
       eta[k] = 1 - rho * (1 - p.etaOn);
-      advantages[k] =
-        (eta[k] as number) * (advEpisode[k] as number) +
-        p.stepWeight * rho * (advStep[k] as number);
+      advantages[k] = at(eta, k) * at(advEpisode, k) + p.stepWeight * rho * at(advStep, k);
     }
     return {
       advantages,
       diagnostics: { value, delta, gate, eta, advStep, advEpisode },
       summary: {
         gateOnRate: batch.stepCount ? gateOn / batch.stepCount : 0,
-        fixedPointIterationsMax: maxIterations,
-        fixedPointConverged: converged,
+        fixedPointIterationsMax: V.iterationsMax,
+        fixedPointConverged: V.converged,
       },
     };
   },
 });
 
-/** V⁰(s) = mean Monte-Carlo return of the records in s; absorbing nodes 0. */
-function initialValues(graph: TransitionGraph, g: Float64Array, firstStep: number): Float64Array {
-  const K = graph.stateCount;
-  const V = new Float64Array(K + 3);
-  const count = new Int32Array(K);
-  for (let e = 0; e < graph.edgeSource.length; e++) {
-    const s = graph.edgeSource[e] as number;
-    V[s] = (V[s] as number) + (g[firstStep + e] as number);
-    count[s] = (count[s] as number) + 1;
+/** ρ(s_t) per step: 1 where the step's state leads to at least `minDistinct` distinct nodes. */
+function gates(batch: ColumnarBatch, distinctSuccessors: Int32Array, minDistinct: number) {
+  const gate = new Uint8Array(batch.stepCount);
+  for (let k = 0; k < batch.stepCount; k++) {
+    gate[k] = intAt(distinctSuccessors, intAt(batch.stateId, k)) >= minDistinct ? 1 : 0;
   }
-  for (let s = 0; s < K; s++) V[s] = (V[s] as number) / (count[s] as number);
-  return V;
-}
-
-/** Synchronous mean-Bellman sweeps over the merged successor lists. */
-export function fixedPoint(
-  graph: TransitionGraph,
-  V0: Float64Array,
-  gamma: number,
-  tol: number,
-  maxIter: number,
-): { V: Float64Array; iterations: number; converged: boolean } {
-  const K = graph.stateCount;
-  let V: Float64Array = V0;
-  let next: Float64Array = new Float64Array(V0.length); // absorbing nodes stay 0
-  const { rowStart, succ, succWeight, meanReward } = graph;
-  for (let it = 1; it <= maxIter; it++) {
-    let change = 0;
-    for (let s = 0; s < K; s++) {
-      let backup = 0;
-      for (let e = rowStart[s] as number; e < (rowStart[s + 1] as number); e++) {
-        backup += (succWeight[e] as number) * (V[succ[e] as number] as number);
-      }
-      const v = (meanReward[s] as number) + gamma * backup;
-      change = Math.max(change, Math.abs(v - (V[s] as number)));
-      next[s] = v;
-    }
-    [V, next] = [next, V];
-    if (change <= tol) return { V, iterations: it, converged: true };
-  }
-  return { V, iterations: maxIter, converged: false };
+  return gate;
 }
 
 /** x ÷ (std of its task group + ε), with σ = 1 for a one-record group (docs/estimators.md §1.7). */
@@ -199,6 +139,6 @@ function divideByGroupStd(batch: ColumnarBatch, x: Float64Array, epsilon: number
   for (let grp = 0; grp < batch.groupCount; grp++) {
     const [lo, hi] = groupStepRange(batch, grp);
     const sigma = hi - lo < 2 ? 1 : rangeStats(x, lo, hi).std;
-    for (let k = lo; k < hi; k++) x[k] = (x[k] as number) / (sigma + epsilon);
+    for (let k = lo; k < hi; k++) x[k] = at(x, k) / (sigma + epsilon);
   }
 }

@@ -1,7 +1,8 @@
-import { episodeAdvantage } from '../core/episode-advantage';
-import { groupStats, normalizeWithinBuckets } from '../core/group-stats';
-import { bucketSizes, groupingSummary, singletonFlags } from '../core/grouping-summary';
-import { broadcastToSteps, episodeReturns, rewardToGo } from '../core/returns';
+import { episodeTerm } from '../core/episode-advantage';
+import { plusScaled } from '../core/elementwise';
+import { groupRelative } from '../core/group-stats';
+import { groupingSummary, groupSizeDiagnostics } from '../core/grouping-summary';
+import { rewardToGo } from '../core/returns';
 import { exactStepGroups, localBucketIds, similarityStepGroups } from '../core/step-groups';
 import {
   episodeStatsParam,
@@ -62,28 +63,18 @@ export const gigpo = defineMethod({
     { name: 'advStep', kind: 'number', description: 'step term A^S (before the weight w)' },
   ],
   estimate(batch, p) {
-    const advEpisode = broadcastToSteps(
-      batch,
-      episodeAdvantage(batch, episodeReturns(batch), p).advantage,
-    );
+    const advEpisode = episodeTerm(batch, p);
     const g = rewardToGo(batch, p.gamma);
     const groups =
       p.similarityThreshold === undefined
         ? exactStepGroups(batch)
         : similarityStepGroups(batch, p.similarityThreshold);
-    const stats = groupStats(g, groups.bucketOf, groups.bucketCount);
-    const advStep = normalizeWithinBuckets(g, groups.bucketOf, stats, p.normalize, p.epsilon);
-    const advantages = new Float64Array(batch.stepCount);
-    for (let k = 0; k < batch.stepCount; k++) {
-      advantages[k] = (advEpisode[k] as number) + p.stepWeight * (advStep[k] as number);
-    }
-    const stepGroupSize = bucketSizes(groups.bucketOf, stats.count);
+    const { term: advStep, stats } = groupRelative(g, groups, p.normalize, p.epsilon);
     return {
-      advantages,
+      advantages: plusScaled(advEpisode, p.stepWeight, advStep),
       diagnostics: {
         stepGroupId: localBucketIds(batch, groups),
-        stepGroupSize,
-        singleton: singletonFlags(stepGroupSize),
+        ...groupSizeDiagnostics(groups.bucketOf, stats.count),
         advEpisode,
         advStep,
       },

@@ -1,5 +1,4 @@
-import { episodeAdvantage } from '../core/episode-advantage';
-import { broadcastToSteps, episodeReturns } from '../core/returns';
+import { episodeTerm } from '../core/episode-advantage';
 import { episodeStatsParam, epsilonParam, normalizeParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
 
@@ -22,7 +21,6 @@ export const grpo = defineMethod({
   requires: [],
   diagnostics: [],
   estimate(batch, p) {
-    const term = episodeAdvantage(batch, episodeReturns(batch), p);
-    return { advantages: broadcastToSteps(batch, term.advantage), diagnostics: {}, summary: {} };
+    return { advantages: episodeTerm(batch, p), diagnostics: {}, summary: {} };
   },
 });

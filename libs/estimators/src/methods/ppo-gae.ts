@@ -1,8 +1,11 @@
-import { OUTCOME } from '../batch/columnar-batch';
+import { plus } from '../core/elementwise';
 import { rangeStats } from '../core/group-stats';
-import { gaeScan } from '../core/returns';
+import { gaeScan, tdResiduals } from '../core/returns';
 import { bootstrapTruncatedParam, gaeLambdaParam, gammaParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at } = typedReads;
 
 /**
  * PPO with step-level ("turn-level") GAE over a learned critic (docs/estimators.md §2.4).
@@ -12,6 +15,7 @@ import { defineMethod } from '../registry/method';
  *   V_next(t) = V(s_{t+1})                                     t < T
  *   V_next(T) = 0                                              success / failure
  *   V_next(T) = bootstrapTruncated ? nextValue (absent → 0) : 0  truncated
+ * (a truncated end's nextValue is the batch's `bootstrapValue`)
  *   δ_t = r_t + γ·V_next(t) − V(s_t)
  *   A_T = δ_T,  A_t = δ_t + γλ·A_{t+1}
  *   returnTarget_t = A_t + V(s_t)   (critic target, before whitening)
@@ -43,39 +47,25 @@ export const ppoGae = defineMethod({
     { name: 'returnTarget', kind: 'number', description: 'critic regression target A_t + V(s_t)' },
   ],
   estimate(batch, p) {
-    const { reward, value, trajectoryStepOffsets: off } = batch;
-    const delta = new Float64Array(batch.stepCount);
-    for (let i = 0; i < batch.trajectoryCount; i++) {
-      const last = (off[i + 1] as number) - 1;
-      for (let k = off[i] as number; k < last; k++) {
-        delta[k] =
-          (reward[k] as number) + p.gamma * (value[k + 1] as number) - (value[k] as number);
-      }
-      const nv = batch.nextValue[i] as number;
-      const bootstrap =
-        p.bootstrapTruncated && batch.outcome[i] === OUTCOME.truncated && !Number.isNaN(nv)
-          ? nv
-          : 0;
-      delta[last] = (reward[last] as number) + p.gamma * bootstrap - (value[last] as number);
-    }
+    const { value } = batch;
+    const bootstrap = p.bootstrapTruncated ? batch.bootstrapValue : null;
+    const delta = tdResiduals(batch, value, bootstrap, p.gamma);
     const advRaw = gaeScan(batch, delta, p.gamma * p.lambda);
-    const returnTarget = new Float64Array(batch.stepCount);
-    for (let k = 0; k < batch.stepCount; k++)
-      returnTarget[k] = (advRaw[k] as number) + (value[k] as number);
     const advantages = p.whiten === 'batch_steps' ? whiten(advRaw) : advRaw.slice();
     return {
       advantages,
-      diagnostics: { value: value.slice(), delta, advRaw, returnTarget },
+      diagnostics: { value: value.slice(), delta, advRaw, returnTarget: plus(advRaw, value) },
       summary: {},
     };
   },
 });
 
+/** (x − mean)/√(var + 1e-8) over all step records; 0 for a one-record batch. */
 function whiten(x: Float64Array): Float64Array {
   const out = new Float64Array(x.length);
   if (x.length < 2) return out;
   const { mean, std } = rangeStats(x, 0, x.length);
   const scale = 1 / Math.sqrt(std * std + 1e-8);
-  for (let k = 0; k < x.length; k++) out[k] = ((x[k] as number) - mean) * scale;
+  for (let k = 0; k < x.length; k++) out[k] = (at(x, k) - mean) * scale;
   return out;
 }

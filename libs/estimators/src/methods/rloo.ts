@@ -1,6 +1,10 @@
+import { episodeWeights } from '../core/episode-advantage';
 import { broadcastToSteps, episodeReturns } from '../core/returns';
 import { episodeStatsParam } from '../registry/common-params';
 import { defineMethod } from '../registry/method';
+import { typedReads } from '../typed-arrays';
+
+const { at, intAt } = typedReads;
 
 /**
  * RLOO: leave-one-out baseline (docs/estimators.md §2.3).
@@ -32,28 +36,26 @@ export const rloo = defineMethod({
   ],
   estimate(batch, p) {
     const R = episodeReturns(batch);
+    const weight = episodeWeights(batch, p.episodeStats);
     const adv = new Float64Array(batch.trajectoryCount);
     const baseline = new Float64Array(batch.trajectoryCount);
-    const gOff = batch.groupTrajectoryOffsets;
-    const sOff = batch.trajectoryStepOffsets;
+    const off = batch.groupTrajectoryOffsets;
     for (let g = 0; g < batch.groupCount; g++) {
-      const lo = gOff[g] as number;
-      const hi = gOff[g + 1] as number;
-      const weight = (i: number) =>
-        p.episodeStats === 'steps' ? (sOff[i + 1] as number) - (sOff[i] as number) : 1;
+      const lo = intAt(off, g);
+      const hi = intAt(off, g + 1);
       let n = 0;
       let sum = 0;
       for (let i = lo; i < hi; i++) {
-        n += weight(i);
-        sum += weight(i) * (R[i] as number);
+        n += intAt(weight, i);
+        sum += intAt(weight, i) * at(R, i);
       }
       for (let i = lo; i < hi; i++) {
         if (n === 1) {
-          adv[i] = p.singleton === 'keep' ? (R[i] as number) : 0;
+          adv[i] = p.singleton === 'keep' ? at(R, i) : 0;
           continue;
         }
-        baseline[i] = (sum - (R[i] as number)) / (n - 1);
-        adv[i] = (R[i] as number) - (baseline[i] as number);
+        baseline[i] = (sum - at(R, i)) / (n - 1);
+        adv[i] = at(R, i) - at(baseline, i);
       }
     }
     return {

@@ -1,5 +1,8 @@
 import type { ColumnarBatch } from '../batch/columnar-batch';
 import { getMethod, type EstimateResult } from '../registry/registry';
+import { typedReads } from '../typed-arrays';
+
+const { intAt } = typedReads;
 
 export const ADVANTAGES_FORMAT = 'advantages/v1';
 
@@ -35,12 +38,12 @@ export function toAdvantagesDocument(
   const groups = batch.groupIds.map((id, g) => {
     const trajectories: AdvantagesTrajectory[] = [];
     for (
-      let i = batch.groupTrajectoryOffsets[g] as number;
-      i < (batch.groupTrajectoryOffsets[g + 1] as number);
+      let i = intAt(batch.groupTrajectoryOffsets, g);
+      i < intAt(batch.groupTrajectoryOffsets, g + 1);
       i++
     ) {
-      const lo = off[i] as number;
-      const hi = off[i + 1] as number;
+      const lo = intAt(off, i);
+      const hi = intAt(off, i + 1);
       const traj: AdvantagesTrajectory = {
         id: batch.trajectoryIds[i] as string,
         advantages: Array.from(result.advantages.subarray(lo, hi)),

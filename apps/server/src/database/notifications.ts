@@ -1,0 +1,72 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import { Database } from './database';
+
+/** The channel a run's changes are announced on; the payload is the run's id. */
+export const RUN_CHANNEL = 'creditlab_run';
+
+/**
+ * PostgreSQL LISTEN/NOTIFY as events in this process: every server process behind one address
+ * hears what any of them wrote (a NOTIFY sent inside a transaction arrives when it commits). One
+ * connection of its own, re-opened with back-off when the database goes away.
+ */
+@Injectable()
+export class Notifications implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('notifications');
+  private readonly runs = new EventEmitter().setMaxListeners(0);
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryMs = 500;
+
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  onModuleInit(): Promise<void> {
+    return this.connect();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    await this.client?.end().catch(() => undefined);
+  }
+
+  /** Calls `listener` whenever run `runId` changed (in any process); returns how to stop. */
+  onRun(runId: string, listener: () => void): () => void {
+    this.runs.on(runId, listener);
+    return () => this.runs.off(runId, listener);
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.db.url });
+    client.on('notification', (n) => {
+      if (n.channel === RUN_CHANNEL && n.payload) this.runs.emit(n.payload);
+    });
+    client.on('error', (e) => this.logger.warn(`listening connection lost: ${e.message}`));
+    client.on('end', () => {
+      if (this.stopped) return;
+      setTimeout(() => void this.connect(), this.retryMs).unref();
+      this.retryMs = Math.min(this.retryMs * 2, 30_000);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${RUN_CHANNEL}`);
+      this.client = client;
+      this.retryMs = 500;
+    } catch (e) {
+      this.logger.warn(`cannot listen for run changes yet: ${(e as Error).message}`);
+      await client.end().catch(() => undefined);
+    }
+  }
+}
+
+/** Announces a change of run `runId` (inside a transaction: when it commits). */
+export async function notifyRun(client: pg.ClientBase | pg.Pool, runId: string): Promise<void> {
+  await client.query('SELECT pg_notify($1, $2)', [RUN_CHANNEL, runId]);
+}

@@ -1,0 +1,111 @@
+import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { z } from 'zod';
+import { firstIssue, MAX_INT32 } from '@creditlab/events';
+import { Caller } from '../access/caller.decorator';
+import { hasRole, type Principal } from '../access/principal';
+import { ProjectScope } from '../access/project-scope.service';
+import { Requires } from '../access/requires.decorator';
+import { DomainError, ErrorCode } from '../errors/domain-error';
+import { csvWriter, parquetWriter } from './export-writers';
+import { RunExportService } from './run-export.service';
+
+const list = (what: string) =>
+  z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((xs) => xs.length > 0, `a comma-separated list of ${what}`);
+
+const querySchema = z.object({
+  format: z.enum(['csv', 'parquet']).default('csv'),
+  iterations: list('iterations')
+    .transform((xs) => xs.map(Number))
+    .refine(
+      (xs) => xs.every((x) => Number.isInteger(x) && x >= 0 && x <= MAX_INT32),
+      'whole numbers from 0 to 2147483647',
+    )
+    .optional(),
+  methods: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. [{"name":"gigpo"}]' });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z
+        .array(
+          z.object({
+            name: z.string().min(1),
+            params: z.record(z.string(), z.unknown()).optional(),
+          }),
+        )
+        .max(12),
+    )
+    .default([]),
+  include: list('column names').default([]),
+});
+
+/**
+ * A run exported as CSV or Parquet, streamed: every step with its fields and the chosen methods'
+ * advantages. A read key may export; nothing is recorded, and a read key's non-default parameters
+ * are computed for the export without being stored.
+ */
+@Controller('v1/runs/:id/export')
+export class ExportController {
+  constructor(
+    @Inject(RunExportService) private readonly exports: RunExportService,
+    @Inject(ProjectScope) private readonly scope: ProjectScope,
+  ) {}
+
+  @Get()
+  @Requires('read')
+  async export(
+    @Caller() caller: Principal,
+    @Param('id') runId: string,
+    @Query() query: unknown,
+    @Res() res: Response,
+  ): Promise<void> {
+    await this.scope.assertRun(caller, runId);
+    const parsed = querySchema.safeParse(query);
+    if (!parsed.success) {
+      const issue = firstIssue(parsed.error);
+      throw new DomainError(ErrorCode.InvalidInput, `${issue.path}: ${issue.message}`, {
+        path: issue.path,
+      });
+    }
+    const q = parsed.data;
+    const request = {
+      runId,
+      iterations: q.iterations,
+      methods: q.methods,
+      include: q.include,
+      storage: hasRole(caller, 'write') ? ('any' as const) : ('defaults-only' as const),
+    };
+    // Everything a request can get wrong is checked before the first byte goes out.
+    const columns = this.exports.columns(request);
+    const iterations = await this.exports.iterations(request);
+    res.status(200);
+    res.setHeader(
+      'Content-Type',
+      q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/vnd.apache.parquet',
+    );
+    res.setHeader('Content-Disposition', `attachment; filename="run-${runId}.${q.format}"`);
+    const writer = q.format === 'csv' ? csvWriter(res, columns) : parquetWriter(res, columns);
+    try {
+      await this.exports.write(request, iterations, writer);
+      await writer.end();
+    } catch (e) {
+      // The status line is gone: all that is left is to cut the response short (a truncated file).
+      res.destroy(e as Error);
+    }
+  }
+}

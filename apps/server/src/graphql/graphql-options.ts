@@ -1,0 +1,75 @@
+import type { ApolloDriverConfig } from '@nestjs/apollo';
+import type { Request } from 'express';
+import { bearerToken } from '../access/api-key';
+import type { ApiKeysService } from '../access/api-keys.service';
+import type { Principal } from '../access/principal';
+import type { RateLimits } from '../access/rate-limits';
+import type { AppConfig } from '../config/app-config';
+import type { Database } from '../database/database';
+import { createRolloutLoaders } from '../rollouts/rollout-loaders';
+import { createRunLoaders } from '../runs/run-loaders';
+import { DateTimeResolver } from 'graphql-scalars';
+import { formatError } from './format-error';
+import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
+
+/** What graphql-ws hands the context function for a subscription's operations. */
+interface SocketContext {
+  connectionParams?: Record<string, unknown>;
+  extra: { principal?: Principal };
+}
+
+/**
+ * Apollo's configuration: the code-first schema, the request limits, errors as a caller may see
+ * them, per-request batch loaders, and subscriptions over graphql-ws on the same path, whose key
+ * comes in `connection_init` (`{ "authorization": "Bearer <key>" }`) and is checked and rated like
+ * an HTTP request's.
+ */
+export function graphqlOptions(
+  config: AppConfig,
+  db: Database,
+  keys: ApiKeysService,
+  limits: RateLimits,
+): Omit<ApolloDriverConfig, 'driver'> {
+  const loaders = () => ({ ...createRunLoaders(db), ...createRolloutLoaders(db) });
+  return {
+    path: '/graphql',
+    autoSchemaFile: true,
+    // A strict DateTime: Nest's own turns "last tuesday" into an Invalid Date the resolver trips on.
+    buildSchemaOptions: { scalarsMap: [{ type: Date, scalar: DateTimeResolver }] },
+    sortSchema: true,
+    // Every request carries a key, so the schema is shown to key holders only, production included.
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    formatError,
+    // Per request (or subscription operation): the batch loaders its nested fields share. A socket's
+    // operations get a request-like object carrying the principal its connection authenticated as.
+    context: (arg: { req?: Request } | SocketContext) =>
+      'req' in arg && arg.req
+        ? { req: arg.req, loaders: loaders() }
+        : {
+            req: { principal: (arg as SocketContext).extra.principal, path: '/graphql' },
+            loaders: loaders(),
+          },
+    subscriptions: {
+      'graphql-ws': {
+        path: '/graphql',
+        onConnect: async (ctx) => {
+          const socket = ctx as unknown as SocketContext;
+          const header =
+            socket.connectionParams?.authorization ?? socket.connectionParams?.Authorization;
+          const token = bearerToken(typeof header === 'string' ? header : undefined);
+          const principal = token ? await keys.authenticate(token) : undefined;
+          if (!principal || !(await limits.take(principal)).allowed) return false;
+          socket.extra.principal = principal;
+          return true;
+        },
+      },
+    },
+    validationRules: [
+      documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
+    ],
+    // Bounds the work of parsing itself: a document longer than this is refused unread.
+    parseOptions: { maxTokens: config.limits.graphqlMaxTokens },
+    plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
+  };
+}

@@ -1,0 +1,6 @@
+import { Module } from '@nestjs/common';
+import { WebController } from './web.controller';
+
+/** The web app's pages and assets, served by the API's own process on the same port. */
+@Module({ controllers: [WebController] })
+export class WebModule {}

@@ -1,0 +1,226 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { fetchEstimators } from '../api/estimators-api';
+import { fetchRuns, RUN_SORTS, RUN_STATUSES, type RunQuery } from '../api/runs-api';
+import { isStatus, type RunRow } from '../api/types';
+import { useCaps } from '../app/use-caps';
+import { pct, shortId, when } from '../components/format';
+import { MethodName } from '../components/MethodName';
+import { Failure, Loading, StatusPill } from '../components/Status';
+
+type FilterName = 'project' | 'env' | 'method' | 'status' | 'tags' | 'name' | 'sort';
+
+/** Runs under filters kept in the URL (shareable, back-button friendly), a page at a time by cursor. */
+export function RunsPage() {
+  const caps = useCaps();
+  const [params, setParams] = useSearchParams();
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [size, setSize] = useState(25);
+  const get = (k: string) => params.get(k) ?? '';
+  const q: RunQuery = {
+    project: get('project'),
+    env: get('env'),
+    method: get('method'),
+    status: get('status'),
+    tags: get('tags')
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
+    nameContains: get('name'),
+    sort: get('sort') || 'CREATED_DESC',
+    first: size,
+    after: cursors.at(-1) ?? null,
+  };
+  const runs = useQuery({
+    queryKey: ['runs', q],
+    queryFn: () => fetchRuns(caps!, q),
+    enabled: !!caps,
+    placeholderData: keepPreviousData,
+    // The live indicator: while a listed run is running, the page refreshes itself.
+    refetchInterval: (query) =>
+      query.state.data?.nodes.some((r) => isStatus(r.status, 'running')) ? 3000 : false,
+  });
+  const setFilter = (k: string, v: string) => {
+    const next = new URLSearchParams(params);
+    if (v) next.set(k, v);
+    else next.delete(k);
+    setParams(next, { replace: true });
+    setCursors([null]);
+  };
+  // Name search on servers without `nameContains`: within the page shown.
+  const nodes = (runs.data?.nodes ?? []).filter(
+    (r) =>
+      caps?.has('RunFilter.nameContains') ||
+      !q.nameContains ||
+      r.name.toLowerCase().includes(q.nameContains.toLowerCase()),
+  );
+  return (
+    <section>
+      <h1>Runs</h1>
+      <RunFilters get={get} set={setFilter} sortable={!!caps?.hasType('RunSort')} />
+      {runs.isPending && <Loading what="runs" />}
+      {runs.isError && <Failure error={runs.error} />}
+      {runs.data && (
+        <>
+          <p className="muted" data-testid="runs-count">
+            {runs.data.totalCount != null
+              ? `${runs.data.totalCount.toLocaleString('en')} runs`
+              : `${nodes.length} runs on this page`}
+            {runs.isFetching && ' · refreshing'}
+          </p>
+          <RunsTable runs={nodes} />
+          <div className="pager">
+            <button
+              type="button"
+              disabled={cursors.length < 2}
+              onClick={() => setCursors(cursors.slice(0, -1))}
+            >
+              ← Previous
+            </button>
+            <span>page {cursors.length}</span>
+            <button
+              type="button"
+              disabled={!runs.data.pageInfo.hasNextPage}
+              onClick={() => setCursors([...cursors, runs.data.pageInfo.endCursor])}
+            >
+              Next →
+            </button>
+            <label>
+              per page{' '}
+              <select
+                value={size}
+                onChange={(e) => (setSize(Number(e.target.value)), setCursors([null]))}
+              >
+                {[25, 50, 100].map((n) => (
+                  <option key={n}>{n}</option>
+                ))}
+              </select>
+            </label>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+function RunFilters({
+  get,
+  set,
+  sortable,
+}: {
+  get: (k: string) => string;
+  set: (k: string, v: string) => void;
+  sortable: boolean;
+}) {
+  const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
+  const text = (k: FilterName, label: string, placeholder = '') => (
+    <label>
+      {label}
+      <input
+        type="search"
+        defaultValue={get(k)}
+        placeholder={placeholder}
+        onChange={(e) => set(k, e.target.value)}
+      />
+    </label>
+  );
+  return (
+    <form className="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filter runs">
+      {text('name', 'Name contains')}
+      {text('project', 'Project')}
+      {text('env', 'Environment')}
+      <label>
+        Method
+        <select value={get('method')} onChange={(e) => set('method', e.target.value)}>
+          <option value="">any</option>
+          {estimators.data?.map((m) => (
+            <option key={m.name}>{m.name}</option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Status
+        <select value={get('status')} onChange={(e) => set('status', e.target.value)}>
+          <option value="">any</option>
+          {RUN_STATUSES.map((s) => (
+            <option key={s}>{s}</option>
+          ))}
+        </select>
+      </label>
+      {text('tags', 'Tags (all of)', 'a, b')}
+      <label>
+        Sort
+        <select
+          value={get('sort') || 'CREATED_DESC'}
+          disabled={!sortable}
+          onChange={(e) => set('sort', e.target.value)}
+        >
+          {RUN_SORTS.map((s) => (
+            <option key={s} value={s}>
+              {s.toLowerCase().replace(/_/g, ' ')}
+            </option>
+          ))}
+        </select>
+      </label>
+    </form>
+  );
+}
+
+function RunsTable({ runs }: { runs: RunRow[] }) {
+  if (!runs.length) return <p>No runs match.</p>;
+  return (
+    <div className="table-wrap">
+      <table className="grid" data-testid="runs-table">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Project</th>
+            <th>Env</th>
+            <th>Method</th>
+            <th>Status</th>
+            <th className="num">Iterations</th>
+            <th className="num">Training success</th>
+            <th className="num">Held-out success</th>
+            <th>Created</th>
+            <th>Tags</th>
+            <th>Parent</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => (
+            <tr key={r.id} data-testid="run-row">
+              <td>
+                <Link to={`/runs/${r.id}`}>{r.name}</Link>
+              </td>
+              <td>{r.project}</td>
+              <td>{r.env}</td>
+              <td>
+                <MethodName name={r.method} />
+              </td>
+              <td>
+                <StatusPill status={r.status} />
+              </td>
+              <td className="num">{r.lastIteration === null ? 0 : r.lastIteration + 1}</td>
+              <td className="num">{pct(r.lastTrainingSuccess)}</td>
+              <td className="num">{pct(r.lastEvaluationSuccess)}</td>
+              <td>{when(r.createdAt)}</td>
+              <td>
+                {r.tags.map((t) => (
+                  <span key={t} className="tag">
+                    {t}
+                  </span>
+                ))}
+              </td>
+              <td>
+                {r.parentRunId && (
+                  <Link to={`/runs/${r.parentRunId}`}>{shortId(r.parentRunId)}</Link>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

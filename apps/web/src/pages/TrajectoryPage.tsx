@@ -1,0 +1,142 @@
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
+import { fetchEstimators } from '../api/estimators-api';
+import { fetchRun } from '../api/run-api';
+import { fetchGroup, fetchGroupIds } from '../api/trajectory-api';
+import type { MethodInput } from '../api/types';
+import { useCaps } from '../app/use-caps';
+import { methodLabel, methodsParam, parseMethods } from '../components/format';
+import { MethodName } from '../components/MethodName';
+import { Failure, Loading } from '../components/Status';
+import { GroupTable } from './trajectory/GroupTable';
+
+/**
+ * A task group's G trajectories, step by step, with each chosen method's advantage beside every step:
+ * where the methods put credit and blame, and why (diagnostics on hover).
+ */
+export function TrajectoryPage() {
+  const { runId = '', iteration = '0', groupId = '' } = useParams();
+  const it = Number(iteration);
+  const caps = useCaps();
+  const [params, setParams] = useSearchParams();
+  const navigate = useNavigate();
+  const run = useQuery({
+    queryKey: ['run', runId],
+    queryFn: () => fetchRun(caps!, runId),
+    enabled: !!caps,
+  });
+  const ids = useQuery({
+    queryKey: ['group-ids', runId, it],
+    queryFn: () => fetchGroupIds(runId, it),
+  });
+  const picked = parseMethods(params.get('m'));
+  const methods: MethodInput[] = picked.length
+    ? picked
+    : run.data
+      ? [...new Set([run.data.method, 'grpo', 'gigpo'])].map((name) => ({ name }))
+      : [];
+  const gid = groupId || ids.data?.[0] || '';
+  const group = useQuery({
+    queryKey: ['group', runId, it, gid, JSON.stringify(methods)],
+    queryFn: () => fetchGroup(caps!, runId, it, gid, methods),
+    enabled: !!caps && !!gid && methods.length > 0,
+  });
+  const setMethods = (m: MethodInput[]) => {
+    const next = new URLSearchParams(params);
+    next.set('m', methodsParam(m));
+    setParams(next, { replace: true });
+  };
+  const position = ids.data?.indexOf(gid) ?? -1;
+  const go = (d: number) => {
+    const next = ids.data?.[position + d];
+    if (next)
+      void navigate(
+        `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(next)}?${params.toString()}`,
+      );
+  };
+  if (run.isError) return <Failure error={run.error} />;
+  return (
+    <section className="trajectory">
+      <h1>
+        {run.data ? <Link to={`/runs/${runId}`}>{run.data.name}</Link> : '…'} · iteration {it} ·
+        group <code data-testid="group-id">{gid || '…'}</code>
+      </h1>
+      <div className="group-nav">
+        <button type="button" disabled={position <= 0} onClick={() => go(-1)}>
+          ← previous group
+        </button>
+        <span className="muted">
+          {ids.data
+            ? `group ${position + 1} of ${ids.data.length}${ids.data.length === 100 ? '+' : ''}`
+            : ''}
+        </span>
+        <button
+          type="button"
+          disabled={!ids.data || position < 0 || position >= ids.data.length - 1}
+          onClick={() => go(1)}
+        >
+          next group →
+        </button>
+        <Link to={`/runs/${runId}/compare?m=${encodeURIComponent(methodsParam(methods))}&it=${it}`}>
+          compare these methods on iteration {it}
+        </Link>
+      </div>
+      <MethodChips methods={methods} onChange={setMethods} />
+      {(group.isPending || ids.isPending) && <Loading what="the group" />}
+      {group.isError && <Failure error={group.error} />}
+      {group.data === null && <Failure error={`no group ${gid} in iteration ${it}`} />}
+      {group.data && (
+        <GroupTable
+          group={group.data}
+          methods={methods}
+          focus={{
+            trajectory: params.get('t'),
+            step: params.get('s') === null ? null : Number(params.get('s')),
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function MethodChips({
+  methods,
+  onChange,
+}: {
+  methods: MethodInput[];
+  onChange(m: MethodInput[]): void;
+}) {
+  const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
+  const [adding, setAdding] = useState('');
+  return (
+    <div className="chips" aria-label="Methods shown">
+      Methods:{' '}
+      {methods.map((m, i) => (
+        <button
+          key={i}
+          type="button"
+          className="chip"
+          title="remove"
+          disabled={methods.length < 2}
+          onClick={() => onChange(methods.filter((_, k) => k !== i))}
+        >
+          <MethodName name={m.name} label={methodLabel(m)} /> ×
+        </button>
+      ))}
+      <select
+        value={adding}
+        aria-label="Add a method"
+        onChange={(e) => (
+          e.target.value && onChange([...methods, { name: e.target.value }]),
+          setAdding('')
+        )}
+      >
+        <option value="">add a method…</option>
+        {estimators.data?.map((e) => (
+          <option key={e.name}>{e.name}</option>
+        ))}
+      </select>
+    </div>
+  );
+}

@@ -1,0 +1,182 @@
+import { densityOption, histogramOption } from '@creditlab/charts';
+import { useState } from 'react';
+import type { Comparison } from '../../api/compare-api';
+import type { MethodInput, RunDetail } from '../../api/types';
+import { Chart } from '../../components/Chart';
+import { fmt, methodLabel, pct } from '../../components/format';
+import { MethodName } from '../../components/MethodName';
+import { Disagreements } from './Disagreements';
+
+interface Props {
+  run: RunDetail;
+  methods: MethodInput[];
+  comparison: Comparison;
+}
+
+const STATS = ['mean', 'std', 'min', 'p05', 'p25', 'p50', 'p75', 'p95', 'max'] as const;
+
+export function CompareResults({ run, methods, comparison }: Props) {
+  const [pairIndex, setPairIndex] = useState(0);
+  const pair = comparison.pairs[pairIndex];
+  return (
+    <div className="results">
+      <p data-testid="compare-scope">
+        {comparison.stepCount.toLocaleString('en')} steps in iteration
+        {comparison.iterations.length === 1 ? '' : 's'} {comparison.iterations.join(', ')}
+      </p>
+      <h2>Summary</h2>
+      <table className="grid" data-testid="summary-table">
+        <thead>
+          <tr>
+            <th>Method</th>
+            {STATS.map((s) => (
+              <th key={s} className="num">
+                {s}
+              </th>
+            ))}
+            <th className="num">positive</th>
+            <th className="num">zero</th>
+            <th>Rates</th>
+          </tr>
+        </thead>
+        <tbody>
+          {comparison.methods.map((m, i) => (
+            <tr key={i}>
+              <td>
+                <MethodName name={m.method} label={methodLabel(methods[i] ?? { name: m.method })} />
+              </td>
+              {STATS.map((s) => (
+                <td key={s} className="num">
+                  {fmt(m.summary[s])}
+                </td>
+              ))}
+              <td className="num">{pct(m.summary.fractionPositive)}</td>
+              <td className="num">{pct(m.summary.fractionZero)}</td>
+              <td className="small">{rates(m.rates)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Distributions</h2>
+      <p className="muted small">
+        Advantage histograms,{' '}
+        {comparison.serverBinned
+          ? '40 bins computed on the server'
+          : '40 bins (computed in the browser: this server does not bin)'}
+        .
+      </p>
+      <div className="histograms" data-testid="histograms">
+        {comparison.methods.map((m, i) => (
+          <Chart
+            key={i}
+            height={220}
+            label={`histogram of ${m.method} advantages`}
+            testId={`histogram-${i}`}
+            seriesCount={1}
+            option={histogramOption({
+              method: m.method,
+              title: methodLabel(methods[i] ?? { name: m.method }),
+              edges: m.histogram.edges,
+              counts: m.histogram.counts,
+            })}
+          />
+        ))}
+      </div>
+      {comparison.pairs.length > 0 && (
+        <>
+          <h2>Pairs</h2>
+          <table className="grid" data-testid="pairs-table">
+            <thead>
+              <tr>
+                <th>Pair</th>
+                <th className="num">Pearson</th>
+                <th className="num">Spearman</th>
+                <th className="num">Same sign</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {comparison.pairs.map((p, i) => (
+                <tr key={i} className={i === pairIndex ? 'selected' : ''}>
+                  <td>
+                    <MethodName name={p.a} /> vs <MethodName name={p.b} />
+                  </td>
+                  <td className="num">{p.pearson === null ? '–' : p.pearson.toFixed(3)}</td>
+                  <td className="num">{p.spearman === null ? '–' : p.spearman.toFixed(3)}</td>
+                  <td className="num">{pct(p.signAgreement)}</td>
+                  <td>
+                    <button type="button" className="link" onClick={() => setPairIndex(i)}>
+                      show
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {pair && (
+            <Chart
+              height={420}
+              label={`density of ${pair.a} against ${pair.b}`}
+              testId="density"
+              seriesCount={1}
+              option={densityOption({
+                a: pair.a,
+                b: pair.b,
+                ...pair.density,
+                pearson: pair.pearson,
+                spearman: pair.spearman,
+                binnedOn: comparison.serverBinned ? 'server' : 'browser',
+              })}
+            />
+          )}
+        </>
+      )}
+      <AgainstReferenceTable comparison={comparison} />
+      {pair && <Disagreements run={run} methods={methods} comparison={comparison} pair={pair} />}
+    </div>
+  );
+}
+
+function rates(r: Record<string, unknown>): string {
+  return Object.entries(r)
+    .filter(([, v]) => typeof v === 'number')
+    .map(([k, v]) => `${k} ${fmt(v as number)}`)
+    .join(' · ');
+}
+
+function AgainstReferenceTable({ comparison }: { comparison: Comparison }) {
+  if (!comparison.againstReference.length) return null;
+  return (
+    <>
+      <h2>Agreement with the exact advantage</h2>
+      <p className="muted small">
+        Each method against the true advantage the trainer logged per step (field{' '}
+        {comparison.againstReference[0]!.field}).
+      </p>
+      <table className="grid" data-testid="reference-table">
+        <thead>
+          <tr>
+            <th>Method</th>
+            <th className="num">Steps</th>
+            <th className="num">Pearson</th>
+            <th className="num">Spearman</th>
+            <th className="num">Same sign</th>
+          </tr>
+        </thead>
+        <tbody>
+          {comparison.againstReference.map((a, i) => (
+            <tr key={i}>
+              <td>
+                <MethodName name={a.method} />
+              </td>
+              <td className="num">{a.steps}</td>
+              <td className="num">{a.pearson === null ? '–' : a.pearson.toFixed(3)}</td>
+              <td className="num">{a.spearman === null ? '–' : a.spearman.toFixed(3)}</td>
+              <td className="num">{pct(a.signAgreement)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}

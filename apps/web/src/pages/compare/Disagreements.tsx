@@ -1,0 +1,69 @@
+import { Link } from 'react-router';
+import type { Comparison, MethodPair } from '../../api/compare-api';
+import type { MethodInput, RunDetail } from '../../api/types';
+import { fmt, methodsParam } from '../../components/format';
+import { MethodName } from '../../components/MethodName';
+
+/** The steps where the pair disagrees most, each a link to its group's trajectories. */
+export function Disagreements({
+  run,
+  methods,
+  comparison,
+  pair,
+}: {
+  run: RunDetail;
+  methods: MethodInput[];
+  comparison: Comparison;
+  pair: MethodPair;
+}) {
+  const ia = comparison.methods.findIndex((m) => m.method === pair.a);
+  const ib = comparison.methods.findIndex((m) => m.method === pair.b);
+  return (
+    <>
+      <h2>
+        Largest disagreements: <MethodName name={pair.a} /> vs <MethodName name={pair.b} />
+      </h2>
+      <table className="grid" data-testid="disagreements-table">
+        <thead>
+          <tr>
+            <th className="num">Iteration</th>
+            <th>Group</th>
+            <th>Trajectory</th>
+            <th className="num">Step</th>
+            <th>Action</th>
+            <th className="num">Reward</th>
+            <th className="num">{pair.a}</th>
+            <th className="num">{pair.b}</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {pair.disagreements.map((d, k) => {
+            const href = `/runs/${run.id}/iterations/${d.iteration}/groups/${encodeURIComponent(d.groupId)}?m=${encodeURIComponent(methodsParam(methods))}&t=${encodeURIComponent(d.trajectoryId)}&s=${d.stepIndex}`;
+            return (
+              <tr key={k} data-testid="disagreement-row">
+                <td className="num">{d.iteration}</td>
+                <td>
+                  <code>{d.groupId}</code>
+                </td>
+                <td>
+                  <code>{d.trajectoryId}</code>
+                </td>
+                <td className="num">{d.stepIndex}</td>
+                <td className="clip">{d.action}</td>
+                <td className="num">{fmt(d.reward)}</td>
+                <td className="num">{fmt(d.advantages[ia] ?? NaN)}</td>
+                <td className="num">{fmt(d.advantages[ib] ?? NaN)}</td>
+                <td>
+                  <Link to={href} data-testid="trajectory-link">
+                    trajectory
+                  </Link>
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
+  );
+}

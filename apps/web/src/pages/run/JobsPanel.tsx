@@ -1,0 +1,178 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState, type FormEvent } from 'react';
+import { fetchEstimators } from '../../api/estimators-api';
+import { watchRun } from '../../api/live';
+import { cancelJob, fetchAdvantageSets, fetchJobs, startRecompute } from '../../api/run-api';
+import { isStatus, type Job, type Json, type RunDetail } from '../../api/types';
+import { useCaps } from '../../app/use-caps';
+import { canWrite, useViewer } from '../../app/viewer';
+import { methodLabel, when } from '../../components/format';
+import { MethodName } from '../../components/MethodName';
+import { ParamsForm } from '../../components/ParamsForm';
+import { Failure } from '../../components/Status';
+
+const active = (j: Job) => isStatus(j.status, 'queued') || isStatus(j.status, 'running');
+
+/** Recompute jobs with live progress and cancel; write keys may start one for any method. */
+export function JobsPanel({ run }: { run: RunDetail }) {
+  const caps = useCaps();
+  const viewer = useViewer();
+  const queries = useQueryClient();
+  const jobs = useQuery({
+    queryKey: ['jobs', run.id],
+    queryFn: () => fetchJobs(caps!, run.id),
+    enabled: !!caps,
+  });
+  // Live progress while a job is queued or running (the subscription, else a poll every second).
+  const anyActive = !!jobs.data?.some(active);
+  useEffect(() => {
+    if (!caps || !anyActive) return;
+    return watchRun(
+      caps,
+      run.id,
+      () => void queries.invalidateQueries({ queryKey: ['jobs', run.id] }),
+      1000,
+    );
+  }, [caps, run.id, anyActive, queries]);
+  const sets = useQuery({
+    queryKey: ['sets', run.id, jobs.data?.length],
+    queryFn: () => fetchAdvantageSets(run.id),
+  });
+  const methodOf = (j: Job) => sets.data?.find((s) => s.id === j.advantageSetId);
+  const cancel = useMutation({
+    mutationFn: cancelJob,
+    onSettled: () => queries.invalidateQueries({ queryKey: ['jobs', run.id] }),
+  });
+  return (
+    <div>
+      <h2>Recompute jobs</h2>
+      {canWrite(viewer) && (
+        <RecomputeForm
+          runId={run.id}
+          onStarted={() => void queries.invalidateQueries({ queryKey: ['jobs', run.id] })}
+        />
+      )}
+      {jobs.isError && <Failure error={jobs.error} />}
+      {jobs.data && !jobs.data.length && <p className="muted">No recompute jobs.</p>}
+      {!!jobs.data?.length && (
+        <table className="grid" data-testid="jobs-table">
+          <thead>
+            <tr>
+              <th>Job</th>
+              <th>Method</th>
+              <th>Status</th>
+              <th>Progress</th>
+              <th>Started</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {jobs.data.map((j) => {
+              const set = methodOf(j);
+              return (
+                <tr key={j.id} data-testid="job-row" data-status={j.status.toLowerCase()}>
+                  <td>
+                    <code>{j.id.slice(0, 8)}</code>
+                  </td>
+                  <td>
+                    {set ? (
+                      <MethodName
+                        name={set.method}
+                        label={methodLabel({ name: set.method, params: set.params })}
+                      />
+                    ) : (
+                      '…'
+                    )}
+                  </td>
+                  <td>
+                    {j.status.toLowerCase()}
+                    {j.error && <span className="error small"> {j.error}</span>}
+                  </td>
+                  <td>
+                    <progress
+                      max={Math.max(1, j.total)}
+                      value={j.done}
+                      aria-label={`job ${j.id} progress`}
+                    />{' '}
+                    {j.done}/{j.total}
+                  </td>
+                  <td>{when(j.createdAt)}</td>
+                  <td>
+                    {active(j) && canWrite(viewer) && (
+                      <button
+                        type="button"
+                        onClick={() => cancel.mutate(j.id)}
+                        disabled={cancel.isPending}
+                      >
+                        Cancel
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function RecomputeForm({ runId, onStarted }: { runId: string; onStarted(): void }) {
+  const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
+  const [method, setMethod] = useState('gigpo');
+  const [params, setParams] = useState<Record<string, Json>>({});
+  const [iterations, setIterations] = useState('');
+  const start = useMutation({
+    mutationFn: () => {
+      const its = iterations
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map(Number);
+      return startRecompute(runId, { name: method, params }, its.length ? its : null);
+    },
+    onSuccess: onStarted,
+  });
+  const estimator = estimators.data?.find((e) => e.name === method);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    start.mutate();
+  };
+  return (
+    <form className="recompute" onSubmit={submit} aria-label="Start a recompute">
+      <label>
+        Method
+        <select
+          value={method}
+          onChange={(e) => (setMethod(e.target.value), setParams({}))}
+          aria-label="Recompute method"
+        >
+          {estimators.data?.map((m) => (
+            <option key={m.name}>{m.name}</option>
+          ))}
+        </select>
+      </label>
+      {estimator && (
+        <ParamsForm
+          estimator={estimator}
+          value={params}
+          onChange={setParams}
+          idPrefix="recompute"
+        />
+      )}
+      <label>
+        Iterations
+        <input
+          value={iterations}
+          onChange={(e) => setIterations(e.target.value)}
+          placeholder="all complete"
+        />
+      </label>
+      <button type="submit" disabled={start.isPending}>
+        Start recompute
+      </button>
+      {start.isError && <Failure error={start.error} />}
+    </form>
+  );
+}

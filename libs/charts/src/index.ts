@@ -1,0 +1,3 @@
+export * from './palette';
+export * from './line-chart';
+export * from './distribution-charts';

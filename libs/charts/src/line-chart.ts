@@ -1,0 +1,79 @@
+import type { EChartsOption } from 'echarts';
+import { methodColour } from './palette';
+
+export interface CurveSeries {
+  /** Legend entry, e.g. the method or the run name. */
+  name: string;
+  /** Colours the line: one colour per method everywhere. */
+  method: string;
+  /** [x, y] points in x order. */
+  points: [number, number][];
+  /** Drawn dashed: a second run of the same method (a fork, a retrain, a picked run). */
+  dashed?: boolean;
+}
+
+export interface LineChartSpec {
+  title?: string;
+  xName: string;
+  yName: string;
+  series: CurveSeries[];
+  /** y is a fraction in [0, 1], shown in %. */
+  percent?: boolean;
+  /** Static output (PNG/SVG): no animation, no tooltip. */
+  static?: boolean;
+}
+
+const pct = (v: number) => `${Math.round(v * 100)} %`;
+
+/** Learning curves and any per-iteration series: a legend naming each series, labelled axes. */
+export function lineChartOption(spec: LineChartSpec): EChartsOption {
+  return {
+    animation: !spec.static,
+    title: spec.title
+      ? { text: spec.title, left: 'center', textStyle: { fontSize: 14 } }
+      : undefined,
+    legend: { type: 'scroll', bottom: 0, data: spec.series.map((s) => s.name) },
+    grid: { left: 64, right: 24, top: spec.title ? 40 : 16, bottom: 64 },
+    tooltip: spec.static
+      ? undefined
+      : {
+          trigger: 'axis',
+          valueFormatter: (v) => (spec.percent ? pct(Number(v)) : fmt(Number(v))),
+        },
+    xAxis: {
+      type: 'value',
+      name: spec.xName,
+      nameLocation: 'middle',
+      nameGap: 26,
+      minInterval: 1,
+      min: 'dataMin',
+    },
+    yAxis: {
+      type: 'value',
+      name: spec.yName,
+      nameLocation: 'middle',
+      nameGap: 48,
+      scale: !spec.percent,
+      ...(spec.percent ? { min: 0, max: 1, axisLabel: { formatter: pct } } : {}),
+    },
+    series: spec.series.map((s) => ({
+      type: 'line',
+      name: s.name,
+      data: s.points,
+      showSymbol: s.points.length < 60,
+      symbolSize: 5,
+      color: methodColour(s.method),
+      lineStyle: { width: 2, type: s.dashed ? 'dashed' : 'solid' },
+      // Long curves are thinned for drawing only (largest-triangle), never for the tooltip's values.
+      sampling: 'lttb',
+    })),
+  };
+}
+
+/** 3 significant digits, without exponent noise for ordinary values. */
+export function fmt(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(2);
+  return Number(v.toPrecision(3)).toString();
+}

@@ -1,0 +1,470 @@
+import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
+import { columnarBatchFromJson, estimate, type RolloutBatch } from '@creditlab/estimators';
+import { parse } from 'csv-parse/sync';
+import { parquetReadObjects } from 'hyparquet';
+import { fixtureBatches } from './support/fixture-batches';
+import { rowCounts } from './support/row-counts';
+import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
+
+/**
+ * The API the web app stands on: run filters, sorts and totals, lineage, metric series, lookups
+ * by id, jobs of a run, server-side histograms and densities, and the streaming export.
+ */
+let server: ServerProcess & { databaseUrl: string };
+let admin: CreditlabClient;
+let readKey: string;
+const batches = fixtureBatches().map(([, b]) => b);
+const [first, second] = [batches[0]!, batches[1]!];
+let parentId: string;
+let forkId: string;
+let retrainId: string;
+let otherId: string;
+
+async function read<T>(query: string, variables: Record<string, unknown> = {}, key = ADMIN_KEY) {
+  const res = await gql<T>(server, query, variables, key);
+  expect(res.errors).toBeUndefined();
+  return res.data!;
+}
+
+beforeAll(async () => {
+  server = await startTestServer();
+  admin = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  await read('mutation { createProject(name: "explorer") { name } }');
+  await read('mutation { createProject(name: "elsewhere") { name } }');
+  readKey = (
+    await read<{ createApiKey: { key: string } }>(
+      'mutation { createApiKey(input: { project: "explorer", role: read }) { key } }',
+    )
+  ).createApiKey.key;
+  const run = (name: string, method: string, extra: Record<string, unknown> = {}) =>
+    admin.createRun({ name, project: 'explorer', env: 'sokoban', method, ...extra });
+  parentId = (await run('Baseline GRPO', 'grpo')).id;
+  await admin.appendEvents(parentId, [
+    ...rolloutEvents(0, first),
+    ...rolloutEvents(1, second),
+    {
+      id: newEventId(),
+      type: 'metrics.logged',
+      data: { iteration: 0, metrics: { loss: 2, successRate: 0.25 } },
+    },
+    {
+      id: newEventId(),
+      type: 'metrics.logged',
+      data: { iteration: 1, metrics: { loss: 1, successRate: 0.5 } },
+    },
+    { id: newEventId(), type: 'evaluation.logged', data: { iteration: 1, successRate: 0.75 } },
+  ]);
+  forkId = (await run('fork to gigpo', 'gigpo', { parentRunId: parentId, forkIteration: 1 })).id;
+  retrainId = (
+    await run('retrain under gaca', 'gaca', {
+      parentRunId: parentId,
+      config: { retrainOf: parentId },
+    })
+  ).id;
+  await admin.appendEvents(forkId, [
+    { id: newEventId(), type: 'run.finished', data: { status: 'failed' } },
+  ]);
+  otherId = (
+    await admin.createRun({
+      name: 'baseline elsewhere',
+      project: 'elsewhere',
+      env: 'e',
+      method: 'grpo',
+    })
+  ).id;
+});
+afterAll(() => server.stop());
+
+type Page = {
+  runs: {
+    totalCount: number;
+    nodes: { id: string; name: string }[];
+    pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  };
+};
+const RUNS = `query($filter: RunFilter, $sort: RunSort! = CREATED_DESC, $first: Int, $after: String) {
+  runs(filter: $filter, sort: $sort, first: $first, after: $after) {
+    totalCount nodes { id name } pageInfo { hasNextPage endCursor } } }`;
+const names = async (filter: Record<string, unknown>, sort = 'CREATED_DESC') =>
+  (await read<Page>(RUNS, { filter: { project: 'explorer', ...filter }, sort })).runs.nodes.map(
+    (r) => r.name,
+  );
+
+test('runs: name search, any-of methods, statuses, created range and parent', async () => {
+  expect(await names({ nameContains: 'BASELINE' })).toEqual(['Baseline GRPO']);
+  expect(await names({ methods: ['gigpo', 'gaca'] })).toEqual([
+    'retrain under gaca',
+    'fork to gigpo',
+  ]);
+  expect(await names({ status: ['FAILED'] })).toEqual(['fork to gigpo']);
+  expect(await names({ status: ['RUNNING', 'FAILED'] })).toHaveLength(3);
+  expect(await names({ parentRunId: parentId })).toEqual(['retrain under gaca', 'fork to gigpo']);
+  const { run } = await read<{ run: { createdAt: string } }>(
+    'query($id: ID!) { run(id: $id) { createdAt } }',
+    { id: forkId },
+  );
+  expect(await names({ createdAfter: run.createdAt })).toEqual([
+    'retrain under gaca',
+    'fork to gigpo',
+  ]);
+  expect(await names({ createdBefore: run.createdAt })).toEqual(['Baseline GRPO']);
+});
+
+test('runs: a status outside the enum is refused by name, not answered with nothing', async () => {
+  const res = await gql(server, RUNS, { filter: { status: ['done'] } });
+  expect(res.errors?.[0]?.message).toMatch(/RunStatus/);
+  expect(res.errors?.[0]?.message).toMatch(/"done"/);
+  expect(res.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect(res.data).toBeUndefined();
+  const date = await gql(server, RUNS, { filter: { createdAfter: 'last tuesday' } });
+  expect(date.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect(date.errors?.[0]?.message).toMatch(/createdAfter/);
+});
+
+test('runs: each sort order pages through every run once, and totalCount counts every page', async () => {
+  for (const [sort, expected] of [
+    ['NAME_ASC', ['Baseline GRPO', 'fork to gigpo', 'retrain under gaca']],
+    ['CREATED_ASC', ['Baseline GRPO', 'fork to gigpo', 'retrain under gaca']],
+  ] as const) {
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const { runs }: Page = await read<Page>(RUNS, {
+        filter: { project: 'explorer' },
+        sort,
+        first: 1,
+        after,
+      });
+      expect(runs.totalCount).toBe(3);
+      seen.push(...runs.nodes.map((r) => r.name));
+      if (!runs.pageInfo.hasNextPage) break;
+      after = runs.pageInfo.endCursor;
+    }
+    expect(seen).toEqual(expected);
+  }
+  const { runs } = await read<Page>(RUNS, { sort: 'NAME_ASC', first: 1 });
+  const mixed = await gql(server, RUNS, { sort: 'CREATED_ASC', after: runs.pageInfo.endCursor });
+  expect(mixed.errors?.[0]?.message).toBe('runs: "after" is a cursor of another sort order');
+  // The sort a user sees with most-advanced runs first.
+  expect((await names({}, 'LAST_ITERATION_DESC'))[0]).toBe('Baseline GRPO');
+});
+
+test('a run: its parent, its children oldest first, and its last training and held-out success', async () => {
+  const { run } = await read<{
+    run: {
+      lastTrainingSuccess: number;
+      lastEvaluationSuccess: number;
+      children: { id: string; parent: { id: string } }[];
+    };
+  }>(
+    `query($id: ID!) { run(id: $id) { lastTrainingSuccess lastEvaluationSuccess
+       children { id parent { id } } } }`,
+    { id: parentId },
+  );
+  expect(run.lastTrainingSuccess).toBe(0.5);
+  expect(run.lastEvaluationSuccess).toBe(0.75);
+  expect(run.children.map((c) => c.id)).toEqual([forkId, retrainId]);
+  expect(run.children.every((c) => c.parent.id === parentId)).toBe(true);
+  const fork = await read<{
+    run: { parent: { name: string }; children: unknown[]; lastTrainingSuccess: null };
+  }>('query($id: ID!) { run(id: $id) { parent { name } children { id } lastTrainingSuccess } }', {
+    id: forkId,
+  });
+  expect(fork.run).toEqual({
+    parent: { name: 'Baseline GRPO' },
+    children: [],
+    lastTrainingSuccess: null,
+  });
+});
+
+test('metricSeries: every logged metric and held-out success per iteration, only runs the key sees', async () => {
+  const { metricSeries } = await read<{
+    metricSeries: {
+      runId: string;
+      runName: string;
+      series: { name: string; points: { iteration: number; value: number }[] }[];
+    }[];
+  }>(
+    'query($ids: [ID!]!) { metricSeries(runIds: $ids) { runId runName series { name points { iteration value } } } }',
+    { ids: [parentId, forkId, otherId] },
+    readKey,
+  );
+  expect(metricSeries.map((s) => s.runId)).toEqual([parentId, forkId]);
+  const byName = Object.fromEntries(metricSeries[0]!.series.map((s) => [s.name, s.points]));
+  expect(byName).toEqual({
+    loss: [
+      { iteration: 0, value: 2 },
+      { iteration: 1, value: 1 },
+    ],
+    successRate: [
+      { iteration: 0, value: 0.25 },
+      { iteration: 1, value: 0.5 },
+    ],
+    'evaluation.successRate': [{ iteration: 1, value: 0.75 }],
+  });
+  expect(metricSeries[1]!.series).toEqual([]);
+  const only = await read<{ metricSeries: { series: { name: string }[] }[] }>(
+    'query($ids: [ID!]!) { metricSeries(runIds: $ids, names: ["loss"]) { series { name } } }',
+    { ids: [parentId] },
+  );
+  expect(only.metricSeries[0]!.series.map((s) => s.name)).toEqual(['loss']);
+});
+
+test('a group and a trajectory by id equal what the page of groups shows', async () => {
+  const group = second.groups[1]!;
+  const trajectory = group.trajectories[0]!;
+  const TRAJECTORY = 'id outcome return length steps { index state action reward }';
+  const data = await read<{
+    run: {
+      groups: { nodes: { id: string; trajectories: { id: string }[] }[] };
+      group: { id: string; position: number; trajectories: { id: string }[] };
+      trajectory: { id: string; steps: { state: string }[] };
+      missing: null;
+    };
+  }>(
+    `query($id: ID!, $g: String!, $t: String!) { run(id: $id) {
+       groups(iteration: 1, first: 100) { nodes { id trajectories { ${TRAJECTORY} } } }
+       group(iteration: 1, id: $g) { id position trajectories { ${TRAJECTORY} } }
+       trajectory(iteration: 1, id: $t) { ${TRAJECTORY} }
+       missing: trajectory(iteration: 0, id: "no such trajectory") { id } } }`,
+    { id: parentId, g: group.id, t: trajectory.id },
+  );
+  const paged = data.run.groups.nodes.find((g) => g.id === group.id)!;
+  expect(data.run.group).toEqual({ ...paged, position: 1 });
+  expect(data.run.trajectory).toEqual(paged.trajectories.find((t) => t.id === trajectory.id));
+  expect(data.run.trajectory.steps.map((s) => s.state)).toEqual(
+    trajectory.steps.map((s) => s.state),
+  );
+  expect(data.run.missing).toBeNull();
+});
+
+test('jobs of a run, newest first, on the query and on the run; none for a run the key cannot see', async () => {
+  const start = (name: string) =>
+    read<{ recompute: { id: string } }>(
+      'mutation($id: ID!, $m: String!) { recompute(runId: $id, method: { name: $m }) { id } }',
+      { id: parentId, m: name },
+    );
+  const a = (await start('gigpo')).recompute.id;
+  const b = (await start('rloo')).recompute.id;
+  const q = `query($id: ID!) { jobs(runId: $id) { id runId status total }
+    run(id: $id) { jobs { id } } }`;
+  const data = await read<{
+    jobs: { id: string; runId: string; status: string; total: number }[];
+    run: { jobs: { id: string }[] };
+  }>(q, { id: parentId });
+  expect(data.jobs.map((j) => j.id)).toEqual([b, a]);
+  expect(data.run.jobs.map((j) => j.id)).toEqual([b, a]);
+  // Every complete iteration: 0 (iteration 1 is the running run's last, still open).
+  expect(data.jobs.map((j) => [j.runId, j.total])).toEqual([
+    [parentId, 1],
+    [parentId, 1],
+  ]);
+  expect(['QUEUED', 'RUNNING', 'COMPLETED']).toContain(data.jobs[0]!.status);
+
+  const elsewhere = await gql<{ jobs: unknown[] }>(server, q, { id: otherId }, readKey);
+  expect(elsewhere.errors).toBeUndefined();
+  expect(elsewhere.data).toEqual({ jobs: [], run: null });
+});
+
+interface Binned {
+  compare: {
+    stepCount: number;
+    methods: { method: string; histogram: { counts: number[]; edges: number[] } }[];
+    pairs: {
+      a: string;
+      b: string;
+      density: { counts: number[]; total: number; xEdges: number[]; yEdges: number[] };
+    }[];
+    rows: {
+      totalCount: number;
+      nodes: { advantages: number[] }[];
+      pageInfo: { hasNextPage: boolean; endCursor: string | null };
+    };
+  };
+}
+const COMPARE = `query($id: ID!, $after: String) {
+  compare(runId: $id, iterations: [0, 1], methods: [{ name: "grpo" }, { name: "gigpo" }, { name: "rloo" }]) {
+    stepCount
+    methods { method histogram(bins: 7) { counts edges } }
+    pairs { a b density(bins: 5) { counts total xEdges yEdges } }
+    rows(first: 50, after: $after) { totalCount nodes { advantages } pageInfo { hasNextPage endCursor } } } }`;
+
+/** Which of `bins` equal-width bins over [lo, hi] a value falls in (the last one closed). */
+const binOf = (x: number, edges: number[]) => {
+  const bins = edges.length - 1;
+  const [lo, hi] = [edges[0]!, edges[bins]!];
+  return hi === lo ? 0 : Math.min(bins - 1, Math.floor(((x - lo) / (hi - lo)) * bins));
+};
+
+test('histograms and pairwise densities are binned on the server and count every step', async () => {
+  const rows: number[][] = [];
+  let after: string | null = null;
+  let report: Binned['compare'] | undefined;
+  for (;;) {
+    const data: Binned = await read<Binned>(COMPARE, { id: parentId, after });
+    report = data.compare;
+    rows.push(...report.rows.nodes.map((r) => r.advantages));
+    if (!report.rows.pageInfo.hasNextPage) break;
+    after = report.rows.pageInfo.endCursor;
+  }
+  const stepCount = first.groups
+    .concat(second.groups)
+    .flatMap((g) => g.trajectories.flatMap((t) => t.steps)).length;
+  expect(report!.stepCount).toBe(stepCount);
+  expect(report!.rows.totalCount).toBe(stepCount);
+  expect(rows).toHaveLength(stepCount);
+
+  report!.methods.forEach((m, k) => {
+    const values = rows.map((r) => r[k]!);
+    expect(m.histogram.edges).toHaveLength(8);
+    expect(m.histogram.edges[0]).toBeCloseTo(Math.min(...values), 5);
+    expect(m.histogram.edges[7]).toBeCloseTo(Math.max(...values), 5);
+    const expected = new Array<number>(7).fill(0);
+    for (const x of values) expected[binOf(x, m.histogram.edges)]!++;
+    expect(m.histogram.counts).toEqual(expected);
+  });
+  expect(report!.pairs.map((p) => `${p.a}/${p.b}`)).toEqual([
+    'grpo/gigpo',
+    'grpo/rloo',
+    'gigpo/rloo',
+  ]);
+  const gigpoRloo = report!.pairs[2]!.density;
+  expect(gigpoRloo.total).toBe(stepCount);
+  expect(gigpoRloo.counts).toHaveLength(25);
+  const expected = new Array<number>(25).fill(0);
+  for (const r of rows)
+    expected[binOf(r[2]!, gigpoRloo.yEdges) * 5 + binOf(r[1]!, gigpoRloo.xEdges)]!++;
+  expect(gigpoRloo.counts).toEqual(expected);
+
+  const tooMany = await gql(
+    server,
+    'query($id: ID!) { compare(runId: $id, methods: [{ name: "grpo" }]) { methods { histogram(bins: 100000) { counts } } } }',
+    { id: parentId },
+  );
+  expect(tooMany.errors?.[0]?.message).toMatch(/bins/);
+});
+
+/** What the library computes for the run's two iterations, in canonical order. */
+function library(method: string, params: Record<string, unknown> = {}): number[] {
+  return [first, second].flatMap((b: RolloutBatch) =>
+    Array.from(estimate(columnarBatchFromJson(b), method, params).advantages, Math.fround),
+  );
+}
+const exportUrl = (runId: string, query: Record<string, string>) =>
+  `${server.url}/v1/runs/${runId}/export?${new URLSearchParams(query)}`;
+
+test('export as CSV: every step with its fields and each method’s advantages, equal to the library', async () => {
+  const methods = [{ name: 'gigpo' }, { name: 'gigpo', params: { gamma: 0.5 } }, { name: 'grpo' }];
+  const stream = await admin.exportRun(parentId, { methods });
+  const text = Buffer.from(await new Response(stream).arrayBuffer()).toString('utf8');
+  const rows = parse(text, { columns: true }) as Record<string, string>[];
+  const steps = [first, second].flatMap((b, i) =>
+    b.groups.flatMap((g) =>
+      g.trajectories.flatMap((t) => t.steps.map((s) => ({ i, g: g.id, t: t.id, s }))),
+    ),
+  );
+  expect(rows).toHaveLength(steps.length);
+  expect(Object.keys(rows[0]!)).toEqual(
+    expect.arrayContaining([
+      'run_id',
+      'iteration',
+      'group_id',
+      'trajectory_id',
+      'step_index',
+      'state',
+      'action',
+      'reward',
+      'outcome',
+      'adv:gigpo#0',
+      'adv:gigpo#1',
+      'adv:grpo',
+    ]),
+  );
+  expect(Object.keys(rows[0]!)).not.toContain('embedding');
+  rows.forEach((row, n) => {
+    const { i, g, t, s } = steps[n]!;
+    expect([row.iteration, row.group_id, row.trajectory_id, row.state, row.action]).toEqual([
+      String(i),
+      g,
+      t,
+      s.state,
+      s.action,
+    ]);
+    expect(Number(row.reward)).toBe(s.reward);
+  });
+  expect(rows.map((r) => Number(r['adv:gigpo#0']))).toEqual(library('gigpo'));
+  expect(rows.map((r) => Number(r['adv:gigpo#1']))).toEqual(library('gigpo', { gamma: 0.5 }));
+  expect(rows.map((r) => Number(r['adv:grpo']))).toEqual(library('grpo'));
+});
+
+test('export as Parquet holds the same values as the CSV; embeddings only when asked', async () => {
+  const query = { methods: JSON.stringify([{ name: 'rloo' }]), iterations: '1' };
+  const csv = parse(
+    await (
+      await api(exportUrl(parentId, { ...query, format: 'csv', include: 'embedding' }))
+    ).text(),
+    { columns: true },
+  ) as Record<string, string>[];
+  const res = await api(exportUrl(parentId, { ...query, format: 'parquet', include: 'embedding' }));
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('application/vnd.apache.parquet');
+  const file = await res.arrayBuffer();
+  const rows = (await parquetReadObjects({ file })) as Record<string, unknown>[];
+  expect(rows).toHaveLength(csv.length);
+  expect(rows.map((r) => r.state)).toEqual(csv.map((r) => r.state));
+  expect(rows.map((r) => r.iteration)).toEqual(csv.map(() => 1));
+  expect(rows.map((r) => r['adv:rloo'])).toEqual(csv.map((r) => Number(r['adv:rloo'])));
+  expect(rows.map((r) => r['adv:rloo'])).toEqual(library('rloo').slice(-csv.length));
+  const withEmbedding = second.groups
+    .flatMap((g) => g.trajectories.flatMap((t) => t.steps))
+    .filter((s) => s.embedding).length;
+  expect(csv.filter((r) => r.embedding !== '')).toHaveLength(withEmbedding);
+});
+
+test('a read key exports, even at parameters it may not store, and the export records nothing', async () => {
+  const tables = async () => ({
+    ...(await rowCounts(server.databaseUrl)),
+    sets: (
+      await read<{ run: { advantageSets: unknown[] } }>(
+        'query($id: ID!) { run(id: $id) { advantageSets { id } } }',
+        { id: parentId },
+      )
+    ).run.advantageSets.length,
+  });
+  const before = await tables();
+  const res = await api(
+    exportUrl(parentId, {
+      methods: JSON.stringify([{ name: 'gaca', params: { debiased: true } }]),
+    }),
+    {},
+    readKey,
+  );
+  expect(res.status).toBe(200);
+  const rows = parse(await res.text(), { columns: true }) as Record<string, string>[];
+  expect(rows.map((r) => Number(r['adv:gaca']))).toEqual(library('gaca', { debiased: true }));
+  expect(await tables()).toEqual(before);
+});
+
+test('a bad export request is a 400 naming the parameter, before any byte of the file', async () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ format: 'xlsx' }, /^format: /],
+    [{ iterations: '0,x' }, /^iterations: whole numbers/],
+    [{ iterations: '7' }, /^iterations: run .* has no rollouts in iteration 7$/],
+    [{ methods: '[{"name":' }, /^methods: must be JSON/],
+    [{ methods: '[{"name":"no-such-method"}]' }, /no-such-method/],
+    [{ methods: '[{"name":"gigpo","params":{"gamma":7}}]' }, /gamma/],
+    [{ include: 'weights' }, /^include: unknown column weights; one of embedding, tokenLogprobs$/],
+  ];
+  for (const [query, message] of cases) {
+    const res = await api(exportUrl(parentId, query));
+    expect([query, res.status]).toEqual([query, 400]);
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    const body = (await res.json()) as { error: string; message: string };
+    expect(body.error).toBe('INVALID_INPUT');
+    expect(body.message).toMatch(message);
+  }
+  const hidden = await api(exportUrl(otherId, {}), {}, readKey);
+  expect(hidden.status).toBe(404);
+  const anonymous = await fetch(exportUrl(parentId, {}));
+  expect(anonymous.status).toBe(401);
+});

@@ -1,0 +1,289 @@
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { startBrowser, type TestBrowser } from './support/browser';
+import { npmRun } from './support/cli';
+import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
+
+/**
+ * The web app in a real Chromium against the real server and database, on runs the trainer made: a
+ * run and a fork of it under another method. Screenshots go to CREDITLAB_UI_SCREENSHOTS (docs/images
+ * when the docs are refreshed), else to a temporary folder.
+ */
+const SHOTS = process.env.CREDITLAB_UI_SCREENSHOTS
+  ? path.resolve(process.env.CREDITLAB_UI_SCREENSHOTS)
+  : path.join(tmpdir(), `creditlab-ui-${process.pid}`);
+
+// Functions passed to page.evaluate run in the page, where these exist (this program has no DOM types).
+interface PageNode {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+}
+declare const document: {
+  querySelector(selector: string): PageNode | null;
+  querySelectorAll(selector: string): { length: number };
+};
+declare const sessionStorage: { getItem(key: string): string | null };
+
+let server: ServerProcess;
+let browser: TestBrowser;
+let page: Page;
+let parentId: string;
+let forkId: string;
+const bearers = new Set<string>();
+
+async function train(args: string[]): Promise<string> {
+  const env = { CREDITLAB_URL: server.url, CREDITLAB_API_KEY: ADMIN_KEY };
+  const r = await npmRun('train', ['--iterations', '3', ...args], env);
+  expect(r.stderr).not.toMatch(/error/i);
+  expect(r.code).toBe(0);
+  return r.stdout.trim().split('\n').at(-1)!;
+}
+
+const shot = (name: string) =>
+  page.screenshot({ path: path.join(SHOTS, `ui-${name}.png`), fullPage: false });
+
+async function data<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+  const answer = await gql<T>(server, query, variables);
+  expect(answer.errors).toBeUndefined();
+  return answer.data!;
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  server = await startTestServer();
+  parentId = await train([
+    '--env',
+    'sokoban-tiny',
+    '--tasks',
+    '2',
+    '--group-size',
+    '4',
+    '--method',
+    'gigpo',
+  ]);
+  forkId = await train(['--fork', parentId, '--method', 'grpo']);
+  browser = await startBrowser();
+  page = await browser.newPage();
+  page.on('request', (r) => {
+    if (new URL(r.url()).pathname === '/graphql' && r.method() === 'POST')
+      bearers.add(r.headers().authorization ?? '');
+    expect(r.url()).not.toContain(ADMIN_KEY);
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+test('sign in with an API key: kept for the session, sent as a bearer header, never in a URL', async () => {
+  await page.goto(`${server.url}/`);
+  await shot('sign-in');
+  await page.getByLabel('API key').fill(ADMIN_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('runs-table').waitFor();
+  expect(await page.evaluate(() => sessionStorage.getItem('creditlab.apiKey'))).toBe(ADMIN_KEY);
+  expect(page.url()).not.toContain(ADMIN_KEY);
+  expect([...bearers]).toEqual([`Bearer ${ADMIN_KEY}`]);
+  await expectRows(2);
+  await shot('runs');
+});
+
+async function expectRows(n: number): Promise<void> {
+  await page.waitForFunction(
+    (want) => document.querySelectorAll('[data-testid=run-row]').length === want,
+    n,
+  );
+}
+
+test('filter runs by method and status', async () => {
+  await page.getByLabel('Method').selectOption('grpo');
+  await expectRows(1);
+  await expect(page.getByTestId('run-row').first().textContent()).resolves.toContain('grpo');
+  await page.locator(`a[href="/runs/${forkId}"]`).waitFor();
+  await page.getByLabel('Method').selectOption('');
+  await page.getByLabel('Status').selectOption('running');
+  await page.getByText('No runs match.').waitFor();
+  await page.getByLabel('Status').selectOption('completed');
+  await expectRows(2);
+});
+
+test('a run page draws one chart per logged metric, each with a series per run shown', async () => {
+  await page.locator(`a[href="/runs/${parentId}"]`).first().click();
+  await page.getByTestId('curves').waitFor();
+  const { run } = await data<{
+    run: {
+      iterations: { metrics: Record<string, number>; evaluationSuccessRate: number | null }[];
+    };
+  }>(`query($id: ID!) { run(id: $id) { iterations { metrics evaluationSuccessRate } } }`, {
+    id: parentId,
+  });
+  const names = new Set(run.iterations.flatMap((i) => Object.keys(i.metrics)));
+  if (run.iterations.some((i) => i.evaluationSuccessRate !== null))
+    names.add('evaluation.successRate');
+  expect(names.size).toBeGreaterThan(3);
+  const charts = page.locator('[data-testid^=curve-]');
+  await expect(charts.count()).resolves.toBe(names.size);
+  for (const name of names) await page.getByTestId(`curve-${name}`).waitFor();
+  // The fork is overlaid where the server lists children; otherwise the run alone.
+  const children = (await page.getByTestId('lineage').textContent())?.includes('fork at iteration')
+    ? 2
+    : 1;
+  for (const s of await charts.evaluateAll((els) => els.map((e) => e.getAttribute('data-series'))))
+    expect(Number(s)).toBeLessThanOrEqual(children);
+  await expect(page.getByTestId('curve-successRate').getAttribute('data-series')).resolves.toBe(
+    String(children),
+  );
+  await page.getByTestId('iterations-table').waitFor();
+  await page.getByTestId('events-table').waitFor();
+  await page.getByTestId('curve-successRate').scrollIntoViewIfNeeded();
+  await shot('run');
+});
+
+test('compare three methods: summary, a histogram each, the pairwise density with its correlations', async () => {
+  await page.getByRole('link', { name: 'Compare estimators' }).click();
+  await page.getByTestId('density').waitFor();
+  await expect(page.locator('[data-testid^=histogram-]').count()).resolves.toBe(3);
+  const iteration = Number(
+    /iteration (\d+)/.exec((await page.getByTestId('compare-scope').textContent()) ?? '')?.[1],
+  );
+  const { compare } = await data<{
+    compare: {
+      methods: { method: string }[];
+      pairs: { a: string; b: string; pearson: number; spearman: number }[];
+    };
+  }>(
+    `query($id: ID!, $its: [Int!]) { compare(runId: $id, methods: [{name: "gigpo"}, {name: "grpo"}, {name: "gaca"}], iterations: $its) { methods { method } pairs { a b pearson spearman } } }`,
+    { id: parentId, its: [iteration] },
+  );
+  const summary = await page.getByTestId('summary-table').locator('tbody tr').allTextContents();
+  expect(summary.map((row) => compare.methods.find((m) => row.includes(m.method))?.method)).toEqual(
+    ['gigpo', 'grpo', 'gaca'],
+  );
+  const pairs = await page.getByTestId('pairs-table').locator('tbody tr').allTextContents();
+  compare.pairs.forEach((p, i) => {
+    expect(pairs[i]).toContain(p.pearson.toFixed(3));
+    expect(pairs[i]).toContain(p.spearman.toFixed(3));
+  });
+  const density = await page.getByTestId('density').getAttribute('aria-label');
+  expect(density).toBe(`density of ${compare.pairs[0]!.a} against ${compare.pairs[0]!.b}`);
+  await shot('compare');
+});
+
+test('a disagreement opens its group: the advantages shown are the API’s, diagnostics on hover', async () => {
+  const row = page.getByTestId('disagreement-row').first();
+  const [trajectoryId, step] = await row
+    .locator('td')
+    .evaluateAll((tds) => [tds[2]!.textContent!, tds[3]!.textContent!]);
+  await row.getByTestId('trajectory-link').click();
+  await page.getByTestId('group-view').waitFor();
+  const groupId = (await page.getByTestId('group-id').textContent())!;
+  const iteration = Number(/iterations\/(\d+)\/groups/.exec(page.url())?.[1]);
+  const { run } = await data<{
+    run: {
+      groups: {
+        nodes: {
+          id: string;
+          trajectories: {
+            id: string;
+            steps: { index: number; a: number; b: number; c: number }[];
+          }[];
+        }[];
+      };
+    };
+  }>(
+    `query($id: ID!, $it: Int!) { run(id: $id) { groups(iteration: $it, first: 20) { nodes { id trajectories { id steps { index
+      a: advantage(method: {name: "gigpo"}) b: advantage(method: {name: "grpo"}) c: advantage(method: {name: "gaca"}) } } } } } }`,
+    { id: parentId, it: iteration },
+  );
+  const group = run.groups.nodes.find((g) => g.id === groupId)!;
+  const shown = await page.getByTestId('adv-cell').evaluateAll((cells) =>
+    cells.map((c) => ({
+      trajectory: c.closest('[data-testid=trajectory]')!.getAttribute('data-trajectory-id'),
+      step: Number(c.closest('tr')!.getAttribute('data-step')),
+      method: c.getAttribute('data-method'),
+      value: Number(c.getAttribute('data-value')),
+      text: c.firstChild?.textContent,
+    })),
+  );
+  const want = group.trajectories.flatMap((t) =>
+    t.steps.flatMap((s) => [
+      { trajectory: t.id, step: s.index, method: 'gigpo', value: s.a },
+      { trajectory: t.id, step: s.index, method: 'grpo', value: s.b },
+      { trajectory: t.id, step: s.index, method: 'gaca', value: s.c },
+    ]),
+  );
+  expect(shown.map(({ text: _text, ...cell }) => cell)).toEqual(want);
+  for (const cell of shown)
+    expect(Number(cell.text)).toBeCloseTo(cell.value, Math.abs(cell.value) < 1 ? 2 : 1);
+  const focused = page.locator('tr.focus-row');
+  await expect(focused.getAttribute('data-step')).resolves.toBe(step);
+  await expect(
+    focused
+      .locator('xpath=ancestor::*[@data-testid="trajectory"]')
+      .getAttribute('data-trajectory-id'),
+  ).resolves.toBe(trajectoryId);
+  await focused.locator('[data-method=gigpo]').hover();
+  await expect(page.getByTestId('diagnostics').textContent()).resolves.toContain('stepGroupSize');
+  await shot('trajectory');
+});
+
+test('start a recompute from the run page and watch it complete', async () => {
+  await page.goto(`${server.url}/runs/${parentId}`);
+  await page.getByLabel('Recompute method').selectOption('gagpo');
+  await page.getByRole('button', { name: 'Start recompute' }).click();
+  const job = page.getByTestId('job-row').first();
+  await job.waitFor();
+  await page.waitForFunction(
+    () =>
+      document.querySelector('[data-testid=job-row]')?.getAttribute('data-status') === 'completed',
+    null,
+    { timeout: 120_000 },
+  );
+  await expect(job.textContent()).resolves.toContain('gagpo');
+  const { run } = await data<{
+    run: { advantageSets: { method: string; iterations: number[] }[] };
+  }>(`query($id: ID!) { run(id: $id) { advantageSets { method iterations } } }`, { id: parentId });
+  expect(run.advantageSets.find((s) => s.method === 'gagpo')?.iterations).toEqual([0, 1, 2]);
+  await page.getByTestId('jobs-table').scrollIntoViewIfNeeded();
+  await shot('jobs');
+});
+
+test('the estimators page lists the registry', async () => {
+  await page.getByRole('link', { name: 'Estimators', exact: true }).click();
+  const { estimators } = await data<{ estimators: { name: string }[] }>('{ estimators { name } }');
+  await page.getByTestId('estimator').first().waitFor();
+  await expect(page.getByTestId('estimator').count()).resolves.toBe(estimators.length);
+  await shot('estimators');
+});
+
+test('GET /graphql in the browser opens GraphiQL from the app’s own assets, with the signed-in key', async () => {
+  const outside: string[] = [];
+  page.on('request', (r) => {
+    if (
+      !r.url().startsWith(server.url) &&
+      !r.url().startsWith('data:') &&
+      !r.url().startsWith('blob:')
+    )
+      outside.push(r.url());
+  });
+  await page.goto(`${server.url}/graphql`);
+  // The editor loads its schema and workers first; then the run button sends the default query.
+  await page.waitForFunction(() =>
+    document.querySelector('.graphiql-query-editor')?.textContent?.includes('viewer'),
+  );
+  await page.locator('.graphiql-execute-button').click();
+  // The default query's answer (the viewer: this key's prefix and role) shows: the key was sent.
+  await page.waitForFunction((prefix) => {
+    const text = document.querySelector('.graphiql-response')?.textContent ?? '';
+    return text.includes(prefix) && text.includes('admin');
+  }, ADMIN_KEY.split('_')[1]!);
+  expect(outside).toEqual([]);
+  await shot('graphql');
+});
+
+test('no console errors on any page', () => {
+  expect(browser.errors).toEqual([]);
+});
