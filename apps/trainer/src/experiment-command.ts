@@ -35,6 +35,11 @@ const EXPERIMENT_FLAGS = {
     help: 'control arm: these methods again on per-batch whitened advantages ("best": the step-level method with the largest mean held-out area)',
     byDefault: 'none',
   },
+  'report-only': {
+    type: 'boolean',
+    help: 'train nothing: write experiments.md from the runs the data file holds (e.g. of an experiment stopped early)',
+    byDefault: 'off',
+  },
   'in-process': {
     type: 'boolean',
     help: 'train in this process, the advantages from the estimator library as the server computes them (no server)',
@@ -107,6 +112,7 @@ export interface ExperimentPlan {
   outDir: string;
   dataFile: string;
   inProcess: boolean;
+  reportOnly: boolean;
   /** The server to use; absent: CREDITLAB_URL / CREDITLAB_API_KEY, else the credentials file. */
   server?: { url?: string; apiKey?: string };
 }
@@ -125,6 +131,7 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
     evalTasks: integerFlag('eval-tasks', values['eval-tasks'], 1) ?? 64,
     whitenMethods,
     inProcess: values['in-process'] ?? false,
+    reportOnly: values['report-only'] ?? false,
     dataFile: path.resolve(values.data ?? path.join(outDir, 'data', `experiments-${env}.json`)),
     seeds: integerFlag('seeds', values.seeds, 1) ?? 10,
     iterations: integerFlag('iterations', values.iterations, 1) ?? D.iterations,

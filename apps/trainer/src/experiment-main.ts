@@ -31,6 +31,11 @@ async function main(argv: string[]): Promise<number> {
     if (e instanceof UsageError) return reportUsageError('experiment', e);
     throw e;
   }
+  if (plan.reportOnly) {
+    const file = await writeReport(plan, EVAL_EVERY, loadData(plan.dataFile, plan.env));
+    process.stderr.write(`wrote ${file}\n`);
+    return 0;
+  }
   const stop = stopOnSignal('experiment');
   const backend = plan.inProcess
     ? inProcessBackend()

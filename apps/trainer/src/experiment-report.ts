@@ -85,10 +85,10 @@ function mainTable(plan: ExperimentPlan, data: ExperimentData): string {
     const areas = runs.map((r) => areaUnderCurve(r.curve));
     const finals = runs.map((r) => r.curve.at(-1)?.[1] ?? NaN);
     const test = m === 'grpo' ? '(reference) | | |' : testCells(tests[others.indexOf(m)]!);
-    return `| ${m} | ${pct(mean(areas))} ± ${pct(sdOf(areas))} | ${pct(mean(finals))} | ${test} | ${mean(runs.map((r) => mean(r.advantageRms))).toFixed(2)} | ${mean(runs.map((r) => r.seconds)).toFixed(0)} s / ${mean(runs.map((r) => r.cpuSeconds)).toFixed(0)} s |`;
+    return `| ${m} | ${runs.length} | ${pct(mean(areas))} ± ${pct(sdOf(areas))} | ${pct(mean(finals))} | ${test} | ${mean(runs.map((r) => mean(r.advantageRms))).toFixed(2)} | ${mean(runs.map((r) => r.seconds)).toFixed(0)} s / ${mean(runs.map((r) => r.cpuSeconds)).toFixed(0)} s |`;
   });
-  return `| method | held-out area, % (mean ± sd over seeds) | final held-out, % | area − GRPO's, points [95 % CI] | p | Holm p | verdict (Holm p ≤ 0.05) | RMS of nonzero advantages | wall / trainer CPU per run |
-|---|---:|---:|---:|---:|---:|---|---:|---:|
+  return `| method | seeds | held-out area, % (mean ± sd over seeds) | final held-out, % | area − GRPO's, points [95 % CI] | p | Holm p | verdict (Holm p ≤ 0.05) | RMS of nonzero advantages | wall / trainer CPU per run |
+|---|---:|---:|---:|---:|---:|---:|---|---:|---:|
 ${rows.join('\n')}`;
 }
 
@@ -101,14 +101,14 @@ function controlTable(data: ExperimentData): string {
   );
   const rows = methods.map((m, i) => {
     const areas = runsOf(data, m, true).map((r) => areaUnderCurve(r.curve));
-    return `| ${m}, whitened | ${pct(mean(areas))} ± ${pct(sdOf(areas))} | ${testCells(tests[i]!)} |`;
+    return `| ${m}, whitened | ${areas.length} | ${pct(mean(areas))} ± ${pct(sdOf(areas))} | ${testCells(tests[i]!)} |`;
   });
   return `
 Scale control: the same methods on advantages standardised over each iteration's batch (\`whitenAdvantages\`),
 paired with their own unwhitened runs (one Holm family).
 
-| arm | held-out area, % | area − unwhitened, points [95 % CI] | p | Holm p | verdict |
-|---|---:|---:|---:|---:|---|
+| arm | seeds | held-out area, % | area − unwhitened, points [95 % CI] | p | Holm p | verdict |
+|---|---:|---:|---:|---:|---:|---|
 ${rows.join('\n')}
 `;
 }
@@ -185,7 +185,9 @@ export async function writeReport(
   evalEvery: number,
   data: ExperimentData,
 ): Promise<string> {
-  const { env, methods, seeds, iterations } = plan;
+  const { env, methods, iterations } = plan;
+  // the seeds the data holds (an experiment stopped early has fewer than asked for)
+  const seeds = new Set(data.runs.filter((r) => !r.whiten).map((r) => r.seed)).size;
   const curves: CurveSeries[] = methods.map((method) => {
     const runs = runsOf(data, method, false);
     const xs = runs[0]?.curve.map(([x]) => x) ?? [];
@@ -209,7 +211,7 @@ export async function writeReport(
   const file = path.join(plan.outDir, 'experiments.md');
   writeSection(
     `experiment:${env}`,
-    `## ${env}: ${methods.length} methods, ${seeds} paired seeds, ${iterations} iterations
+    `## ${env}: ${methods.length} methods, ${seeds === plan.seeds ? `${seeds} paired seeds` : `up to ${seeds} of ${plan.seeds} paired seeds (the seeds column says how many each method has)`}, ${iterations} iterations
 
 Command: \`${commandLine(plan)}\`.
 Runs: ${plan.inProcess ? 'trained in process (`--in-process`: the same loop, the advantages from the estimator library as the server computes them)' : 'trained on a Creditlab server'}.
