@@ -132,8 +132,8 @@ function ratesSection(
   const gate = perIteration((r) => r.gateOnRate);
   const pooled = (pick: (r: RunRecord) => number[]) =>
     mean(runs.flatMap(pick).filter((v) => !Number.isNaN(v)));
-  const text = `Mechanisms on this environment's rollouts (every run, every iteration; computed by the server on each run's
-own rollouts): GiGPO's singleton rate ${pct(pooled((r) => r.singletonRate))} % (per iteration ${pct(Math.min(...singleton))}–${pct(Math.max(...singleton))} %),
+  const text = `Mechanisms on this environment's rollouts (every run, every iteration; computed on each run's own
+rollouts by the estimators as the server runs them): GiGPO's singleton rate ${pct(pooled((r) => r.singletonRate))} % (per iteration ${pct(Math.min(...singleton))}–${pct(Math.max(...singleton))} %),
 Gated-BEPO's gate-on rate ${pct(pooled((r) => r.gateOnRate))} % (per iteration ${pct(Math.min(...gate))}–${pct(Math.max(...gate))} %).`;
   return {
     text,
@@ -215,7 +215,7 @@ export async function writeReport(
 
 Command: \`${commandLine(plan)}\`.
 Runs: ${plan.inProcess ? 'trained in process (`--in-process`: the same loop, the advantages from the estimator library as the server computes them)' : 'trained on a Creditlab server'}.
-Machine: ${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}; ${data.runs.length} runs took ${(total / 60).toFixed(0)} min of wall time and ${(totalCpu / 60).toFixed(0)} min of trainer CPU (the server's CPU comes on top; the machine was shared).
+Machine: ${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}; ${data.runs.length} runs took ${(total / 60).toFixed(0)} min of wall time and ${(totalCpu / 60).toFixed(0)} min of trainer CPU (${plan.inProcess ? 'advantages included' : "the server's CPU comes on top"}; the machine was shared).
 Trainer defaults (apps/trainer/src/config.ts): B = ${plan.tasksPerIteration} tasks × G = ${plan.groupSize} rollouts per iteration, PPO-clip
 (ε ${c.ppo.clip}, ${c.ppo.epochs} epochs × ${c.ppo.minibatches} minibatches, Adam ${c.ppo.learningRate}, entropy ${c.ppo.entropyCoef}), bag-of-tokens policy (${c.policy.hidden} hidden) with a trained value head (PPO-GAE's critic), each method at its
 registry defaults. Held-out success: the sampling policy, 4 rollouts on each of ${plan.evalTasks} evaluation tasks (held-out seeds), every ${evalEvery} iterations.
