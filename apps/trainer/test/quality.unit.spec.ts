@@ -1,3 +1,11 @@
+import { seededRandom } from '@creditlab/random';
+import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
+import { DEFAULT_CONFIG } from '../src/config';
+import { selectBackend } from '../src/policy/backend';
+import { TextPolicy } from '../src/policy/text-policy';
+import { paperClaims } from '../src/quality/claims';
+import { sampleDraws } from '../src/quality/draws';
+import { wireGroup } from '../src/quality/methods';
 import { runQuality, type QualityPlan } from '../src/quality/quality-run';
 
 /** The harness at the smallest sizes: what must hold whatever the numbers are. */
@@ -38,4 +46,40 @@ test('npm run quality at smoke size: oracle rows are exact, fixed rows have no v
   }
   expect(snapshot!.claims.map((c) => c.claim)).toEqual(['GACA', 'Gated-BEPO', 'GAGPO', 'BiPACE']);
   for (const c of snapshot!.claims) expect(typeof c.pass).toBe('boolean');
+});
+
+test('BiPACE merge purity counts a cluster within its own task group (cluster ids restart in every group)', async () => {
+  await selectBackend();
+  const policy = new TextPolicy({ ...DEFAULT_CONFIG.policy, seed: 5 });
+  try {
+    const draws = sampleDraws('errand-tiny', policy, 3, 4, 2, 0.95, seededRandom(9));
+    const claim = paperClaims(draws, 1).find((c) => c.claim === 'BiPACE')!;
+    // recomputed here: each draw's batch, BiPACE's clusters keyed by (group id, cluster id)
+    for (const eps of [0, 0.1]) {
+      let merged = 0;
+      let pure = 0;
+      for (let k = 0; k < 2; k++) {
+        const groups = draws.map((d) => wireGroup(d.taskSeed, [d.target, ...d.companions[k]!]));
+        const batch = columnarBatchFromJson({ format: ROLLOUT_BATCH_FORMAT, groups });
+        const ids = estimate(batch, 'bipace', { clusterEpsilon: eps }).diagnostics.clusterId!;
+        const clusters = new Map<string, string[]>();
+        let at = 0;
+        for (const g of groups)
+          for (const t of g.trajectories)
+            for (const st of t.steps) {
+              const key = `${g.id}/${ids[at++]}`;
+              clusters.set(key, [...(clusters.get(key) ?? []), st.state as string]);
+            }
+        for (const members of clusters.values()) {
+          if (members.length < 2) continue;
+          merged += members.length;
+          pure += Math.max(...members.map((m) => members.filter((x) => x === m).length));
+        }
+      }
+      const purity = merged ? pure / merged : 1;
+      expect(claim.measured).toContain(`ε ${eps}: purity ${purity.toFixed(2)}`);
+    }
+  } finally {
+    policy.dispose();
+  }
 });

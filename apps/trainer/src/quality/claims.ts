@@ -241,6 +241,7 @@ function bipaceClaim(p: Pooled, draws: TaskDraws[]): ClaimResult {
   );
   const eps = [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1];
   const states = observationsInBatchOrder(draws);
+  const tasks = draws.length;
   const rows = eps.map((clusterEpsilon) => {
     let inMerged = 0;
     let pure = 0;
@@ -251,12 +252,14 @@ function bipaceClaim(p: Pooled, draws: TaskDraws[]): ClaimResult {
       const out = estimate(b, 'bipace', { clusterEpsilon });
       singletons += (out.summary.singletonRate as number) * b.stepCount;
       steps += b.stepCount;
+      // clusterId numbers the clusters within each task group: a cluster is (group, id)
       const ids = out.diagnostics.clusterId!;
       const members = new Map<number, string[]>();
       for (let k = 0; k < b.stepCount; k++) {
-        const id = ids[k] as number;
+        const { observation, task } = states[at + k]!;
+        const id = task + tasks * (ids[k] as number);
         if (!members.has(id)) members.set(id, []);
-        members.get(id)!.push(states[at + k]!);
+        members.get(id)!.push(observation);
       }
       for (const m of members.values()) {
         if (m.length < 2) continue;
@@ -290,15 +293,20 @@ function bipaceClaim(p: Pooled, draws: TaskDraws[]): ClaimResult {
 }
 
 /**
- * Each step's observation text, in the batches' own order (draw, task, trajectory, step): the exact
- * state as the estimators see it. (Latent states would not do: under partial observability two
- * latent states read the same, and no clustering of what the policy sees could tell them apart.)
+ * Each step's observation text and task group, in the batches' own order (draw, task, trajectory,
+ * step): the exact state as the estimators see it. (Latent states would not do: under partial
+ * observability two latent states read the same, and no clustering of what the policy sees could
+ * tell them apart.)
  */
-function observationsInBatchOrder(draws: TaskDraws[]): string[] {
+export function observationsInBatchOrder(
+  draws: TaskDraws[],
+): { observation: string; task: number }[] {
   const K = draws[0]?.companions.length ?? 0;
   return Array.from({ length: K }, (_, k) =>
-    draws.flatMap((d) =>
-      [d.target, ...(d.companions[k] ?? [])].flatMap((t) => t.steps.map((s) => s.record.state)),
+    draws.flatMap((d, task) =>
+      [d.target, ...(d.companions[k] ?? [])].flatMap((t) =>
+        t.steps.map((s) => ({ observation: s.record.state, task })),
+      ),
     ),
   ).flat();
 }
