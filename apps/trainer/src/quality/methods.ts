@@ -4,7 +4,7 @@ import type { RolloutTrajectory } from '../rollout';
 /** A row of the harness: an estimator at its defaults, or a reference computed from the truth. */
 export interface QualityRow {
   name: string;
-  /** 'oracle': computed from the exact values, a ceiling; 'baseline-free': the plain return. */
+  /** 'oracle': computed from the exact values, a reference; 'baseline-free': the plain return. */
   kind: 'oracle' | 'baseline-free' | 'method';
   advantages(groups: WireGroup[], steps: BatchStep[], gamma: number): Float64Array;
 }

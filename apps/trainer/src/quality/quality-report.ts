@@ -127,7 +127,7 @@ ${claimsTable(s)}`,
 
 ![within-group correlation with the truth by snapshot](${bySnapshotPng})
 
-Charts: within-group Pearson correlation with the truth (y) against the group size G at the last snapshot (first chart; points at ${plan.groupSizes.join(', ')}), and against the snapshot's training success at G = ${plan.claimsGroupSize} (second chart). The legend names every row drawn: the estimators, and dashed the oracle ceiling (return − exact V) and the plain return; the tables have every row.`;
+Charts: within-group Pearson correlation with the truth (y) against the group size G at the last snapshot (first chart; points at ${plan.groupSizes.join(', ')}), and against the snapshot's training success at G = ${plan.claimsGroupSize} (second chart). The legend names every row drawn: the estimators, and dashed the oracle reference (return − exact V) and the plain return; the tables have every row.`;
   const file = path.join(outDir, 'estimator-quality.md');
   writeSection(
     `quality:${result.env}`,
@@ -138,7 +138,7 @@ Charts: within-group Pearson correlation with the truth (y) against the group si
   return file;
 }
 
-// The estimators, and dashed the oracle ceiling and the no-baseline return (the tables have every row).
+// The estimators, and dashed the oracle reference and the no-baseline return (the tables have every row).
 const CHART_ROWS: { name: string; dashed?: boolean }[] = [
   { name: 'return − exact V', dashed: true },
   { name: 'return (no baseline)', dashed: true },
