@@ -25,8 +25,15 @@ interface Row {
   groupId: string;
   trajectoryId: string;
   stepIndex: number;
+  outcome: string;
   action: string;
   advantages: number[];
+}
+interface Slice {
+  slice: string;
+  steps: number;
+  pearson: number | null;
+  signAgreement: number | null;
 }
 interface Result {
   compare: {
@@ -38,7 +45,14 @@ interface Result {
       b: string;
       pearson: number;
       spearman: number;
-      signAgreement: number;
+      groupPearson: number | null;
+      groupsCorrelated: number;
+      signAgreement: number | null;
+      bothNonzero: number;
+      zeroFractionA: number;
+      zeroFractionB: number;
+      byPosition: Slice[];
+      byIteration: Slice[];
       disagreements: Row[];
     }[];
     againstEpisode: {
@@ -46,6 +60,7 @@ interface Result {
       against: number;
       goodInFailed: number;
       badInSucceeded: number;
+      againstGrpoSign: number;
       byGroup: { iteration: number; groupId: string; against: number }[];
     }[];
     rows: { nodes: Row[]; pageInfo: { endCursor: string | null; hasNextPage: boolean } };
@@ -55,9 +70,11 @@ interface Result {
 async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
   const q = `query($run: ID!, $m: [MethodInput!]!, $after: String) { compare(runId: $run, methods: $m, disagreements: 3) {
     stepCount iterations methods { method summary { mean std min max p05 p25 p50 p75 p95 fractionPositive fractionZero } rates }
-    pairs { a b pearson spearman signAgreement disagreements { iteration groupId trajectoryId stepIndex action advantages } }
-    againstEpisode { method against goodInFailed badInSucceeded byGroup { iteration groupId against } }
-    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex action advantages } pageInfo { endCursor hasNextPage } } } }`;
+    pairs { a b pearson spearman groupPearson groupsCorrelated signAgreement bothNonzero zeroFractionA zeroFractionB
+      byPosition { slice steps pearson signAgreement } byIteration { slice steps pearson signAgreement }
+      disagreements { iteration groupId trajectoryId stepIndex action advantages } }
+    againstEpisode { method against goodInFailed badInSucceeded againstGrpoSign byGroup { iteration groupId against } }
+    rows(first: 1000, after: $after) { nodes { iteration groupId trajectoryId stepIndex outcome action advantages } pageInfo { endCursor hasNextPage } } } }`;
   const rows: Row[] = [];
   let after: string | null = null;
   let first: Result['compare'] | undefined;
@@ -129,9 +146,45 @@ test('summaries, correlations, sign agreement and the episode-sign analysis matc
     const b = col(METHODS.findIndex((m) => m.name === p.b));
     expect(p.pearson).toBeCloseTo(corr(a, b), 9);
     expect(p.spearman).toBeCloseTo(corr(rank(a), rank(b)), 9);
+    // signs compared only where both are nonzero; zeros reported apart
+    const both = a.map((v, i) => i).filter((i) => a[i] !== 0 && b[i] !== 0);
+    expect(p.bothNonzero).toBe(both.length);
     expect(p.signAgreement).toBeCloseTo(
-      a.filter((v, i) => Math.sign(v) === Math.sign(b[i]!)).length / a.length,
+      both.filter((i) => Math.sign(a[i]!) === Math.sign(b[i]!)).length / both.length,
       12,
+    );
+    expect(p.zeroFractionA).toBeCloseTo(a.filter((v) => v === 0).length / a.length, 12);
+    expect(p.zeroFractionB).toBeCloseTo(b.filter((v) => v === 0).length / b.length, 12);
+    // within-group correlation: the mean over task groups of each group's Pearson correlation
+    const groupKeys = [...new Set(rows.map((r) => `${r.iteration}/${r.groupId}`))];
+    const within = groupKeys
+      .map((g) => {
+        const idx = rows
+          .map((r, i) => i)
+          .filter((i) => `${rows[i]!.iteration}/${rows[i]!.groupId}` === g);
+        return corr(
+          idx.map((i) => a[i]!),
+          idx.map((i) => b[i]!),
+        );
+      })
+      .filter((r) => Number.isFinite(r));
+    expect(p.groupsCorrelated).toBe(within.length);
+    expect(p.groupPearson!).toBeCloseTo(avg(within), 9);
+    // breakdowns: every step in one position slice and one iteration slice; a slice's figures are its steps'
+    expect(p.byPosition.reduce((n, x) => n + x.steps, 0)).toBe(rows.length);
+    expect(p.byIteration.map((x) => x.slice)).toEqual([
+      'iteration 0',
+      'iteration 1',
+      'iteration 2',
+    ]);
+    const first = rows.map((r, i) => i).filter((i) => rows[i]!.stepIndex === 0);
+    expect(p.byPosition[0]).toMatchObject({ slice: 'step 0', steps: first.length });
+    expect(p.byPosition[0]!.pearson!).toBeCloseTo(
+      corr(
+        first.map((i) => a[i]!),
+        first.map((i) => b[i]!),
+      ),
+      9,
     );
     // The listed disagreements are the largest standardised gaps.
     const z = (x: number[]) => x.map((v) => (v - avg(x)) / sd(x));
@@ -151,17 +204,23 @@ test('summaries, correlations, sign agreement and the episode-sign analysis matc
     );
   }
   const episode = col(0); // grpo at its defaults is also the episode-level baseline
+  const succeeded = rows.map((r) => r.outcome === 'success');
   result.againstEpisode.forEach((e, m) => {
     const x = col(m);
-    const good = x.filter((v, i) => v > 0 && episode[i]! < 0).length;
-    const bad = x.filter((v, i) => v < 0 && episode[i]! > 0).length;
+    // against the episode: judged by the trajectory's outcome
+    const good = x.filter((v, i) => v > 0 && !succeeded[i]).length;
+    const bad = x.filter((v, i) => v < 0 && succeeded[i]).length;
     expect({
       against: e.against,
       goodInFailed: e.goodInFailed,
       badInSucceeded: e.badInSucceeded,
     }).toEqual({ against: good + bad, goodInFailed: good, badInSucceeded: bad });
     expect(e.byGroup.reduce((n, g) => n + g.against, 0)).toBe(good + bad);
+    // the GRPO-sign variant, named as such
+    expect(e.againstGrpoSign).toBe(
+      x.filter((v, i) => v !== 0 && episode[i] !== 0 && v > 0 !== episode[i]! > 0).length,
+    );
   });
-  expect(result.againstEpisode[0]!.against).toBe(0);
-  expect(result.againstEpisode[1]!.against).toBeGreaterThan(0); // GiGPO does move credit against the episode sign
+  expect(result.againstEpisode[0]!.againstGrpoSign).toBe(0);
+  expect(result.againstEpisode[1]!.againstGrpoSign).toBeGreaterThan(0); // GiGPO does move credit against GRPO's sign
 });

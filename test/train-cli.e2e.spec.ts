@@ -70,6 +70,7 @@ async function copiedParent(
       id: t.id,
       outcome: t.outcome as 'success' | 'failure' | 'truncated',
       steps: t.steps.map((s) => ({
+        ...s.extra, // what the trainer logged beside the fields: the task each step was taken in
         state: s.state,
         action: s.action,
         reward: s.reward,
@@ -305,4 +306,18 @@ test('experiment --server: every method and seed trained there, scored against t
   expect(report).toMatch(/\n\| grpo \| .*\n\| gigpo \| /);
   expect(report).toMatch(/Pearson with the true advantage[^]*\| gigpo \| /);
   expect((await stat(path.join(out, 'experiments-household-tiny.png'))).size).toBeGreaterThan(0);
+  // --report-only: the same data, more seeds and a method asked for than were run; nothing is trained
+  const again = await npmRun(
+    'experiment',
+    [
+      ...['--report-only', '--methods', 'grpo,gigpo,gaca', '--seeds', '3', '--iterations', '2'],
+      ...['--data', path.join(out, 'data', 'experiments-household-tiny.json'), '--out', out],
+    ],
+    {},
+  );
+  expect(again.code).toBe(0);
+  expect((await runIds()).sort()).toEqual([...before, ...created].sort());
+  const partial = await readFile(path.join(out, 'experiments.md'), 'utf8');
+  expect(partial).toContain('up to 1 of 3 paired seeds');
+  expect(partial).toMatch(/\n\| grpo \| 1 \| .*\n\| gigpo \| 1 \| .*\n\| gaca \| 0 \| /);
 });

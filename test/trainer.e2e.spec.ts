@@ -1,3 +1,4 @@
+import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { DEFAULT_CONFIG, type TrainerConfig } from '../apps/trainer/src/config';
 import { decodeCheckpoint } from '../apps/trainer/src/policy/checkpoint';
 import { fork } from '../apps/trainer/src/fork';
@@ -66,12 +67,14 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
   run.iterations.forEach((it, i) => {
     expect(it.stepCount).toBe(reports[i]!.steps);
     expect(Object.keys(it.metrics).sort()).toEqual([
+      'advantageRms',
       'approxKl',
       'clipFraction',
       'entropy',
       'loss',
       'meanReturn',
       'successRate',
+      'valueLoss',
     ]);
   });
   const types = run.events.nodes.map((e) => e.type);
@@ -140,8 +143,10 @@ test('a 3-iteration run streams rollouts, trains on the server’s advantages, l
     if (Number.isNaN(local))
       expect(row.pearson).toBeNull(); // a method constant over these steps
     else expect(row.pearson).toBeCloseTo(local, 5);
+    // signs compared where both are nonzero (a zero carries no sign)
+    const both = steps.filter((st) => st[method] !== 0 && st.truth !== 0);
     expect(row.signAgreement).toBeCloseTo(
-      steps.filter((st) => Math.sign(st[method]) === Math.sign(st.truth)).length / steps.length,
+      both.filter((st) => Math.sign(st[method]) === Math.sign(st.truth)).length / both.length,
       10,
     );
   }
@@ -267,4 +272,60 @@ test('retrain re-runs a run’s updates on its stored rollouts under another met
   expect(strip(await readIteration(server, child.runId, 1))).toEqual(
     strip(await readIteration(server, parent.runId, 1)),
   );
+});
+
+test('retrain replays each group in the task its steps logged, whatever the group is called; a run that logged no task seeds, in the tasks its config drew', async () => {
+  const parent = await train(
+    await smallRun({ method: 'grpo', iterations: 1, tasksPerIteration: 2 }),
+    {},
+    ADMIN_KEY,
+  );
+  const stored = await readIteration(server, parent.runId, 0);
+  for (const g of stored) {
+    const seeds = new Set(g.trajectories.flatMap((t) => t.steps.map((s) => s.extra?.taskSeed)));
+    expect(seeds.size).toBe(1);
+    expect(g.id).toBe(`task-${[...seeds][0] as number}`);
+  }
+  const { config } = (
+    await gql<{ run: { config: Record<string, unknown> & { env: string } } }>(
+      server,
+      'query($id: ID!) { run(id: $id) { config } }',
+      {
+        id: parent.runId,
+      },
+    )
+  ).data!.run;
+  // copies of the parent's iteration 0 under other group ids, with and without the logged extras
+  const copy = async (withExtras: boolean) => {
+    const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+    const { id } = await client.createRun({
+      name: 'copy',
+      env: config.env,
+      method: 'grpo',
+      config,
+    });
+    const groups = stored.map((g, i) => ({
+      id: `renamed-${i}`,
+      trajectories: g.trajectories.map((t) => ({
+        id: t.id,
+        outcome: t.outcome as 'success' | 'truncated',
+        steps: t.steps.map((s) => ({
+          ...(withExtras ? s.extra : {}),
+          state: s.state,
+          action: s.action,
+          reward: s.reward,
+          nll: s.nll!,
+        })),
+      })),
+    }));
+    await client.appendEvents(id, rolloutEvents(0, { groups }));
+    return id;
+  };
+  for (const withExtras of [true, false]) {
+    const source = await copy(withExtras);
+    const child = await retrain({ url: server.url, apiKey: ADMIN_KEY }, source, 'gigpo');
+    expect(child.status).toBe('completed');
+    expect(child.reports.map((r) => r.steps)).toEqual(parent.reports.map((r) => r.steps));
+    expect(child.reports[0]!.successRate).toBe(parent.reports[0]!.successRate);
+  }
 });

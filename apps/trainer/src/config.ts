@@ -33,9 +33,17 @@ export interface TrainerConfig {
     /** Weight of the entropy bonus. */
     entropyCoef: number;
   };
+  /**
+   * The value head, trained beside the policy on ½·(V(s) − G)², G the return-to-go discounted by
+   * `gamma`, with its own Adam (`learningRate`) and no gradient into the shared encoder, so the
+   * policy learns exactly as it would without it. Its values are the steps' `value` (PPO-GAE's critic).
+   */
+  critic: { learningRate: number; gamma: number };
+  /** Standardise the advantages over each iteration's batch before PPO (a control for their scale). */
+  whitenAdvantages: boolean;
   /** Evaluate on held-out tasks every this many iterations (and after the last). */
   evalEvery: number;
-  /** Held-out tasks per evaluation (greedy policy). */
+  /** Held-out tasks per evaluation: 4 rollouts each, sampled from the policy as in training (not greedy). */
   evalTasks: number;
   /**
    * Upload a checkpoint to the server every this many iterations (and after the last); 0 = never.
@@ -61,6 +69,8 @@ export const DEFAULT_CONFIG: TrainerConfig = {
   seed: 1,
   policy: { vocab: 1024, hidden: 32 },
   ppo: { clip: 0.2, epochs: 4, minibatches: 4, learningRate: 0.01, entropyCoef: 0.01 },
+  critic: { learningRate: 0.01, gamma: 0.95 },
+  whitenAdvantages: false,
   evalEvery: 5,
   evalTasks: 16,
   checkpointEvery: 10,

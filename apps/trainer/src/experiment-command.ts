@@ -11,7 +11,7 @@ import path from 'node:path';
 import { ENVIRONMENT_FLAGS, environmentFlag } from './trainer-flags';
 import { DEFAULT_CONFIG } from './config';
 
-const ALL_METHODS = 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace';
+const ALL_METHODS = 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace,ppo-gae';
 const D = DEFAULT_CONFIG;
 
 const EXPERIMENT_FLAGS = {
@@ -22,7 +22,35 @@ const EXPERIMENT_FLAGS = {
     help: 'estimators to compare',
     byDefault: ALL_METHODS,
   },
-  seeds: { type: 'string', value: 'N', help: 'paired seeds 1..N per method', byDefault: '3' },
+  seeds: { type: 'string', value: 'N', help: 'paired seeds 1..N per method', byDefault: '10' },
+  'eval-tasks': {
+    type: 'string',
+    value: 'N',
+    help: 'held-out tasks per evaluation (4 rollouts each)',
+    byDefault: '64',
+  },
+  'whiten-methods': {
+    type: 'string',
+    value: 'M,M,...',
+    help: 'control arm: these methods again on per-batch whitened advantages ("best": the step-level method with the largest mean held-out area)',
+    byDefault: 'none',
+  },
+  'report-only': {
+    type: 'boolean',
+    help: 'train nothing: write experiments.md from the runs the data file holds (e.g. of an experiment stopped early)',
+    byDefault: 'off',
+  },
+  'in-process': {
+    type: 'boolean',
+    help: 'train in this process, the advantages from the estimator library as the server computes them (no server)',
+    byDefault: 'on a Creditlab server',
+  },
+  data: {
+    type: 'string',
+    value: 'FILE',
+    help: 'where finished runs are kept; a re-run skips them (resumes)',
+    byDefault: '<out>/data/experiments-<env>.json',
+  },
   iterations: {
     type: 'string',
     value: 'N',
@@ -57,12 +85,14 @@ const EXPERIMENT_FLAGS = {
 export const EXPERIMENT_COMMAND: Command<typeof EXPERIMENT_FLAGS> = {
   invocation: 'npm run experiment --',
   name: 'experiment',
-  synopsis: ['[--env E] [--methods M,M,...] [--seeds N] [--iterations N] [--out DIR] [options]'],
+  synopsis: [
+    '[--env E] [--methods M,M,...] [--seeds N] [--iterations N] [--whiten-methods M,...] [--out DIR] [options]',
+  ],
   summary:
-    'Trains every method with paired seeds (the same seed: the same initial weights and the same first tasks), scores the methods against the exact advantages of a GRPO run, and writes the tables to experiments.md and a learning-curve PNG.',
+    'Trains every method with paired seeds (the same seed: the same initial weights and the same first tasks), optionally a control arm on whitened advantages, scores the methods against the exact advantages of a GRPO run, and writes experiments.md with paired t-tests (Holm-adjusted) on the area under the held-out curve, and a learning-curve PNG. Finished runs are kept in the data file: a re-run resumes.',
   flags: EXPERIMENT_FLAGS,
   examples: [
-    'npm run experiment -- --env household-tiny --methods grpo,gigpo,gaca,gated-bepo,gagpo,bipace --seeds 3',
+    'npm run experiment -- --env household-tiny --seeds 10 --whiten-methods grpo,gigpo,best',
     'npm run experiment -- --env sokoban-tiny --methods grpo,gigpo --seeds 1 --iterations 5 --out /tmp/trial',
   ],
   notes:
@@ -77,7 +107,12 @@ export interface ExperimentPlan {
   tasksPerIteration: number;
   groupSize: number;
   truthIterations: number;
+  evalTasks: number;
+  whitenMethods: string[];
   outDir: string;
+  dataFile: string;
+  inProcess: boolean;
+  reportOnly: boolean;
   /** The server to use; absent: CREDITLAB_URL / CREDITLAB_API_KEY, else the credentials file. */
   server?: { url?: string; apiKey?: string };
 }
@@ -86,24 +121,34 @@ export interface ExperimentPlan {
 export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): ExperimentPlan {
   const env = environmentFlag(values.env);
   const methods = (values.methods ?? ALL_METHODS).split(',');
-  for (const m of methods) {
-    try {
-      getMethod(m);
-    } catch (e) {
-      throw new UsageError(`--methods: ${(e as Error).message}`);
-    }
-  }
+  for (const m of methods) checkMethod('--methods', m);
+  const whitenMethods = values['whiten-methods'] ? values['whiten-methods'].split(',') : [];
+  for (const m of whitenMethods.filter((x) => x !== 'best')) checkMethod('--whiten-methods', m);
+  const outDir = path.resolve(values.out ?? path.resolve(__dirname, '../../../docs'));
   return {
     env,
     methods,
-    seeds: integerFlag('seeds', values.seeds, 1) ?? 3,
+    evalTasks: integerFlag('eval-tasks', values['eval-tasks'], 1) ?? 64,
+    whitenMethods,
+    inProcess: values['in-process'] ?? false,
+    reportOnly: values['report-only'] ?? false,
+    dataFile: path.resolve(values.data ?? path.join(outDir, 'data', `experiments-${env}.json`)),
+    seeds: integerFlag('seeds', values.seeds, 1) ?? 10,
     iterations: integerFlag('iterations', values.iterations, 1) ?? D.iterations,
     tasksPerIteration: integerFlag('tasks', values.tasks, 1) ?? D.tasksPerIteration,
     groupSize: integerFlag('group-size', values['group-size'], 1) ?? D.groupSize,
     truthIterations: integerFlag('truth-iterations', values['truth-iterations'], 0) ?? 10,
-    outDir: path.resolve(values.out ?? path.resolve(__dirname, '../../../docs')),
+    outDir,
     ...(values.server === undefined && values.key === undefined
       ? {}
       : { server: { url: values.server, apiKey: values.key } }),
   };
+}
+
+function checkMethod(flag: string, method: string): void {
+  try {
+    getMethod(method);
+  } catch (e) {
+    throw new UsageError(`${flag}: ${(e as Error).message}`);
+  }
 }

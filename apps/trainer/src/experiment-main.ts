@@ -1,26 +1,22 @@
-import { CreditlabClient, resolveConnection } from '@creditlab/client';
+import { resolveConnection } from '@creditlab/client';
 import { helpText, parseCommandLine, reportUsageError, UsageError } from '@creditlab/cli';
 import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
-import { writeReport, type RunResult, type TruthRow } from './experiment-report';
-import type { RunStart } from './iteration';
+import { inProcessBackend, serverBackend } from './experiment-backends';
+import { loadData, runKey, saveData, type RunRecord } from './experiment-data';
+import { areaUnderCurve, bestStepLevel, writeReport } from './experiment-report';
+import type { IterationReport, RunStart } from './iteration';
 import { connectionRefused, stopOnSignal } from './stop-signal';
 
 /**
- * `npm run experiment -- --env household-tiny --methods grpo,gigpo,gaca,gated-bepo,gagpo,bipace --seeds 3`
- * Trains every method with paired seeds (the same seed means the same initial weights and the same first
- * tasks), on a fresh server of its own unless given --server, and writes experiments.md and a
- * learning-curve PNG (see --help).
+ * `npm run experiment -- --env household-tiny --seeds 10`: trains every method with paired seeds (the
+ * same seed means the same initial weights and the same first tasks) on a Creditlab server, then a
+ * control arm on whitened advantages, and writes experiments.md with paired tests and a learning-curve
+ * chart (see --help). Every finished run is saved to the data file at once; a re-run skips them, so an
+ * interrupted experiment resumes where it stopped.
  */
 const EVAL_EVERY = 5;
-
-/** The server the runs go to, and what to do with it afterwards. */
-interface Target {
-  url: string;
-  apiKey?: string;
-  close(): Promise<void>;
-}
 
 async function main(argv: string[]): Promise<number> {
   let plan: ExperimentPlan;
@@ -35,82 +31,116 @@ async function main(argv: string[]): Promise<number> {
     if (e instanceof UsageError) return reportUsageError('experiment', e);
     throw e;
   }
+  if (plan.reportOnly) {
+    const file = await writeReport(plan, EVAL_EVERY, loadData(plan.dataFile, plan.env));
+    process.stderr.write(`wrote ${file}\n`);
+    return 0;
+  }
   const stop = stopOnSignal('experiment');
-  const target = await connect(plan);
-  const results: RunResult[] = [];
-  let truth: TruthRow[] = [];
-  try {
-    const { train } = await import('./trainer');
-    const base = (method: string, seed: number): TrainerConfig => ({
-      ...DEFAULT_CONFIG,
-      serverUrl: target.url,
-      env: plan.env,
-      method,
-      seed,
-      iterations: plan.iterations,
-      tasksPerIteration: plan.tasksPerIteration,
-      groupSize: plan.groupSize,
-      evalEvery: EVAL_EVERY,
-      checkpointEvery: 0,
-      trueAdvantages: false,
-    });
-    const hooks = {
-      shouldStop: stop.requested,
-      onStart: (r: RunStart) => {
-        stop.current = r.runId;
-        process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
-      },
-    };
-    if (plan.truthIterations > 0 && textEnvironment(plan.env).exact) {
-      const config = { ...base('grpo', 1), iterations: plan.truthIterations, trueAdvantages: true };
-      const { runId, status } = await train(
-        { ...config, evalEvery: config.iterations },
-        hooks,
-        target.apiKey,
+  const backend = plan.inProcess
+    ? inProcessBackend()
+    : serverBackend(
+        resolveConnection(plan.server ?? {}).url,
+        resolveConnection(plan.server ?? {}).apiKey,
       );
-      if (status === 'aborted') return 130;
-      truth = await scoreAgainstTruth(target, runId, plan.methods);
-    }
-    for (let seed = 1; seed <= plan.seeds; seed++) {
-      for (const method of plan.methods) {
+  const serverUrl = plan.inProcess ? 'in-process' : resolveConnection(plan.server ?? {}).url;
+  const data = loadData(plan.dataFile, plan.env);
+  const hooks = {
+    shouldStop: stop.requested,
+    onStart: (r: RunStart) => {
+      stop.current = r.runId;
+      process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
+    },
+  };
+  if (plan.truthIterations > 0 && textEnvironment(plan.env).exact && !data.truth) {
+    const config = { ...baseConfig(plan, serverUrl, 'grpo', 1, false), trueAdvantages: true };
+    const truthConfig = {
+      ...config,
+      iterations: plan.truthIterations,
+      evalEvery: plan.truthIterations,
+    };
+    const { runId, status } = await backend.train(truthConfig, hooks);
+    if (status === 'aborted') return 130;
+    data.truth = { runId, rows: await backend.truth(runId, plan.methods) };
+    process.stderr.write(`scored ${plan.methods.length} methods against the true advantages\n`);
+    saveData(plan.dataFile, data);
+  }
+  const arm = async (methods: string[], whiten: boolean): Promise<boolean> => {
+    for (let seed = 1; seed <= plan.seeds; seed++)
+      for (const method of methods) {
+        if (data.runs.some((r) => runKey(r) === runKey({ method, whiten, seed }))) continue;
         const t0 = performance.now();
-        const { reports, status } = await train(base(method, seed), hooks, target.apiKey);
-        if (status === 'aborted') return 130;
-        results.push({ method, seed, reports, seconds: (performance.now() - t0) / 1000 });
-        const last = reports.at(-1);
+        const c0 = process.cpuUsage();
+        const config = baseConfig(plan, serverUrl, method, seed, whiten);
+        const { runId, reports, status } = await backend.train(config, hooks);
+        if (status === 'aborted') return false;
+        const cpu = process.cpuUsage(c0);
+        const rates = await backend.rates(runId, reports.length);
+        const record = recordOf(method, whiten, seed, runId, reports, rates);
+        const seconds = (performance.now() - t0) / 1000;
+        data.runs.push({ ...record, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 });
+        saveData(plan.dataFile, data);
         process.stderr.write(
-          `${method} seed ${seed}: held-out ${(100 * (last?.evaluation ?? 0)).toFixed(0)}% after ${reports.length} iterations\n`,
+          `${runKey(record)}: held-out area ${areaUnderCurve(record.curve).toFixed(3)}\n`,
         );
       }
-    }
-  } finally {
-    await target.close();
-  }
-  const file = await writeReport(plan, EVAL_EVERY, results, truth);
-  process.stderr.write(`wrote ${file} and experiments-${plan.env}.png beside it\n`);
+    return true;
+  };
+  if (!(await arm(plan.methods, false))) return 130;
+  const control = plan.whitenMethods.map((m) =>
+    m === 'best' ? bestStepLevel(data, plan.methods) : m,
+  );
+  if (!(await arm([...new Set(control)], true))) return 130;
+  const file = await writeReport(plan, EVAL_EVERY, data);
+  process.stderr.write(`wrote ${file}\n`);
   return 0;
 }
 
-/** The server to train against, as for `npm run train`: --server/--key, else CREDITLAB_URL/CREDITLAB_API_KEY, else the credentials file. */
-async function connect(plan: ExperimentPlan): Promise<Target> {
-  const { url, apiKey } = resolveConnection(plan.server ?? {});
-  return { url, apiKey, close: async () => undefined };
+function baseConfig(
+  plan: ExperimentPlan,
+  serverUrl: string,
+  method: string,
+  seed: number,
+  whiten: boolean,
+): TrainerConfig {
+  return {
+    ...DEFAULT_CONFIG,
+    serverUrl,
+    env: plan.env,
+    method,
+    seed,
+    iterations: plan.iterations,
+    tasksPerIteration: plan.tasksPerIteration,
+    groupSize: plan.groupSize,
+    evalEvery: EVAL_EVERY,
+    evalTasks: plan.evalTasks,
+    checkpointEvery: 0,
+    trueAdvantages: false,
+    whitenAdvantages: whiten,
+  };
 }
 
-/** Every method scored by the server against the exact advantages the run logged. */
-async function scoreAgainstTruth(
-  target: Target,
+function recordOf(
+  method: string,
+  whiten: boolean,
+  seed: number,
   runId: string,
-  methods: string[],
-): Promise<TruthRow[]> {
-  const client = new CreditlabClient({ url: target.url, apiKey: target.apiKey });
-  const { compare } = await client.graphql<{ compare: { againstReference: TruthRow[] } }>(
-    `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m) {
-       againstReference { method steps pearson spearman signAgreement } } }`,
-    { id: runId, m: methods.map((name) => ({ name })) },
-  );
-  process.stderr.write(`scored ${methods.length} methods against the true advantages\n`);
-  return compare.againstReference;
+  reports: IterationReport[],
+  rates: { singletonRate: number[]; gateOnRate: number[] },
+): Omit<RunRecord, 'seconds' | 'cpuSeconds'> {
+  return {
+    method,
+    whiten,
+    seed,
+    runId,
+    curve: reports.flatMap((r) =>
+      r.evaluation === undefined ? [] : [[r.iteration + 1, r.evaluation] as [number, number]],
+    ),
+    successRate: reports.map((r) => r.successRate),
+    advantageRms: reports.map((r) => r.metrics.advantageRms ?? NaN),
+    valueLoss: reports.map((r) => r.metrics.valueLoss ?? NaN),
+    ...rates,
+  };
 }
 
 main(process.argv.slice(2)).then(

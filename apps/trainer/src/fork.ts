@@ -1,9 +1,9 @@
 import { CreditlabApiError, CreditlabClient, type Connection } from '@creditlab/client';
 import type { TrainerConfig } from './config';
 import { TrainerInputError } from './errors';
-import type { IterationReport, TrainerHooks } from './iteration';
-import type { EndStatus } from './run-ending';
+import type { TrainerHooks } from './iteration';
 import { train } from './trainer';
+import type { TrainingResult } from './training-loop';
 
 /**
  * Fork: a new run from run `parentRunId`'s config and seed under another method, linked to its parent.
@@ -21,7 +21,7 @@ export async function fork(
   hooks: TrainerHooks = {},
   overrides: Partial<Pick<TrainerConfig, 'iterations' | 'checkpointEvery'>> = {},
   fromCheckpoint = 0,
-): Promise<{ runId: string; reports: IterationReport[]; status: EndStatus }> {
+): Promise<TrainingResult> {
   const client = CreditlabClient.connect(server);
   const { run } = await client.graphql<{
     run: { config: TrainerConfig & { backend?: string } } | null;

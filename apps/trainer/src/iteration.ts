@@ -1,12 +1,7 @@
 import { seededRandom, type TextEnvironment } from '@creditlab/envs';
-import type * as tf from '@tensorflow/tfjs';
 import { createHash } from 'node:crypto';
-import type { TrainerConfig } from './config';
-import { ppoUpdate, type PpoSample } from './policy/ppo';
 import type { TextPolicy } from './policy/text-policy';
-import { evaluationTasks, sampleGroup } from './rollout';
-
-/** What the pieces of one training iteration share across `train`, `fork` and `retrain`. */
+import { evaluationTasks, sampleGroups } from './rollout';
 
 export interface IterationReport {
   iteration: number;
@@ -33,26 +28,9 @@ export interface TrainerHooks {
   shouldStop?(): boolean;
 }
 
-/** PPO on one iteration's batch, its minibatches shuffled by the iteration's own random stream. */
-export function ppoStep(
-  policy: TextPolicy,
-  optimizer: tf.AdamOptimizer,
-  batch: PpoSample[],
-  config: TrainerConfig,
-  iteration: number,
-) {
-  return ppoUpdate(
-    policy,
-    batch,
-    { ...config.ppo, minibatches: config.ppo.minibatches ?? 1 }, // runs from before minibatches: one
-    optimizer,
-    iterationRandom(config.seed, iteration, 'update'),
-  );
-}
-
 /**
  * Held-out success: the policy as it acts in training (sampling, not greedy — a greedy soft policy can loop
- * on one action forever), 4 rollouts on each evaluation task.
+ * on one action forever), 4 rollouts on each of the first `count` evaluation tasks.
  */
 export function evaluate(
   env: TextEnvironment,
@@ -60,9 +38,7 @@ export function evaluate(
   count: number,
   rand: () => number,
 ): number {
-  const rollouts = evaluationTasks(env, count).flatMap((task) =>
-    sampleGroup(env, task, policy, 4, rand),
-  );
+  const rollouts = sampleGroups(env, evaluationTasks(env, count), policy, 4, rand).flat();
   return rollouts.filter((t) => t.outcome === 'success').length / rollouts.length;
 }
 

@@ -1,81 +1,113 @@
 import { ExactEvaluation, type EpisodeState, type TextEnvironment } from '@creditlab/envs';
 import type { TextPolicy } from './policy/text-policy';
 
-export interface SampledStep {
+/**
+ * A step as the trainer streams it: the rollout-batch/v1 fields, plus extras the server keeps as the
+ * step's `extra` — the task it was taken in (`taskSeed`, which a retrain replays it in) and, on the
+ * tiny tasks, its exact advantage under the rollout policy (`trueAdvantage`).
+ */
+export interface StepRecord {
   state: string;
   action: string;
   reward: number;
-  nll: number;
-  tokenLogprobs: number[];
-  embedding: number[];
-  value: number;
-  /** For PPO: the admissible actions, the index taken and its log-probability under the rollout policy. */
+  nll?: number;
+  tokenLogprobs?: number[];
+  embedding?: number[];
+  value?: number;
+  taskSeed?: number;
+  trueAdvantage?: number;
+  /** The exact V(s) of the latent state, and the variance of Q(s, ·) under the policy (the quality harness). */
+  trueValue?: number;
+  trueQVariance?: number;
+}
+
+/** What the truth adds to a step's record, from the latent state and the action taken. */
+export type TruthAnnotation<S> = (state: S, action: string) => Partial<StepRecord>;
+
+/** One step of a rollout: what is streamed, and what PPO needs of it. */
+export interface RolloutStep {
+  record: StepRecord;
+  /** The admissible actions, the index taken and its log-probability under the rollout policy. */
   actions: string[];
   chosen: number;
   logProb: number;
-  /** Exact Q(s,a) − V(s) under the rollout policy (tiny tasks), sent as an extra step field. */
-  trueAdvantage?: number;
 }
 
-export interface SampledTrajectory {
+export interface RolloutTrajectory {
   id: string;
   outcome: 'success' | 'failure' | 'truncated';
-  steps: SampledStep[];
+  steps: RolloutStep[];
+}
+
+/** The G rollouts of one task. */
+export interface TaskGroup {
+  id: string;
+  taskSeed: number;
+  trajectories: RolloutTrajectory[];
 }
 
 /**
- * G rollouts of one task with the current policy, advanced in lock step so each
- * time step is one batched forward pass over the rollouts still running.
- * `greedy` takes the most likely action (evaluation) instead of sampling.
+ * G rollouts of each task, sampled from the current policy. All rollouts advance in lock step, so
+ * each time step is one batched forward pass over every rollout still running (the per-call cost of
+ * TensorFlow.js dominates at these sizes). Random draws are taken in rollout order (task, then
+ * rollout) at each time step. With `truths` (one per task), every step also records what the truth
+ * says about it (its exact advantage).
  */
-export function sampleGroup<T extends { seed: number }, S extends EpisodeState>(
+export function sampleGroups<T extends { seed: number }, S extends EpisodeState>(
   env: TextEnvironment<T, S>,
-  task: T,
+  tasks: T[],
   policy: TextPolicy,
   groupSize: number,
   rand: () => number,
-  greedy = false,
-  truth?: ExactEvaluation<T, S>,
-): SampledTrajectory[] {
-  const states: S[] = Array.from({ length: groupSize }, () => env.initialState(task));
-  const trajectories: SampledTrajectory[] = states.map((_, i) => ({
-    id: `task-${task.seed}/${i}`,
-    outcome: 'truncated',
-    steps: [],
-  }));
+  truths?: TruthAnnotation<S>[],
+): RolloutTrajectory[][] {
+  const slots = tasks.flatMap((task, k) =>
+    Array.from({ length: groupSize }, (_, i) => ({
+      task,
+      truth: truths?.[k],
+      state: env.initialState(task),
+      trajectory: {
+        id: `task-${task.seed}/${i}`,
+        outcome: 'truncated',
+        steps: [],
+      } as RolloutTrajectory,
+    })),
+  );
   for (;;) {
-    const live = states.map((s, i) => (s.done ? -1 : i)).filter((i) => i >= 0);
+    const live = slots.filter((x) => !x.state.done);
     if (live.length === 0) break;
-    const decisions = live.map((i) => ({
-      observation: env.observe(task, states[i]!),
-      actions: env.admissibleActions(task, states[i]!),
+    const decisions = live.map((x) => ({
+      observation: env.observe(x.task, x.state),
+      actions: env.admissibleActions(x.task, x.state),
     }));
     const scored = policy.score(decisions);
-    live.forEach((i, k) => {
+    live.forEach((x, k) => {
       const { observation, actions } = decisions[k]!;
       const { logProbs, hidden, value } = scored[k]!;
-      const chosen = greedy ? argmax(logProbs) : sample(logProbs, rand);
+      const chosen = sample(logProbs, rand);
       const lp = logProbs[chosen] as number;
-      const result = env.step(task, states[i]!, actions[chosen] as string);
-      trajectories[i]!.steps.push({
+      const action = actions[chosen] as string;
+      const result = env.step(x.task, x.state, action, rand);
+      const record: StepRecord = {
         state: observation,
-        action: actions[chosen] as string,
+        action,
         reward: result.reward,
         nll: -lp,
         tokenLogprobs: [lp],
         embedding: hidden,
         value,
-        actions,
-        chosen,
-        logProb: lp,
-        ...(truth ? { trueAdvantage: truth.advantage(states[i]!, actions[chosen] as string) } : {}),
-      });
-      states[i] = result.state;
+        taskSeed: x.task.seed,
+        ...(x.truth ? x.truth(x.state, action) : {}),
+      };
+      x.trajectory.steps.push({ record, actions, chosen, logProb: lp });
+      x.state = result.state;
       if (result.state.done)
-        trajectories[i]!.outcome = result.state.done === 'success' ? 'success' : 'truncated';
+        x.trajectory.outcome = result.state.done === 'success' ? 'success' : 'truncated';
     });
   }
-  return trajectories;
+  return tasks.map((_, k) =>
+    slots.slice(k * groupSize, (k + 1) * groupSize).map((x) => x.trajectory),
+  );
 }
 
 /** The tasks of one iteration: B training seeds drawn from the iteration's random stream. */
@@ -103,12 +135,6 @@ export function evaluationTasks<T extends { seed: number }>(
   return tasks;
 }
 
-function argmax(xs: number[]): number {
-  let best = 0;
-  for (let i = 1; i < xs.length; i++) if ((xs[i] as number) > (xs[best] as number)) best = i;
-  return best;
-}
-
 function sample(logProbs: number[], rand: () => number): number {
   let u = rand();
   for (let i = 0; i < logProbs.length; i++) {
@@ -116,6 +142,18 @@ function sample(logProbs: number[], rand: () => number): number {
     if (u <= 0) return i;
   }
   return logProbs.length - 1;
+}
+
+/** Success rate and mean return of a batch of rollouts. */
+export function rolloutStats(groups: TaskGroup[]): { successRate: number; meanReturn: number } {
+  const trajectories = groups.flatMap((g) => g.trajectories);
+  const n = trajectories.length || 1;
+  const successes = trajectories.filter((t) => t.outcome === 'success').length;
+  const total = trajectories.reduce(
+    (a, t) => a + t.steps.reduce((b, st) => b + st.record.reward, 0),
+    0,
+  );
+  return { successRate: successes / n, meanReturn: total / n };
 }
 
 /**

@@ -10,7 +10,7 @@ export type EndStatus = 'completed' | 'aborted';
  * gone, does, and `npm run admin -- finish-run` closes that.
  */
 export async function recordEnding(
-  client: CreditlabClient,
+  client: Pick<CreditlabClient, 'appendEvents'>,
   runId: string,
   run: { body: () => Promise<EndStatus>; summary: () => Record<string, unknown> },
 ): Promise<EndStatus> {
@@ -33,7 +33,7 @@ export async function recordEnding(
 }
 
 function finish(
-  client: CreditlabClient,
+  client: Pick<CreditlabClient, 'appendEvents'>,
   runId: string,
   status: EndStatus | 'failed',
   summary: Record<string, unknown>,

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import {
   admissibleActions,
+  seededRandom,
   householdTask,
   initialState,
   observe,
@@ -85,4 +86,40 @@ test('one PPO update raises the log-probability of positive-advantage actions an
   expect(Number.isFinite(metrics.approxKl)).toBe(true);
   expect(metrics.clipFraction).toBeGreaterThanOrEqual(0);
   policy.dispose();
+});
+
+test('the critic learns its targets without touching the policy: the same updates with and without it leave identical policy weights', () => {
+  const decisions = [...decisionsOf(1), ...decisionsOf(2), ...decisionsOf(3)];
+  const train = (withCritic: boolean) => {
+    const policy = new TextPolicy({ vocab: 512, hidden: 16, seed: 5 });
+    const before = policy.score(decisions);
+    const batch: PpoSample[] = decisions.map((d, i) => ({
+      ...d,
+      chosen: d.solutionIndex,
+      oldLogProb: before[i]!.logProbs[d.solutionIndex]!,
+      advantage: i % 3 === 0 ? -1 : 1,
+      valueTarget: 0.9 ** (decisions.length - i),
+    }));
+    const cfg = { clip: 0.2, epochs: 4, minibatches: 2, learningRate: 0.01, entropyCoef: 0.01 };
+    const critic = withCritic ? { optimizer: tf.train.adam(0.05) } : undefined;
+    const mse = () => {
+      const v = policy.score(decisions).map((s) => s.value);
+      return v.reduce((a, x, i) => a + (x - batch[i]!.valueTarget!) ** 2, 0) / v.length;
+    };
+    const start = mse();
+    const metrics = [1, 2, 3].map((k) =>
+      ppoUpdate(policy, batch, cfg, undefined, seededRandom(k), critic),
+    );
+    const weights = [policy.E, policy.W, policy.b, policy.U].map((v) => Array.from(v.dataSync()));
+    const out = { weights, start, end: mse(), metrics };
+    policy.dispose();
+    return out;
+  };
+  const plain = train(false);
+  const critic = train(true);
+  expect(critic.weights).toEqual(plain.weights); // bit for bit
+  expect(plain.metrics.every((m) => m.valueLoss === undefined)).toBe(true);
+  expect(plain.end).toBe(plain.start); // the value head never moves without the critic
+  expect(critic.end).toBeLessThan(critic.start / 2);
+  expect(critic.metrics[2]!.valueLoss).toBeCloseTo(critic.end, 5);
 });

@@ -19,8 +19,10 @@ export interface LineChartSpec {
   series: CurveSeries[];
   /** y is a fraction in [0, 1], shown in %. */
   percent?: boolean;
-  /** Static output (PNG/SVG): no animation, no tooltip. */
+  /** Static output (PNG/SVG): no animation, no tooltip, every legend entry shown (no scrolling). */
   static?: boolean;
+  /** x is a fraction in [0, 1], shown in % from 0 to 100. */
+  xPercent?: boolean;
 }
 
 const pct = (v: number) => `${Math.round(v * 100)} %`;
@@ -32,8 +34,20 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
     title: spec.title
       ? { text: spec.title, left: 'center', textStyle: { fontSize: 14 } }
       : undefined,
-    legend: { type: 'scroll', bottom: 0, data: spec.series.map((s) => s.name) },
-    grid: { left: 64, right: 24, top: spec.title ? 40 : 16, bottom: 64 },
+    // a static image cannot scroll its legend: the entries wrap onto more lines instead
+    legend: {
+      type: spec.static ? 'plain' : 'scroll',
+      bottom: 0,
+      // the image's fonts run a little wider than ECharts measures them
+      ...(spec.static ? { itemGap: 24 } : {}),
+      data: spec.series.map((s) => s.name),
+    },
+    grid: {
+      left: 64,
+      right: 24,
+      top: spec.title ? 40 : 16,
+      bottom: spec.static ? 50 + 30 * Math.ceil(spec.series.length / 6) : 64,
+    },
     tooltip: spec.static
       ? undefined
       : {
@@ -45,8 +59,9 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
       name: spec.xName,
       nameLocation: 'middle',
       nameGap: 26,
-      minInterval: 1,
-      min: 'dataMin',
+      ...(spec.xPercent
+        ? { min: 0, max: 1, axisLabel: { formatter: pct } }
+        : { minInterval: 1, min: 'dataMin' }),
     },
     yAxis: {
       type: 'value',

@@ -1,3 +1,5 @@
+import { errandEnvironment } from './errand/errand-env';
+import { ERRAND_SIZES, type ErrandSizeName } from './errand/errand-task';
 import { householdEnvironment } from './household/household-environment';
 import { HOUSEHOLD_SIZES, type HouseholdSizeName } from './household/household-task';
 import { sokobanEnvironment } from './sokoban/sokoban-env';
@@ -7,15 +9,17 @@ import type { TextEnvironment } from './text-environment';
 export const ENVIRONMENT_NAMES = [
   ...Object.keys(HOUSEHOLD_SIZES).map((s) => `household-${s}`),
   ...Object.keys(SOKOBAN_SIZES).map((s) => `sokoban-${s}`),
+  ...Object.keys(ERRAND_SIZES).map((s) => `errand-${s}`),
 ];
 
-/** The environment of a name such as "household-tiny" or "sokoban-small". */
+/** The environment of a name such as "household-tiny", "sokoban-small" or "errand-tiny". */
 export function textEnvironment(name: string): TextEnvironment {
   const [family, size] = name.split(/-(.*)/s) as [string, string];
   if (family === 'household' && size in HOUSEHOLD_SIZES)
     return householdEnvironment(size as HouseholdSizeName);
   if (family === 'sokoban' && size in SOKOBAN_SIZES)
     return sokobanEnvironment(size as SokobanSizeName);
+  if (family === 'errand' && size in ERRAND_SIZES) return errandEnvironment(size as ErrandSizeName);
   throw new Error(
     `unknown environment ${JSON.stringify(name)}; one of ${ENVIRONMENT_NAMES.join(', ')}`,
   );

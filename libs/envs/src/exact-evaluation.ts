@@ -4,10 +4,13 @@ import type { EpisodeState, TextEnvironment } from './text-environment';
 export type EnvPolicy<T, S> = (task: T, state: S, actions: string[]) => number[];
 
 /**
- * The exact value of a policy on a (tiny) task, by backward induction over every state reachable
- * before the step cap: V(s) = Σ_a π(a|s)·Q(s,a), Q(s,a) = r + γ·V(s'), with V = 0 at the end of an
- * episode (success or the cap). States carry their step count, so the cap's time dependence is
- * exact. Memoised per (situation, step); fine for tiny sizes, exponential in the cap otherwise.
+ * The exact value of a policy on a (tiny) task, by backward induction over the graph of states
+ * reachable before the step cap: V(s) = Σ_a π(a|s)·Q(s,a), Q(s,a) = Σ_s' P(s'|s,a)·(r + γ·V(s')),
+ * with V = 0 at the end of an episode (success or the cap). States carry their step count, so the
+ * cap's time dependence is exact, and each (situation, step) is valued once: the cost is the number
+ * of such states, not of paths. The states are the environment's latent states: where the policy acts
+ * on an observation that does not reveal the state, π(a|s) is the policy at the observation the state
+ * shows, and the advantage is the latent state's.
  */
 export class ExactEvaluation<T extends { seed: number }, S extends EpisodeState> {
   private readonly values = new Map<string, number>();
@@ -37,8 +40,22 @@ export class ExactEvaluation<T extends { seed: number }, S extends EpisodeState>
 
   /** Q(s, a) for any action text, admissible or not. */
   q(s: S, action: string): number {
-    const r = this.env.step(this.task, s, action);
-    return r.reward + this.gamma * this.value(r.state);
+    const outcomes = this.env.outcomes?.(this.task, s, action) ?? [
+      { p: 1, step: this.env.step(this.task, s, action) },
+    ];
+    let q = 0;
+    for (const { p, step } of outcomes)
+      q += p * (step.reward + this.gamma * this.value(step.state));
+    return q;
+  }
+
+  /** The variance of Q(s, a) over the policy's actions: Σ_a π(a|s)·(Q(s,a) − V(s))². */
+  qVariance(s: S): number {
+    if (s.done) return 0;
+    const actions = this.env.admissibleActions(this.task, s);
+    const probs = this.policy(this.task, s, actions);
+    const v = this.value(s);
+    return actions.reduce((acc, a, i) => acc + (probs[i] as number) * (this.q(s, a) - v) ** 2, 0);
   }
 
   /** The true advantage of taking `action` in `s`: Q(s,a) − V(s). */

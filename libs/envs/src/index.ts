@@ -8,3 +8,5 @@ export * from './household/household-environment';
 export * from './household/household-solver';
 export * from './sokoban/sokoban-level';
 export * from './sokoban/sokoban-env';
+export * from './errand/errand-task';
+export * from './errand/errand-env';

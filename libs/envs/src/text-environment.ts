@@ -7,14 +7,21 @@ export interface EpisodeState {
 export interface EnvStep<S> {
   state: S;
   reward: number;
-  /** Whether the action was admissible; an inadmissible one costs the environment's penalty and changes nothing. */
+  /** Whether the action was valid; an invalid one costs the environment's penalty and changes nothing but the step. */
   valid: boolean;
 }
 
+/** One possible result of an action, with its probability. */
+export interface EnvOutcome<S> {
+  p: number;
+  step: EnvStep<S>;
+}
+
 /**
- * A text environment as the trainer and the exact evaluator see it: tasks from seeds, deterministic
- * dynamics over immutable states, anchor observations (the same situation reads the same in every
- * rollout of a group), and the admissible actions of a state.
+ * A text environment as the trainer and the exact evaluator see it: tasks from seeds, dynamics over
+ * immutable states, observations that are functions of the state, and the actions offered in a state.
+ * Deterministic environments ignore `rand`; a stochastic one describes every outcome (`outcomes`) and
+ * draws one with `rand` in `step`.
  */
 export interface TextEnvironment<
   T extends { seed: number } = { seed: number },
@@ -30,7 +37,9 @@ export interface TextEnvironment<
   initialState(task: T): S;
   admissibleActions(task: T, s: S): string[];
   observe(task: T, s: S): string;
-  step(task: T, s: S, action: string): EnvStep<S>;
+  step(task: T, s: S, action: string, rand?: () => number): EnvStep<S>;
+  /** Every outcome of `action` in `s` with its probability; absent for a deterministic environment. */
+  outcomes?(task: T, s: S, action: string): EnvOutcome<S>[];
   /** A key for the situation of `s` without its step counter. */
   situationKey(s: S): string;
 }

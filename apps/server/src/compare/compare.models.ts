@@ -43,6 +43,8 @@ export class StepAdvantages {
   @Field() groupId!: string;
   @Field() trajectoryId!: string;
   @Field(() => Int) stepIndex!: number;
+  @Field({ description: "The trajectory's outcome: success, failure or truncated." })
+  outcome!: string;
   @Field() state!: string;
   @Field() action!: string;
   @Field(() => Float) reward!: number;
@@ -50,14 +52,60 @@ export class StepAdvantages {
   advantages!: number[];
 }
 
+@ObjectType({
+  description:
+    'Agreement of two per-step series on a slice of the steps (a step position, an iteration).',
+})
+export class AgreementSlice {
+  @Field({ description: 'e.g. "step 0", "step 10+", "iteration 3".' }) slice!: string;
+  @Field(() => Int) steps!: number;
+  @Field(() => Float, { nullable: true }) pearson!: number | null;
+  @Field(() => Float, { nullable: true, description: 'Over steps where both are nonzero.' })
+  signAgreement!: number | null;
+}
+
+/** Agreement fields shared by a pair of methods and a method against a reference. */
+@ObjectType({ isAbstract: true })
+export class Agreement {
+  @Field(() => Float, { nullable: true, description: 'Pooled over every step compared.' })
+  pearson!: number | null;
+  @Field(() => Float, { nullable: true, description: 'Pooled over every step compared.' })
+  spearman!: number | null;
+  @Field(() => Float, {
+    nullable: true,
+    description:
+      'Mean over task groups of the within-group Pearson correlation (groups where it is undefined left out): agreement with the task held fixed.',
+  })
+  groupPearson!: number | null;
+  @Field(() => Float, { nullable: true, description: 'The same with Spearman correlations.' })
+  groupSpearman!: number | null;
+  @Field(() => Int, { description: 'Groups whose within-group correlation is defined.' })
+  groupsCorrelated!: number;
+  @Field(() => Float, {
+    nullable: true,
+    description:
+      'Fraction of the steps where both values are nonzero whose signs agree; null when there are none. A zero carries no sign.',
+  })
+  signAgreement!: number | null;
+  @Field(() => Int, { description: 'Steps where both values are nonzero.' }) bothNonzero!: number;
+  @Field(() => Float, { description: 'Fraction of steps where the first value is exactly 0.' })
+  zeroFractionA!: number;
+  @Field(() => Float, {
+    description:
+      'Fraction of steps where the second value (the other method, or the reference) is 0.',
+  })
+  zeroFractionB!: number;
+  @Field(() => [AgreementSlice], {
+    description: 'By step position within the trajectory (0 … 9, then 10+).',
+  })
+  byPosition!: AgreementSlice[];
+  @Field(() => [AgreementSlice], { description: 'By iteration.' }) byIteration!: AgreementSlice[];
+}
+
 @ObjectType()
-export class MethodPair {
+export class MethodPair extends Agreement {
   @Field() a!: string;
   @Field() b!: string;
-  @Field(() => Float, { nullable: true }) pearson!: number | null;
-  @Field(() => Float, { nullable: true }) spearman!: number | null;
-  @Field(() => Float, { description: 'Fraction of steps whose advantages have the same sign.' })
-  signAgreement!: number;
   @Field(() => [StepAdvantages], {
     description:
       'Steps where the two disagree most (largest gap between their standardised advantages).',
@@ -73,24 +121,32 @@ export class GroupCredit {
   @Field(() => Int) iteration!: number;
   @Field() groupId!: string;
   @Field(() => Int) steps!: number;
-  @Field(() => Int, { description: 'Steps whose sign differs from the episode-level (GRPO) sign.' })
+  @Field(() => Int, {
+    description: "Steps whose credit points against their trajectory's outcome.",
+  })
   against!: number;
 }
 
 @ObjectType({
-  description: 'Where a step-level method moves credit against the episode-level sign.',
+  description:
+    "Where a method's credit points against its trajectory's outcome: a good step in a failed episode, a bad one in a successful episode.",
 })
 export class CreditAgainstEpisode {
   @Field() method!: string;
-  @Field(() => Int) against!: number;
+  @Field(() => Int, { description: 'goodInFailed + badInSucceeded.' }) against!: number;
   @Field(() => Int, {
-    description: 'Positive advantage in a trajectory the episode term scores negative.',
+    description: 'Positive advantage in a trajectory that did not succeed (failure or truncated).',
   })
   goodInFailed!: number;
-  @Field(() => Int, {
-    description: 'Negative advantage in a trajectory the episode term scores positive.',
-  })
+  @Field(() => Int, { description: 'Negative advantage in a trajectory that succeeded.' })
   badInSucceeded!: number;
+  @Field(() => Int) stepsInFailed!: number;
+  @Field(() => Int) stepsInSucceeded!: number;
+  @Field(() => Int, {
+    description:
+      "Steps whose nonzero advantage has the opposite sign of GRPO's (nonzero) episode-level advantage: the GRPO-sign variant.",
+  })
+  againstGrpoSign!: number;
   @Field(() => [GroupCredit], { description: 'Groups with at least one such step, most first.' })
   byGroup!: GroupCredit[];
   @Field(() => [StepAdvantages], { description: 'The largest such steps.' })
@@ -126,15 +182,61 @@ export class Density {
   description:
     "A method's advantages against a reference the steps carry (e.g. the exact trueAdvantage): scale-free agreement.",
 })
-export class AgainstReference {
+export class AgainstReference extends Agreement {
   @Field() method!: string;
   @Field({ description: 'The step field compared with.' }) field!: string;
   @Field(() => Int, { description: 'Steps that carry the field (the others are left out).' })
   steps!: number;
-  @Field(() => Float, { nullable: true }) pearson!: number | null;
-  @Field(() => Float, { nullable: true }) spearman!: number | null;
-  @Field(() => Float, { description: 'Fraction of steps where both have the same sign.' })
-  signAgreement!: number;
+}
+
+@ObjectType({ description: 'An estimate with a percentile bootstrap interval (groups resampled).' })
+export class Interval {
+  @Field(() => Float, { nullable: true }) estimate!: number | null;
+  @Field(() => Float, { nullable: true }) low!: number | null;
+  @Field(() => Float, { nullable: true }) high!: number | null;
+}
+
+@ObjectType({ description: 'Intervals of the agreement scores of two series.' })
+export class AgreementIntervals {
+  @Field() a!: string;
+  @Field({ description: 'The other method, or the reference field.' }) b!: string;
+  @Field(() => Interval) pearson!: Interval;
+  @Field(() => Interval) spearman!: Interval;
+  @Field(() => Interval) groupPearson!: Interval;
+  @Field(() => Interval) signAgreement!: Interval;
+}
+
+@ObjectType({
+  description:
+    "The difference of two methods' scores against the reference (a − b), on the same resamples.",
+})
+export class ReferenceDifference {
+  @Field() a!: string;
+  @Field() b!: string;
+  @Field(() => Interval) pearson!: Interval;
+  @Field(() => Interval) spearman!: Interval;
+  @Field(() => Interval) groupPearson!: Interval;
+  @Field(() => Interval) signAgreement!: Interval;
+}
+
+@ObjectType({
+  description:
+    'Bootstrap confidence intervals for every score, resampling task groups (the steps of a group share a task and rollouts, so groups are the unit).',
+})
+export class ComparisonIntervals {
+  @Field(() => Int) resamples!: number;
+  @Field(() => Float) level!: number;
+  @Field(() => Int) seed!: number;
+  @Field(() => Int, { description: 'Task groups resampled.' }) groups!: number;
+  @Field(() => [AgreementIntervals]) pairs!: AgreementIntervals[];
+  @Field(() => [AgreementIntervals], {
+    description: 'Each method against the reference field (empty when no step carries it).',
+  })
+  againstReference!: AgreementIntervals[];
+  @Field(() => [ReferenceDifference], {
+    description: "Every pair of methods' difference against the reference.",
+  })
+  referenceDifferences!: ReferenceDifference[];
 }
 
 @ObjectType({ description: 'Several estimators on the same stored rollouts.' })

@@ -1,5 +1,15 @@
 import { Inject } from '@nestjs/common';
-import { Args, Context, ID, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  Context,
+  Float,
+  ID,
+  Int,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
 import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
@@ -7,10 +17,11 @@ import { Requires } from '../access/requires.decorator';
 import { MethodInput } from '../advantages/advantages.models';
 import { countMethod, storageOf, toRequest } from '../advantages/method-requests';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { density, histogram } from './compare-stats';
+import { density, histogram } from '@creditlab/stats';
 import {
   AgainstReference,
   Comparison,
+  ComparisonIntervals,
   Density,
   Histogram,
   MethodComparisonView,
@@ -94,6 +105,22 @@ export class CompareResolver {
     @Args('field', { defaultValue: 'trueAdvantage' }) field: string,
   ): Promise<AgainstReference[]> {
     return this.report.againstReference(comparison, field);
+  }
+
+  @ResolveField(() => ComparisonIntervals, {
+    description:
+      'Bootstrap confidence intervals for every pair score, every score against the reference field and every difference of two methods against it, resampling task groups. Computed only when asked for (cost grows with resamples × groups).',
+    complexity: ({ args }) => Math.ceil((Number(args.resamples) || 1000) / 10),
+  })
+  intervals(
+    @Parent() comparison: ComparisonReportObject,
+    @Args('resamples', { type: () => Int, defaultValue: 1000 }) resamples: number,
+    @Args('level', { type: () => Float, defaultValue: 0.95 }) level: number,
+    @Args('seed', { type: () => Int, defaultValue: 1, description: 'Same seed, same intervals.' })
+    seed: number,
+    @Args('field', { defaultValue: 'trueAdvantage' }) field: string,
+  ): Promise<ComparisonIntervals> {
+    return this.report.intervals(comparison, field, { resamples, level, seed });
   }
 }
 

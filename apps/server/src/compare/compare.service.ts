@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { mean, quantile, std } from '@creditlab/stats';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -8,7 +9,6 @@ import {
   type MethodRequest,
   type SetStorage,
 } from '../advantages/advantage-sets.service';
-import { mean, quantile, std } from './compare-stats';
 import type { TrajectoryShape } from '../advantages/iteration-reader';
 
 /** Where a step sits: enough to name it and to fetch its texts. */
@@ -17,6 +17,7 @@ export interface StepRef {
   groupId: string;
   trajectoryId: string;
   stepIndex: number;
+  outcome: string;
   /** The trajectory's place in its iteration (the steps table's key). */
   groupOrd: number;
   trajOrd: number;
@@ -58,6 +59,8 @@ export interface Comparison {
   /** Task group of each step: index into `groups`. */
   groupOf: Int32Array;
   groups: { iteration: number; groupId: string; steps: number }[];
+  /** Per step: 1 if its trajectory succeeded. */
+  succeeded: Uint8Array;
   episodeBaseline: Float32Array;
 }
 
@@ -270,6 +273,7 @@ function stepRefs(iterations: number[], shapes: TrajectoryShape[][]) {
           groupId: t.groupId,
           trajectoryId: t.trajectoryId,
           stepIndex: j,
+          outcome: t.outcome,
           groupOrd: t.groupOrd,
           trajOrd: t.trajOrd,
         });
@@ -277,5 +281,6 @@ function stepRefs(iterations: number[], shapes: TrajectoryShape[][]) {
       }
     }
   });
-  return { steps, groups, groupOf: Int32Array.from(groupOfList) };
+  const succeeded = Uint8Array.from(steps, (st) => (st.outcome === 'success' ? 1 : 0));
+  return { steps, groups, groupOf: Int32Array.from(groupOfList), succeeded };
 }

@@ -1,10 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { outcomeCredit, topK } from '@creditlab/stats';
+import {
+  agreementOf,
+  comparisonIntervals,
+  subsetLayout,
+  type IntervalOptions,
+  type StepLayout,
+} from './comparison-agreement';
 import { decodeCursor, encodeCursor, POSITION_CURSOR } from '../graphql/pagination';
-import { pearson, ranks, signAgreement, spearman, topK } from './compare-stats';
 import type {
   AgainstReference,
   Comparison,
+  ComparisonIntervals,
   CreditAgainstEpisode,
   MethodPair,
   StepAdvantages,
@@ -17,8 +25,9 @@ export type ComparisonReportObject = Comparison & { data: ComparisonData };
 
 /**
  * What `compare` reports about several methods' advantages on the same steps: per-method summaries,
- * pairwise agreement with the steps they disagree on most, credit against the episode-level sign,
- * agreement with a reference the steps carry, and the per-step rows.
+ * pairwise agreement (pooled, within task groups, by sign where both are nonzero; by position and by
+ * iteration) with the steps they disagree on most, credit against the trajectory's outcome, agreement
+ * with a reference the steps carry, bootstrap intervals on demand, and the per-step rows.
  */
 @Injectable()
 export class ComparisonReport {
@@ -31,7 +40,7 @@ export class ComparisonReport {
     examples: number,
   ): Promise<ComparisonReportObject> {
     const names = data.methods.map((m, i) => label(m.set.method, i, data));
-    const rank = data.advantages.map((a) => ranks(a));
+    const layout = layoutOf(data);
     const z = data.advantages.map(standardise);
     // Choose every listed step first, then fetch all their texts with one statement.
     const pairPicks: { a: number; b: number; positions: number[] }[] = [];
@@ -58,11 +67,10 @@ export class ComparisonReport {
     const pairs: MethodPair[] = pairPicks.map(({ a, b, positions }) => ({
       a: names[a] as string,
       b: names[b] as string,
-      pearson: pearson(data.advantages[a] as Float32Array, data.advantages[b] as Float32Array),
-      spearman: pearson(rank[a] as Float64Array, rank[b] as Float64Array),
-      signAgreement: signAgreement(
+      ...agreementOf(
         data.advantages[a] as Float32Array,
         data.advantages[b] as Float32Array,
+        layout,
       ),
       disagreements: positions.map(rowsOf),
       x: data.advantages[a] as Float32Array,
@@ -126,41 +134,75 @@ export class ComparisonReport {
     });
     if (keep.length === 0) return [];
     const truth = Float64Array.from(keep, (k) => reference[k] as number);
+    const layout = subsetLayout(layoutOf(data), keep);
     return data.advantages.map((adv, m) => {
       const mine = Float64Array.from(keep, (k) => adv[k] as number);
       return {
         method: comparison.methods[m]!.method,
         field,
         steps: keep.length,
-        pearson: pearson(mine, truth),
-        spearman: spearman(mine, truth),
-        signAgreement: signAgreement(mine, truth),
+        ...agreementOf(mine, truth, layout),
       };
     });
   }
 
+  /** Bootstrap intervals for every score (task groups resampled), computed when asked for. */
+  async intervals(
+    comparison: ComparisonReportObject,
+    field: string,
+    options: IntervalOptions,
+  ): Promise<ComparisonIntervals> {
+    if (
+      !Number.isInteger(options.resamples) ||
+      options.resamples < 100 ||
+      options.resamples > 10_000
+    )
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `intervals: resamples must be an integer from 100 to 10000, got ${options.resamples}`,
+      );
+    if (!(options.level > 0 && options.level < 1))
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `intervals: level must lie strictly between 0 and 1, got ${options.level}`,
+      );
+    const data = comparison.data;
+    const reference = await this.compareService.referenceValues(data, field);
+    const keep: number[] = [];
+    reference.forEach((v, k) => {
+      if (!Number.isNaN(v)) keep.push(k);
+    });
+    return comparisonIntervals(
+      data.advantages.map((values, m) => ({ name: comparison.methods[m]!.method, values })),
+      layoutOf(data),
+      { field, values: Float64Array.from(keep, (k) => reference[k] as number), keep },
+      options,
+    );
+  }
+
+  /** Credit against the trajectory's outcome, the groups where it happens, and the largest such steps. */
   private against(data: ComparisonData, m: number, name: string, examples: number) {
     const adv = data.advantages[m] as Float32Array;
     const ep = data.episodeBaseline;
-    let goodInFailed = 0;
-    let badInSucceeded = 0;
     const perGroup = new Int32Array(data.groups.length);
     const hits: number[] = [];
+    let againstGrpoSign = 0;
     for (let k = 0; k < adv.length; k++) {
       const a = adv[k] as number;
       const e = ep[k] as number;
-      if (a > 0 && e < 0) goodInFailed++;
-      else if (a < 0 && e > 0) badInSucceeded++;
-      else continue;
-      const g = data.groupOf[k] as number;
-      perGroup[g] = (perGroup[g] as number) + 1;
-      hits.push(k);
+      if (a !== 0 && e !== 0 && a > 0 !== e > 0) againstGrpoSign++;
+      if (data.succeeded[k] ? a < 0 : a > 0) {
+        const g = data.groupOf[k] as number;
+        perGroup[g] = (perGroup[g] as number) + 1;
+        hits.push(k);
+      }
     }
+    const credit = outcomeCredit(adv, data.succeeded);
     return {
       method: name,
-      against: goodInFailed + badInSucceeded,
-      goodInFailed,
-      badInSucceeded,
+      against: credit.goodInFailed + credit.badInSucceeded,
+      ...credit,
+      againstGrpoSign,
       byGroup: data.groups
         .map((g, i) => ({
           iteration: g.iteration,
@@ -197,6 +239,7 @@ export class ComparisonReport {
         groupId: ref.groupId,
         trajectoryId: ref.trajectoryId,
         stepIndex: ref.stepIndex,
+        outcome: ref.outcome,
         state: text.state,
         action: text.action,
         reward: text.reward,
@@ -204,6 +247,14 @@ export class ComparisonReport {
       };
     };
   }
+}
+
+function layoutOf(data: ComparisonData): StepLayout {
+  return {
+    groupOf: data.groupOf,
+    stepIndex: Int32Array.from(data.steps, (st) => st.stepIndex),
+    iteration: Int32Array.from(data.steps, (st) => st.iteration),
+  };
 }
 
 /** A method's name, with its index when the same method is compared under several parameter sets. */

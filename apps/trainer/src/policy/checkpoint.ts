@@ -18,6 +18,7 @@ export interface DecodedCheckpoint {
 }
 
 const POLICY_NAMES = ['E', 'W', 'b', 'U', 'wv'];
+const CRITIC_OPTIMIZER = 'criticOptimizer/';
 
 /**
  * The policy's weights and the optimizer's state (Adam's moments and step), so that a fork from this
@@ -28,6 +29,8 @@ export async function encodeCheckpoint(
   policy: TextPolicy,
   optimizer: tf.Optimizer,
   iteration: number,
+  /** The value head's own optimizer, when the run trains one. */
+  criticOptimizer?: tf.Optimizer,
 ): Promise<Uint8Array> {
   const named = [
     ...policy.variables.map((v, i) => ({
@@ -36,6 +39,10 @@ export async function encodeCheckpoint(
     })),
     ...(await optimizer.getWeights()).map((w) => ({
       name: `optimizer/${w.name}`,
+      tensor: w.tensor,
+    })),
+    ...(criticOptimizer ? await criticOptimizer.getWeights() : []).map((w) => ({
+      name: `${CRITIC_OPTIMIZER}${w.name}`,
       tensor: w.tensor,
     })),
   ];
@@ -86,6 +93,8 @@ export async function restoreCheckpoint(
   checkpoint: DecodedCheckpoint,
   policy: TextPolicy,
   optimizer: tf.Optimizer,
+  /** Restored when the checkpoint has its state (checkpoints from before the critic was trained do not). */
+  criticOptimizer?: tf.Optimizer,
 ): Promise<void> {
   const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
   policy.variables.forEach((v, i) => {
@@ -94,11 +103,20 @@ export async function restoreCheckpoint(
       throw new Error(`checkpoint lacks policy/${POLICY_NAMES[i]} of shape ${v.shape.join('×')}`);
     v.assign(tf.tensor(t.values, t.shape));
   });
-  const state = checkpoint.tensors.filter((t) => t.name.startsWith('optimizer/'));
+  await restoreOptimizer(checkpoint, 'optimizer/', optimizer);
+  if (criticOptimizer) await restoreOptimizer(checkpoint, CRITIC_OPTIMIZER, criticOptimizer);
+}
+
+async function restoreOptimizer(
+  checkpoint: DecodedCheckpoint,
+  prefix: string,
+  optimizer: tf.Optimizer,
+): Promise<void> {
+  const state = checkpoint.tensors.filter((t) => t.name.startsWith(prefix));
   if (state.length)
     await optimizer.setWeights(
       state.map((t) => ({
-        name: t.name.slice('optimizer/'.length),
+        name: t.name.slice(prefix.length),
         tensor: tf.tensor(t.values, t.shape),
       })),
     );

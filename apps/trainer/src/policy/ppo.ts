@@ -7,6 +7,8 @@ export interface PpoSample extends Decision {
   /** log π_old(a|s) recorded at rollout. */
   oldLogProb: number;
   advantage: number;
+  /** The critic's regression target for this state (the discounted return-to-go); used with a critic. */
+  valueTarget?: number;
 }
 
 export interface PpoConfig {
@@ -27,6 +29,8 @@ export interface PpoMetrics {
   approxKl: number;
   clipFraction: number;
   entropy: number;
+  /** With a critic: mean squared error of the value head against the targets, after the update. */
+  valueLoss?: number;
 }
 
 /**
@@ -42,6 +46,12 @@ export function ppoUpdate(
   optimizer = tf.train.adam(cfg.learningRate),
   /** Shuffles the minibatches (seeded by the caller, so a run's updates are reproducible). */
   rand: () => number = Math.random,
+  /**
+   * Trains the value head too: after each minibatch's policy step, one step of its own optimizer on
+   * ½·mean (V(s) − target)², over the value head's weights only — a stop-gradient into the shared
+   * encoder, so the policy's weights and their optimizer see exactly what they would without it.
+   */
+  critic?: { optimizer: tf.Optimizer },
 ): PpoMetrics {
   const B = batch.length;
   const chosen = tf.tensor1d(
@@ -83,6 +93,7 @@ export function ppoUpdate(
       );
       last = (cost as tf.Scalar).dataSync()[0] as number;
       cost?.dispose();
+      if (critic) critic.optimizer.minimize(() => valueLoss(policy, part), false, [policy.wv]);
     }
   }
   const metrics = tf.tidy(() => {
@@ -98,7 +109,21 @@ export function ppoUpdate(
     };
   });
   tf.dispose([chosen, oldLp]);
-  return { loss: last, ...metrics };
+  if (!critic) return { loss: last, ...metrics };
+  const mse = tf.tidy(() => tf.mul(2, valueLoss(policy, batch)).dataSync()[0] as number);
+  return { loss: last, ...metrics, valueLoss: mse };
+}
+
+/** ½·mean (V(s) − target)² over samples; gradients reach only what the caller's optimizer lists. */
+function valueLoss(policy: TextPolicy, samples: PpoSample[]): tf.Scalar {
+  const values = policy.values(samples);
+  const targets = tf.tensor1d(
+    samples.map((s) => {
+      if (s.valueTarget === undefined) throw new Error('a critic needs every sample’s valueTarget');
+      return s.valueTarget;
+    }),
+  );
+  return tf.mul(0.5, tf.mean(tf.square(tf.sub(values, targets)))) as tf.Scalar;
 }
 
 function shuffled(n: number, rand: () => number): number[] {

@@ -67,19 +67,13 @@ export class TextPolicy {
     hidden: tf.Tensor2D;
     values: tf.Tensor1D;
   } {
-    const { vocab } = this.config;
     const B = decisions.length;
     const maxA = Math.max(...decisions.map((d) => d.actions.length));
-    const obs = tf.tensor2d(
-      bagMatrix(
-        decisions.map((d) => d.observation),
-        vocab,
-      ),
-      [B, vocab],
-    );
-    const h = tf.tanh(tf.add(tf.matMul(tf.matMul(obs, this.E), this.W), this.b)) as tf.Tensor2D;
-    // Action slots padded to maxA per decision (empty text for padding, masked below). Building the padded
-    // bag directly avoids a gather, whose gradient the wasm backend lacks.
+    const h = this.encode(decisions);
+    // Action slots padded to maxA per decision (masked below). Each distinct action text is embedded
+    // once and copied to its slots by a one-hot matrix product (a padding slot's row is zero): a
+    // batch has a few dozen distinct actions for thousands of slots, and a matMul's gradient is
+    // cheap where a gather's is missing from the wasm backend.
     const slots: string[] = [];
     const mask: number[] = [];
     for (const d of decisions) {
@@ -88,18 +82,47 @@ export class TextPolicy {
         mask.push(j < d.actions.length ? 0 : -1e9);
       }
     }
-    const acts = tf.matMul(
-      tf.matMul(tf.tensor2d(bagMatrix(slots, vocab), [slots.length, vocab]), this.E),
-      this.U,
-    );
+    const acts = tf.matMul(this.distinct(slots), tf.matMul(this.bags(slots), this.U));
     const padded = tf.reshape(acts, [B, maxA, this.config.hidden]);
     const logits = tf.add(
-      tf.squeeze(tf.matMul(padded, tf.expandDims(h, 2)), [2]),
+      tf.sum(tf.mul(padded, tf.expandDims(h, 1)), 2),
       tf.tensor2d(mask, [B, maxA]),
     );
     const logProbs = tf.logSoftmax(logits) as tf.Tensor2D;
     const values = tf.squeeze(tf.matMul(h, this.wv), [1]) as tf.Tensor1D;
     return { logProbs, hidden: h, values };
+  }
+
+  /** The value head alone: V(s) = h(s)·w_v [B], without the actions' scores. */
+  values(decisions: Pick<Decision, 'observation'>[]): tf.Tensor1D {
+    return tf.squeeze(tf.matMul(this.encode(decisions), this.wv), [1]) as tf.Tensor1D;
+  }
+
+  /** The shared encoder: observation bags [B, V] · E · W + b, through tanh: h [B, d] (once per distinct text). */
+  private encode(decisions: Pick<Decision, 'observation'>[]): tf.Tensor2D {
+    const texts = decisions.map((d) => d.observation);
+    const h = tf.tanh(tf.add(tf.matMul(this.bags(texts), this.W), this.b));
+    return tf.matMul(this.distinct(texts), h);
+  }
+
+  /** The distinct non-empty texts' bags times E: [distinct, d], in order of first appearance. */
+  private bags(texts: string[]): tf.Tensor2D {
+    const { vocab } = this.config;
+    const distinct = [...new Set(texts.filter((t) => t !== ''))];
+    const bag = tf.tensor2d(bagMatrix(distinct, vocab), [distinct.length, vocab]);
+    return tf.matMul(bag, this.E);
+  }
+
+  /** One-hot rows [texts, distinct] picking each text's row of `bags(texts)`; zero for the empty text. */
+  private distinct(texts: string[]): tf.Tensor2D {
+    const index = new Map<string, number>();
+    for (const t of texts) if (t !== '' && !index.has(t)) index.set(t, index.size);
+    const onehot = new Float32Array(texts.length * index.size);
+    texts.forEach((t, i) => {
+      const j = index.get(t);
+      if (j !== undefined) onehot[i * index.size + j] = 1;
+    });
+    return tf.tensor2d(onehot, [texts.length, index.size]);
   }
 
   /** Scores decisions without gradients: what the rollout records. */

@@ -52,7 +52,10 @@ export interface MethodPair {
   b: string;
   pearson: number | null;
   spearman: number | null;
-  signAgreement: number;
+  /** Mean over task groups of the within-group Pearson correlation. */
+  groupPearson?: number | null;
+  /** Over the steps where both are nonzero; null when there are none. */
+  signAgreement: number | null;
   disagreements: StepAdvantages[];
   density: Density;
 }
@@ -63,7 +66,10 @@ export interface AgainstReference {
   steps: number;
   pearson: number | null;
   spearman: number | null;
-  signAgreement: number;
+  groupPearson?: number | null;
+  signAgreement: number | null;
+  /** Fraction of the steps where the reference is exactly 0. */
+  zeroFractionB?: number;
 }
 
 export interface Comparison {
@@ -90,12 +96,14 @@ export async function fetchComparison(
 ): Promise<Comparison> {
   const binned =
     caps.has('MethodComparison.histogram') || caps.has('MethodComparisonModel.histogram');
+  // Older servers (one release behind) have no within-group figures.
+  const grouped = caps.has('MethodPair.groupPearson');
   const query = `query Compare($runId: ID!, $methods: [MethodInput!]!, $iterations: [Int!]) {
     compare(runId: $runId, methods: $methods, iterations: $iterations, disagreements: 10) {
       runId iterations stepCount
       methods { method params advantageSetId summary { ${SUMMARY} } rates ${binned ? 'histogram(bins: 40) { edges counts }' : ''} }
-      pairs { a b pearson spearman signAgreement disagreements { ${STEP} } ${binned ? 'density(bins: 60) { xEdges yEdges counts total }' : ''} }
-      againstReference { method field steps pearson spearman signAgreement }
+      pairs { a b pearson spearman ${grouped ? 'groupPearson' : ''} signAgreement disagreements { ${STEP} } ${binned ? 'density(bins: 60) { xEdges yEdges counts total }' : ''} }
+      againstReference { method field steps pearson spearman signAgreement ${grouped ? 'groupPearson zeroFractionB' : ''} }
     }
   }`;
   const { compare } = await gql<{ compare: Omit<Comparison, 'serverBinned'> }>(query, {

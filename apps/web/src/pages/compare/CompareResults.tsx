@@ -91,7 +91,15 @@ export function CompareResults({ run, methods, comparison }: Props) {
                 <th>Pair</th>
                 <th className="num">Pearson</th>
                 <th className="num">Spearman</th>
-                <th className="num">Same sign</th>
+                <th
+                  className="num"
+                  title="Mean over task groups of the within-group Pearson correlation"
+                >
+                  Within-group Pearson
+                </th>
+                <th className="num" title="Over the steps where both are nonzero">
+                  Same sign
+                </th>
                 <th />
               </tr>
             </thead>
@@ -103,6 +111,7 @@ export function CompareResults({ run, methods, comparison }: Props) {
                   </td>
                   <td className="num">{p.pearson === null ? '–' : p.pearson.toFixed(3)}</td>
                   <td className="num">{p.spearman === null ? '–' : p.spearman.toFixed(3)}</td>
+                  <td className="num">{corr(p.groupPearson)}</td>
                   <td className="num">{pct(p.signAgreement)}</td>
                   <td>
                     <button type="button" className="link" onClick={() => setPairIndex(i)}>
@@ -137,6 +146,8 @@ export function CompareResults({ run, methods, comparison }: Props) {
   );
 }
 
+const corr = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toFixed(3));
+
 function rates(r: Record<string, unknown>): string {
   return Object.entries(r)
     .filter(([, v]) => typeof v === 'number')
@@ -160,7 +171,11 @@ function AgainstReferenceTable({ comparison }: { comparison: Comparison }) {
             <th className="num">Steps</th>
             <th className="num">Pearson</th>
             <th className="num">Spearman</th>
-            <th className="num">Same sign</th>
+            <th className="num">Within-group Pearson</th>
+            <th className="num" title="Over the steps where both are nonzero">
+              Same sign
+            </th>
+            <th className="num">Truth exactly 0</th>
           </tr>
         </thead>
         <tbody>
@@ -172,7 +187,9 @@ function AgainstReferenceTable({ comparison }: { comparison: Comparison }) {
               <td className="num">{a.steps}</td>
               <td className="num">{a.pearson === null ? '–' : a.pearson.toFixed(3)}</td>
               <td className="num">{a.spearman === null ? '–' : a.spearman.toFixed(3)}</td>
+              <td className="num">{corr(a.groupPearson)}</td>
               <td className="num">{pct(a.signAgreement)}</td>
+              <td className="num">{pct(a.zeroFractionB)}</td>
             </tr>
           ))}
         </tbody>

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { AppendSummary } from '@creditlab/client';
+import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
+import type { ClientEvent, RunInput } from '@creditlab/events';
+import type { RunSink } from './training-loop';
+
+type WireStep = Record<string, unknown>;
+export interface WireGroup {
+  id: string;
+  trajectories: { id: string; outcome?: string; steps: WireStep[] }[];
+}
+
+/** A run as kept in memory: its creation, its iterations' rollouts, its other events and checkpoints. */
+export interface InProcessRun {
+  input: RunInput;
+  iterations: Map<number, WireGroup[]>;
+  events: ClientEvent[];
+  checkpoints: Map<number, Uint8Array>;
+}
+
+/**
+ * The calls the training loop makes of Creditlab, answered in this process: rollouts are kept in
+ * memory and the advantages come from the estimator library on them, as the server computes them
+ * (rollout-batch/v1 through the library's reader, so embeddings are float32, and float32 answers). For
+ * the estimator-quality harness, which trains and snapshots policies without a server.
+ */
+export class InProcessRuns implements RunSink {
+  readonly runs = new Map<string, InProcessRun>();
+
+  async createRun(input: RunInput): Promise<{ id: string }> {
+    const id = input.id ?? randomUUID();
+    this.runs.set(id, { input, iterations: new Map(), events: [], checkpoints: new Map() });
+    return { id };
+  }
+
+  async appendEvents(
+    runId: string,
+    events: Iterable<ClientEvent> | AsyncIterable<ClientEvent>,
+  ): Promise<AppendSummary> {
+    const run = this.run(runId);
+    let sent = 0;
+    for await (const event of events) {
+      sent++;
+      if (event.type === 'rollouts.appended') {
+        const { iteration, groups } = event.data as { iteration: number; groups: WireGroup[] };
+        const stored = run.iterations.get(iteration) ?? [];
+        run.iterations.set(iteration, stored);
+        for (const g of groups) appendGroup(stored, g);
+      } else run.events.push(event);
+    }
+    return { sent, accepted: sent, duplicates: 0, lastSeq: 0, requests: 1, retries: 0 };
+  }
+
+  async advantages(
+    runId: string,
+    iteration: number,
+    method: string,
+    params: Record<string, unknown> = {},
+  ): Promise<{ advantages: Float32Array; advantageSetId: string }> {
+    const groups = this.run(runId).iterations.get(iteration);
+    if (!groups) throw new Error(`run ${runId} has no rollouts in iteration ${iteration}`);
+    const batch = columnarBatchFromJson({ format: ROLLOUT_BATCH_FORMAT, groups });
+    return {
+      advantages: Float32Array.from(estimate(batch, method, params).advantages),
+      advantageSetId: '',
+    };
+  }
+
+  async uploadCheckpoint(
+    runId: string,
+    iteration: number,
+    data: Uint8Array,
+  ): Promise<{ iteration: number; sha256: string; bytes: number; path: string }> {
+    this.run(runId).checkpoints.set(iteration, data);
+    return { iteration, sha256: '', bytes: data.length, path: '' };
+  }
+
+  private run(runId: string): InProcessRun {
+    const run = this.runs.get(runId);
+    if (!run) throw new Error(`run ${runId} not found`);
+    return run;
+  }
+}
+
+/** Groups and trajectories merge by id, in order of first appearance, as the server's projections do. */
+function appendGroup(stored: WireGroup[], g: WireGroup): void {
+  let group = stored.find((x) => x.id === g.id);
+  if (!group) stored.push((group = { id: g.id, trajectories: [] }));
+  for (const t of g.trajectories) {
+    const known = group.trajectories.find((x) => x.id === t.id);
+    if (known) known.steps.push(...t.steps);
+    else group.trajectories.push({ ...t, steps: [...t.steps] });
+  }
+}
