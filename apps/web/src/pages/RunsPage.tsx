@@ -8,6 +8,7 @@ import { useCaps } from '../app/use-caps';
 import { pct, shortId, when } from '../components/format';
 import { MethodName } from '../components/MethodName';
 import { Failure, Loading, StatusPill } from '../components/Status';
+import { Pager } from '../components/Pager';
 
 type FilterName = 'project' | 'env' | 'method' | 'status' | 'tags' | 'name' | 'sort';
 
@@ -70,22 +71,7 @@ export function RunsPage() {
             {runs.isFetching && ' · refreshing'}
           </p>
           <RunsTable runs={nodes} />
-          <div className="pager">
-            <button
-              type="button"
-              disabled={cursors.length < 2}
-              onClick={() => setCursors(cursors.slice(0, -1))}
-            >
-              ← Previous
-            </button>
-            <span>page {cursors.length}</span>
-            <button
-              type="button"
-              disabled={!runs.data.pageInfo.hasNextPage}
-              onClick={() => setCursors([...cursors, runs.data.pageInfo.endCursor])}
-            >
-              Next →
-            </button>
+          <Pager cursors={cursors} setCursors={setCursors} pageInfo={runs.data.pageInfo}>
             <label>
               per page{' '}
               <select
@@ -97,7 +83,7 @@ export function RunsPage() {
                 ))}
               </select>
             </label>
-          </div>
+          </Pager>
         </>
       )}
     </section>

@@ -4,6 +4,7 @@ import { fetchEvents } from '../../api/run-api';
 import { useCaps } from '../../app/use-caps';
 import { when } from '../../components/format';
 import { Failure, Loading } from '../../components/Status';
+import { Pager } from '../../components/Pager';
 
 const TYPES = [
   'RUN_CREATED',
@@ -73,23 +74,7 @@ export function EventLog({ runId }: { runId: string }) {
               ))}
             </tbody>
           </table>
-          <div className="pager">
-            <button
-              type="button"
-              disabled={cursors.length < 2}
-              onClick={() => setCursors(cursors.slice(0, -1))}
-            >
-              ← Previous
-            </button>
-            <span>page {cursors.length}</span>
-            <button
-              type="button"
-              disabled={!events.data.pageInfo.hasNextPage}
-              onClick={() => setCursors([...cursors, events.data.pageInfo.endCursor])}
-            >
-              Next →
-            </button>
-          </div>
+          <Pager cursors={cursors} setCursors={setCursors} pageInfo={events.data.pageInfo} />
         </>
       )}
     </div>
