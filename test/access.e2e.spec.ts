@@ -587,7 +587,7 @@ describe('npm run admin', () => {
     const notAdmin = await admin(['keys'], keys.aRead);
     expect(notAdmin).toMatchObject({
       code: 2,
-      stderr: expect.stringContaining('needs a admin key'),
+      stderr: expect.stringContaining('needs an admin key'),
     });
   });
 });

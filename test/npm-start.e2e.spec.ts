@@ -77,7 +77,15 @@ test('SIGTERM to the npm process of `npm start` stops the server and its Postgre
   // npm start builds the web app when needed: the page is there with nothing else run.
   const page = await fetch(`http://127.0.0.1:${started.httpPort}/`);
   expect(page.status).toBe(200);
-  expect(await page.text()).toContain('<div id="root">');
+  const html = await page.text();
+  expect(html).toContain('<div id="root">');
+  // Every script and stylesheet the page names is served (npm start runs the compiled server).
+  const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+  expect(assets.length).toBeGreaterThan(0);
+  for (const asset of assets) {
+    const res = await fetch(`http://127.0.0.1:${started.httpPort}${asset}`);
+    expect([asset, res.status]).toEqual([asset, 200]);
+  }
   process.kill(started.npm.pid as number, 'SIGTERM'); // npm alone, not its process group
   await expectEverythingStopped(started);
   expect(started.output()).toMatch(/SIGTERM: shutting down/);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppendSummary } from '@creditlab/client';
 import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
-import type { ClientEvent, RunInput } from '@creditlab/events';
+import { validateEvent, type ClientEvent, type RunInput } from '@creditlab/events';
 import type { RunSink } from './training-loop';
 
 type WireStep = Record<string, unknown>;
@@ -42,7 +42,7 @@ export class InProcessRuns implements RunSink {
     for await (const event of events) {
       sent++;
       if (event.type === 'rollouts.appended') {
-        const { iteration, groups } = event.data as { iteration: number; groups: WireGroup[] };
+        const { iteration, groups } = decoded(event);
         const stored = run.iterations.get(iteration) ?? [];
         run.iterations.set(iteration, stored);
         for (const g of groups) appendGroup(stored, g);
@@ -83,6 +83,31 @@ export class InProcessRuns implements RunSink {
 }
 
 /** Groups and trajectories merge by id, in order of first appearance, as the server's projections do. */
+/**
+ * A rollouts event as the server reads it (validated; vectors sent as base64 float32 decoded) in
+ * rollout-batch/v1's JSON form, where vectors are arrays of numbers.
+ */
+function decoded(event: ClientEvent): { iteration: number; groups: WireGroup[] } {
+  const valid = validateEvent(event);
+  if (!valid.ok) throw new Error(`${valid.issue.path}: ${valid.issue.message}`);
+  if (valid.event.type !== 'rollouts.appended') throw new Error(`not rollouts: ${event.type}`);
+  const vector = (v: Float32Array | undefined) => v && Array.from(v);
+  return {
+    iteration: valid.event.data.iteration,
+    groups: valid.event.data.groups.map((g) => ({
+      id: g.id,
+      trajectories: g.trajectories.map((t) => ({
+        ...t,
+        steps: t.steps.map((st) => ({
+          ...st,
+          embedding: vector(st.embedding),
+          tokenLogprobs: vector(st.tokenLogprobs),
+        })),
+      })),
+    })),
+  };
+}
+
 function appendGroup(stored: WireGroup[], g: WireGroup): void {
   let group = stored.find((x) => x.id === g.id);
   if (!group) stored.push((group = { id: g.id, trajectories: [] }));

@@ -36,7 +36,7 @@ export class RolesGuard implements CanActivate {
           : `${req.method} ${req.path}`;
       throw new DomainError(
         ErrorCode.Forbidden,
-        `${what} needs a ${needed} key; ${describeKey(principal)} has role ${principal.role}`,
+        `${what} needs ${needed === 'admin' ? 'an' : 'a'} ${needed} key; ${describeKey(principal)} has role ${principal.role}`,
       );
     }
     return true;

@@ -15,7 +15,7 @@ or <code>npm run build:web</code>. The API is at <code>/graphql</code> and <code
 
 /** The app's files, resolved safely: a request can never reach outside the dist folder. */
 export class WebAssets {
-  constructor(private readonly root: string = WEB_DIST) {}
+  constructor(readonly root: string = WEB_DIST) {}
 
   /** The file a URL path names, if it exists under the root (`..` and absolute tricks refused). */
   file(urlPath: string): string | undefined {

@@ -1,5 +1,6 @@
 import { Controller, Get, Next, Req, Res } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
+import path from 'node:path';
 import { Requires } from '../access/requires.decorator';
 import { WebAssets } from './web-assets';
 import { isWebPageRequest, wantsExplorerPage } from './web-requests';
@@ -39,7 +40,13 @@ export class WebController {
     if (file && !file.endsWith('index.html')) {
       // Vite puts a content hash in every asset name: such a file never changes.
       const hashed = req.path.startsWith('/assets/');
-      res.sendFile(file, { maxAge: hashed ? '365d' : 0, immutable: hashed });
+      // Sent relative to the app's folder: \`send\` refuses any absolute path through a dot-folder,
+      // and the compiled commands run from node_modules/.cache (the folder is a link from there).
+      res.sendFile(path.relative(this.assets.root, file), {
+        root: this.assets.root,
+        maxAge: hashed ? '365d' : 0,
+        immutable: hashed,
+      });
       return;
     }
     if (req.path.startsWith('/assets/')) {
