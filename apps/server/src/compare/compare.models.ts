@@ -196,27 +196,28 @@ export class Interval {
   @Field(() => Float, { nullable: true }) high!: number | null;
 }
 
-@ObjectType({ description: 'Intervals of the agreement scores of two series.' })
-export class AgreementIntervals {
-  @Field() a!: string;
-  @Field({ description: 'The other method, or the reference field.' }) b!: string;
+/** The four agreement scores, each as an interval (shared by the types below). */
+@ObjectType({ isAbstract: true })
+export class ScoreIntervals {
   @Field(() => Interval) pearson!: Interval;
   @Field(() => Interval) spearman!: Interval;
   @Field(() => Interval) groupPearson!: Interval;
   @Field(() => Interval) signAgreement!: Interval;
 }
 
+@ObjectType({ description: 'Intervals of the agreement scores of two series.' })
+export class AgreementIntervals extends ScoreIntervals {
+  @Field() a!: string;
+  @Field({ description: 'The other method, or the reference field.' }) b!: string;
+}
+
 @ObjectType({
   description:
     "The difference of two methods' scores against the reference (a − b), on the same resamples.",
 })
-export class ReferenceDifference {
+export class ReferenceDifference extends ScoreIntervals {
   @Field() a!: string;
   @Field() b!: string;
-  @Field(() => Interval) pearson!: Interval;
-  @Field(() => Interval) spearman!: Interval;
-  @Field(() => Interval) groupPearson!: Interval;
-  @Field(() => Interval) signAgreement!: Interval;
 }
 
 @ObjectType({

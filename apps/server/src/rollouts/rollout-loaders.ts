@@ -39,13 +39,7 @@ export function createRolloutLoaders(db: Database) {
           [keys.map((k) => k.runId), keys.map((k) => k.iteration), keys.map((k) => k.key)],
         );
         const out = keys.map((): RolloutGroup | undefined => undefined);
-        for (const r of res.rows)
-          out[Number(r.n) - 1] = {
-            runId: r.run_id,
-            id: r.key,
-            iteration: r.iteration,
-            position: r.ord,
-          };
+        for (const r of res.rows) out[Number(r.n) - 1] = toGroup(r);
         return out;
       },
       { cacheKeyFn: (k) => JSON.stringify(k) },
@@ -76,12 +70,7 @@ export function createRolloutLoaders(db: Database) {
         );
         const out = keys.map(() => [] as RolloutGroup[]);
         for (const r of res.rows) {
-          out[Number(r.n) - 1]?.push({
-            runId: r.run_id,
-            id: r.key,
-            iteration: r.iteration,
-            position: r.ord,
-          });
+          out[Number(r.n) - 1]?.push(toGroup(r));
         }
         return out;
       },
@@ -240,4 +229,9 @@ function toStep(r: StepRow): StepRowOut {
     nextValue: r.next_value,
     extra: r.extra,
   };
+}
+
+/** A rollout_groups row as the GraphQL type. */
+function toGroup(r: { run_id: string; key: string; iteration: number; ord: number }): RolloutGroup {
+  return { runId: r.run_id, id: r.key, iteration: r.iteration, position: r.ord };
 }
