@@ -44,10 +44,31 @@ async function timeRead(
   return { seconds: (performance.now() - t0) / 1000, batches };
 }
 
-async function binaryRead(pool: pg.Pool, runId: string, chunk: number[], method?: string) {
+/** The server's reader: from packed rows where fresh ones exist (`packed`), else from the steps table. */
+async function binaryRead(
+  pool: pg.Pool,
+  runId: string,
+  chunk: number[],
+  method?: string,
+  packed = false,
+) {
   const inputs = method === undefined ? undefined : methodInputs(method);
-  const read = await readIterations(pool, runId, chunk, { steps: true, inputs });
+  const read = await readIterations(pool, runId, chunk, { steps: true, inputs, packed });
+  if (packed && [...read.values()].some((it) => !it.packed)) throw new Error('not all packed');
   return [...read.values()].flatMap((it) => (it.batch ? [it.batch] : []));
+}
+
+/** Seconds until the server has packed every iteration of the run (it does so in the background). */
+async function waitForPacking(pool: pg.Pool, runId: string, iterations: number): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const res = await pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM iteration_columns WHERE run_id = $1',
+      [runId],
+    );
+    if ((res.rows[0] as { n: number }).n >= iterations) return (performance.now() - t0) / 1000;
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The server's resident memory, peak since the last reset (Linux: /proc/<pid>/status, clear_refs). */
@@ -94,8 +115,13 @@ async function main(): Promise<void> {
     console.log(`ingesting a run of ${RUN_STEPS} steps...`);
     const run = await ingestRun(client, 'recompute bench', ITERATION, RUN_STEPS);
 
-    // Reading every iteration once, as the job reads them: the old row reader, then binary COPY.
+    // The server packs complete iterations in the background as they complete.
     const n = run.iterations;
+    const packingLag = await waitForPacking(pool, run.id, n);
+    console.log(`packed ${n} iterations ${fmt(packingLag, 2)} s after the last append`);
+    // Reading every iteration once, as the job reads them: the old row reader, binary COPY of the
+    // steps (the reader before packed rows), then the packed rows.
+
     const rowsRead = await timeRead(n, (c) => readBatchesByRows(pool, run.id, c, new Map()));
     const everything = await timeRead(n, (c) => binaryRead(pool, run.id, c));
     console.log(
@@ -108,9 +134,12 @@ async function main(): Promise<void> {
       `| binary COPY: every column | ${fmt(everything.seconds)} s | ${fmt(rowsRead.seconds / everything.seconds, 1)}× |`,
     ];
     for (const method of METHODS) {
-      const read = await timeRead(n, (c) => binaryRead(pool, run.id, c, method));
+      const stepsRead = await timeRead(n, (c) => binaryRead(pool, run.id, c, method));
+      const read = await timeRead(n, (c) => binaryRead(pool, run.id, c, method, true));
+      const what = [...methodInputs(method)].join(', ');
       readRows.push(
-        `| binary COPY: what ${method} reads (${[...methodInputs(method)].join(', ')}) | ${fmt(read.seconds)} s | ${fmt(rowsRead.seconds / read.seconds, 1)}× |`,
+        `| binary COPY of the steps (before): what ${method} reads (${what}) | ${fmt(stepsRead.seconds)} s | ${fmt(rowsRead.seconds / stepsRead.seconds, 1)}× |`,
+        `| packed rows: what ${method} reads (${what}) | ${fmt(read.seconds)} s | ${fmt(rowsRead.seconds / read.seconds, 1)}× (${fmt(stepsRead.seconds / read.seconds, 1)}× the steps COPY) |`,
       );
       for (const b of read.batches.slice(0, 3)) estimate(b, method); // warm-up
       const t1 = performance.now();
@@ -128,32 +157,20 @@ async function main(): Promise<void> {
       console.log(rows.at(-1));
     }
 
-    // Online path: the first call on each of a few ~6,400-step iterations computes (staleness check,
-    // read, estimate, store, the advantages.used event); later calls read the stored set.
-    const online = await ingestRun(
-      client,
-      'online bench',
-      { ...ITERATION, groups: 10_000, maxTotalSteps: 6400 }, // as many tasks as it takes to reach 6,400 steps
-      6400 * ONLINE_ITERATIONS,
-    );
-    // ingestRun finishes the run; a trainer consumes advantages while it runs.
-    await client.appendEvents(online.id, [
-      { id: crypto.randomUUID(), type: 'run.resumed', data: {} },
-    ]);
-    const post = async (method: string, iteration: number) => {
+    // Online path, as a trainer records: right after appending an iteration, the first call on it
+    // (staleness check, read, estimate, store, the advantages.used event), each method in turn;
+    // later calls read the stored set.
+    const post = async (runId: string, method: string, iteration: number) => {
       const t = performance.now();
-      const r = await fetch(
-        `${server.url}/v1/runs/${online.id}/iterations/${iteration}/advantages`,
-        {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/octet-stream',
-            authorization: `Bearer ${ADMIN_KEY}`,
-          },
-          body: JSON.stringify({ method }),
+      const r = await fetch(`${server.url}/v1/runs/${runId}/iterations/${iteration}/advantages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/octet-stream',
+          authorization: `Bearer ${ADMIN_KEY}`,
         },
-      );
+        body: JSON.stringify({ method }),
+      });
       if (r.status !== 200) throw new Error(await r.text());
       await r.arrayBuffer();
       if (
@@ -163,7 +180,28 @@ async function main(): Promise<void> {
         throw new Error('no X-Creditlab-Reused header');
       return { ms: performance.now() - t, reused: r.headers.get('x-creditlab-reused') === 'true' };
     };
-    // The part of a first call the reader is: the old row reader and the binary one on iteration 0.
+    const onlineMethods = ['gigpo', 'gated-bepo', 'gaca'];
+    const first = new Map<string, number[]>(onlineMethods.map((m) => [m, []]));
+    const online = await ingestRun(
+      client,
+      'online bench',
+      { ...ITERATION, groups: 10_000, maxTotalSteps: 6400 }, // as many tasks as it takes to reach 6,400 steps
+      6400 * ONLINE_ITERATIONS,
+      undefined,
+      async (runId, i) => {
+        for (const method of onlineMethods) {
+          const call = await post(runId, method, i);
+          if (call.reused) throw new Error(`first call on iteration ${i} was not computed`);
+          first.get(method)?.push(call.ms);
+        }
+      },
+    );
+    // ingestRun finishes the run; a trainer consumes advantages while it runs.
+    await client.appendEvents(online.id, [
+      { id: crypto.randomUUID(), type: 'run.resumed', data: {} },
+    ]);
+    // The part of a first call the reader is: the old row reader and the steps reader on iteration 0
+    // (what the trainer's call on its current iteration reads: not packed yet, as not complete).
     const readMs = async (read: () => Promise<unknown>) => {
       const times: number[] = [];
       for (let i = 0; i < 9; i++) {
@@ -174,19 +212,15 @@ async function main(): Promise<void> {
       return median(times);
     };
     const onlineRows: string[] = [];
-    for (const method of ['gigpo', 'gated-bepo', 'gaca']) {
-      const first: number[] = [];
-      for (let i = 0; i < online.iterations; i++) {
-        const call = await post(method, i);
-        if (call.reused) throw new Error(`first call on iteration ${i} was not computed`);
-        first.push(call.ms);
-      }
+    for (const method of onlineMethods) {
+      const firsts = first.get(method) as number[];
       const later: number[] = [];
-      for (let i = 0; i < 20; i++) later.push((await post(method, i % online.iterations)).ms);
+      for (let i = 0; i < 20; i++)
+        later.push((await post(online.id, method, i % online.iterations)).ms);
       const oldRead = await readMs(() => readBatchesByRows(pool, online.id, [0], new Map()));
       const newRead = await readMs(() => binaryRead(pool, online.id, [0], method));
       onlineRows.push(
-        `| ${method} | ${online.sizes.slice(0, online.iterations).join(', ')} | ${fmt(median(first), 1)} ms (${fmt(Math.min(...first), 1)}–${fmt(Math.max(...first), 1)}) | ${fmt(median(later), 1)} ms | ${fmt(oldRead, 1)} ms | ${fmt(newRead, 1)} ms |`,
+        `| ${method} | ${online.sizes.slice(0, online.iterations).join(', ')} | ${fmt(median(firsts), 1)} ms (${fmt(Math.min(...firsts), 1)}–${fmt(Math.max(...firsts), 1)}) | ${fmt(median(later), 1)} ms | ${fmt(oldRead, 1)} ms | ${fmt(newRead, 1)} ms |`,
       );
       console.log(onlineRows.at(-1));
     }

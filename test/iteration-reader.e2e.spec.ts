@@ -9,13 +9,15 @@ import {
 } from '@creditlab/estimators';
 import pg from 'pg';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
+import { packRun } from '../apps/server/src/advantages/iteration-packing';
 import { readIterations } from '../apps/server/src/advantages/iteration-reader';
 import { ADMIN_KEY, startTestServer, type ServerProcess } from './support/test-server';
 
 /**
  * The iteration reader (binary COPY of the columns a method reads, decoded into typed arrays)
  * gives exactly the batch the library builds from the same rollouts: everything when asked for
- * everything, and what `withInputs` keeps when asked for one method's inputs.
+ * everything, and what `withInputs` keeps when asked for one method's inputs; from the steps table
+ * and from packed iteration_columns rows alike, and never from a packed row that is stale.
  */
 let server: ServerProcess & { databaseUrl: string };
 let client: CreditlabClient;
@@ -111,4 +113,108 @@ test('an iteration with metrics only is left out; shapes without steps read noth
   expect([...read.keys()]).toEqual([0]);
   expect(read.get(0)!.batch).toBeNull();
   expect(read.get(0)!.shape.map((t) => t.trajectoryId)).toEqual(['g0/t0', 'g0/t1']);
+});
+
+/** Each method's inputs, with the parameters that make it read the most. */
+const everyMethodsInputs = () =>
+  listMethods().map((m) => {
+    const params = m.name === 'gigpo' ? { similarityThreshold: 0.9 } : { bootstrapTruncated: true };
+    const own = Object.fromEntries(Object.entries(params).filter(([k]) => k in m.params));
+    return methodInputs(m.name, own);
+  });
+
+/** A finished run (every iteration complete) of three iterations; one read step by step. */
+async function finishedRun(name: string): Promise<{ id: string; batches: RolloutBatch[] }> {
+  const shape = { groups: 3, groupSize: 5, maxSteps: 8, statesPerGroup: 4, embeddingDim: 3 };
+  const batches = [0, 1, 2].map((i) => asStored(syntheticBatchJson(shape, 70 + i)));
+  batches[1]!.groups[0]!.trajectories[0]!.outcome = 'truncated';
+  const { id } = await client.createRun({ name, env: 'synthetic', method: 'gigpo' });
+  await client.appendEvents(id, [
+    ...rolloutEvents(0, batches[0]!, 1),
+    ...interleaved(1, batches[1]!),
+    ...rolloutEvents(2, batches[2]!, 1),
+    { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
+  ]);
+  return { id, batches };
+}
+
+const packedRows = async (runId: string) =>
+  (
+    await pool.query<{ iteration: number; inputs_seq: string }>(
+      'SELECT iteration, inputs_seq FROM iteration_columns WHERE run_id = $1 ORDER BY iteration',
+      [runId],
+    )
+  ).rows.map((r) => [r.iteration, Number(r.inputs_seq)]);
+
+test('packed iterations read as the very batches their steps give, for every method', async () => {
+  const { id, batches } = await finishedRun('packed');
+  await packRun(pool, id);
+  const seqs = await readIterations(pool, id, [0, 1, 2], { steps: false, packed: false });
+  expect(await packedRows(id)).toEqual([0, 1, 2].map((i) => [i, seqs.get(i)!.inputsSeq]));
+
+  const packed = await readIterations(pool, id, [0, 1, 2]);
+  const steps = await readIterations(pool, id, [0, 1, 2], { steps: true, packed: false });
+  for (const i of [0, 1, 2]) {
+    expect(packed.get(i)!.packed).toBe(true);
+    expect(steps.get(i)!.packed).toBe(false);
+    expect(packed.get(i)!.shape).toEqual(steps.get(i)!.shape);
+    expect(packed.get(i)!.batch).toEqual(columnarBatchFromJson(batches[i]!));
+  }
+  for (const inputs of everyMethodsInputs()) {
+    const read = await readIterations(pool, id, [2, 0, 1], { steps: true, inputs });
+    for (const i of [0, 1, 2]) {
+      expect(read.get(i)!.packed).toBe(true);
+      expect(read.get(i)!.batch).toEqual(withInputs(columnarBatchFromJson(batches[i]!), inputs));
+    }
+  }
+});
+
+test('a packed row is never served once late steps or an outcome change its iteration', async () => {
+  const { id, batches } = await finishedRun('stale packed');
+  await packRun(pool, id);
+  const late = { state: 'late room', action: 'wait', reward: 2, nll: 0.25, value: 0.5 };
+  const t = batches[1]!.groups[1]!.trajectories[2]!;
+  await client.appendEvents(id, [
+    { id: newEventId(), type: 'run.resumed', data: {} },
+    {
+      id: newEventId(),
+      type: 'steps.appended',
+      data: {
+        iteration: 1,
+        groupId: batches[1]!.groups[1]!.id,
+        trajectoryId: t.id,
+        firstStepIndex: t.steps.length,
+        steps: [{ ...late, embedding: [0.5, 0.25, 1] }],
+      },
+    },
+    {
+      id: newEventId(),
+      type: 'trajectory.finished',
+      data: { iteration: 2, groupId: 'g0', trajectoryId: 'g0/t1', outcome: 'truncated' },
+    },
+    { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
+  ]);
+  t.steps.push({ ...late, embedding: [0.5, 0.25, 1] });
+  batches[2]!.groups[0]!.trajectories[1]!.outcome = 'truncated';
+
+  const read = await readIterations(pool, id, [0, 1, 2]);
+  expect([0, 1, 2].map((i) => read.get(i)!.packed)).toEqual([true, false, false]);
+  for (const i of [0, 1, 2]) expect(read.get(i)!.batch).toEqual(columnarBatchFromJson(batches[i]!));
+
+  // Packed again at their new positions, and served again.
+  await packRun(pool, id);
+  const again = await readIterations(pool, id, [0, 1, 2]);
+  expect(await packedRows(id)).toEqual([0, 1, 2].map((i) => [i, again.get(i)!.inputsSeq]));
+  for (const i of [0, 1, 2]) {
+    expect(again.get(i)!.packed).toBe(true);
+    expect(again.get(i)!.batch).toEqual(columnarBatchFromJson(batches[i]!));
+  }
+});
+
+test('only complete iterations are packed: the one a running run still appends to is not', async () => {
+  const batch = asStored(syntheticBatchJson({ groups: 1, groupSize: 2, maxSteps: 3 }, 5));
+  const { id } = await client.createRun({ name: 'running', env: 'e', method: 'grpo' });
+  await client.appendEvents(id, [...rolloutEvents(0, batch, 1), ...rolloutEvents(1, batch, 1)]);
+  await packRun(pool, id);
+  expect((await packedRows(id)).map(([i]) => i)).toEqual([0]);
 });

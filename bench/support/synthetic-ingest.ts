@@ -17,7 +17,8 @@ export const BENCH_ITERATION: SyntheticShape = {
 
 /**
  * A finished synthetic run of about `totalSteps` steps, iteration after iteration, through the HTTP
- * API. `metrics(i)`: events logged after iteration i's rollouts (metrics, evaluations), if any.
+ * API. `metrics(i)`: events logged after iteration i's rollouts (metrics, evaluations), if any;
+ * `afterIteration(run, i)`: what to do once iteration i is stored, before the next one.
  */
 export async function ingestRun(
   client: CreditlabClient,
@@ -25,6 +26,8 @@ export async function ingestRun(
   shape: SyntheticShape,
   totalSteps: number,
   metrics: (iteration: number) => ClientEvent[] = () => [],
+  /** Called after each iteration's append, while the run is running (as a trainer would act on it). */
+  afterIteration: (runId: string, iteration: number) => Promise<void> = async () => undefined,
 ) {
   const { id } = await client.createRun({ name, env: 'synthetic', method: 'gigpo' });
   let steps = 0;
@@ -43,6 +46,7 @@ export async function ingestRun(
       ...rolloutEvents(iteration, batch, 2000),
       ...metrics(iteration),
     ]);
+    await afterIteration(id, iteration);
     sizes.push(n);
     steps += n;
     iteration++;

@@ -11,14 +11,17 @@ import { Database } from '../database/database';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
 import {
+  decodeFresh,
   decodeStored,
-  freshIteration,
   freshIterations,
+  freshIterationSql,
   insertIterations,
   type DecodedIteration,
+  type FreshRow,
   type StoredIteration,
 } from './advantage-store';
 import { EstimatorPool } from './estimator-pool';
+import { IterationPacker } from './iteration-packer.service';
 import {
   readIteration,
   readIterations,
@@ -80,6 +83,7 @@ export class AdvantageSetsService {
     @Inject(Database) private readonly db: Database,
     @Inject(EstimatorPool) private readonly estimators: EstimatorPool,
     @Inject(Metrics) private readonly metrics: Metrics,
+    @Inject(IterationPacker) private readonly packer: IterationPacker,
   ) {}
 
   /** Validates the method and resolves its parameters (defaults applied): explicit defaults give the same set. */
@@ -147,35 +151,39 @@ export class AdvantageSetsService {
    * The iteration's advantages under `set`, always those the estimator gives on the iteration as it
    * stands: a stored version is used only if it was computed from the current log position (late
    * steps, trajectories or outcomes make it stale); otherwise the iteration is read, estimated, and
-   * the new version stored (if the set is stored). Advantages and shape come from one snapshot.
+   * the new version stored (if the set is stored) — or, with `store: 'caller'`, returned as
+   * `unstored` for the caller to write in a transaction of its own. The check for a stored version,
+   * the shape and the steps come from one snapshot, in two round trips when it must compute.
    */
   async iteration(
     set: AdvantageSet,
     iteration: number,
-    withDiagnostics = true,
-  ): Promise<IterationAdvantages> {
-    if (set.id !== null) {
-      const fresh = await freshIteration(
-        this.db.pool,
-        set.runId,
-        set.id,
-        iteration,
-        withDiagnostics,
-      );
-      if (fresh) {
-        const now = await readIteration(this.db.pool, set.runId, iteration, { steps: false });
-        // Unless steps arrived in between: then compute from the newer snapshot below.
-        if (now?.inputsSeq === fresh.inputsSeq) return { ...fresh, shape: now.shape, reused: true };
-      }
-    }
+    { diagnostics = true, store = 'now' }: { diagnostics?: boolean; store?: 'now' | 'caller' } = {},
+  ): Promise<IterationAdvantages & { unstored?: StoredIteration }> {
+    let fresh: DecodedIteration | undefined;
     const snapshot = await readIteration(this.db.pool, set.runId, iteration, {
       steps: true,
       inputs: methodInputs(set.method, set.params),
+      first:
+        set.id === null
+          ? undefined
+          : {
+              sql: freshIterationSql(set.runId, set.id, iteration, diagnostics),
+              enough: (rows) => {
+                const row = rows[0] as FreshRow | undefined;
+                fresh = row && decodeFresh(row, iteration, diagnostics);
+                return fresh !== undefined;
+              },
+            },
     });
+    if (fresh && snapshot) return { ...fresh, shape: snapshot.shape, reused: true };
     if (!snapshot?.batch) throw noRollouts(set.runId, iteration);
     const row = await this.estimateRow(set, snapshot);
-    if (set.id !== null) await insertIterations(this.db.pool, set.runId, set.id, [row]);
-    return { ...decodeStored(row), shape: snapshot.shape, reused: false };
+    const computed = { ...decodeStored(row), shape: snapshot.shape, reused: false };
+    if (set.id === null) return computed;
+    if (store === 'caller') return { ...computed, unstored: row };
+    await insertIterations(this.db.pool, set.runId, set.id, [row]);
+    return computed;
   }
 
   /**
@@ -185,7 +193,8 @@ export class AdvantageSetsService {
   async sameVersion(sets: AdvantageSet[], iteration: number): Promise<IterationAdvantages[]> {
     for (let attempt = 0; ; attempt++) {
       const versions: IterationAdvantages[] = [];
-      for (const set of sets) versions.push(await this.iteration(set, iteration, false));
+      for (const set of sets)
+        versions.push(await this.iteration(set, iteration, { diagnostics: false }));
       const seqs = new Set(versions.map((v) => v.inputsSeq));
       if (seqs.size === 1) return versions;
       if (attempt === 4)
@@ -203,13 +212,21 @@ export class AdvantageSetsService {
    * columns the method reads (texts, when it reads any, cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
    * stores them with one statement, each stamped with the log position it was read at.
    */
-  loadMany(
+  async loadMany(
     set: AdvantageSet,
     iterations: number[],
     texts?: Map<string, string>,
   ): Promise<Map<number, IterationSnapshot>> {
     const inputs = methodInputs(set.method, set.params);
-    return readIterations(this.db.pool, set.runId, iterations, { steps: true, inputs, texts });
+    const read = await readIterations(this.db.pool, set.runId, iterations, {
+      steps: true,
+      inputs,
+      texts,
+    });
+    // Read from the steps table: pack them (if complete) for the next job that reads them.
+    if ([...read.values()].some((it) => !it.packed && it.stepCount > 0))
+      this.packer.poke(set.runId);
+    return read;
   }
 
   async computeLoaded(

@@ -1,5 +1,6 @@
 import type { DiagnosticKind } from '@creditlab/estimators';
 import type pg from 'pg';
+import { isUuid } from '../database/uuid';
 import {
   decodeDiagnostics,
   unpackFloat32Array,
@@ -28,39 +29,48 @@ export interface DecodedIteration {
   computeMs: number;
 }
 
+/** A stored version's row, as `freshIterationSql` selects it. */
+export interface FreshRow {
+  inputs_seq: string;
+  step_count: number;
+  advantages: Buffer;
+  names: string[];
+  kinds: DiagnosticKind[];
+  diagnostics: Buffer;
+  summary: Record<string, unknown>;
+  compute_ms: number;
+}
+
 /**
  * The version of (set, iteration) computed from the iteration as it stands now — the one whose
- * log position equals the iteration's current `inputs_seq` — or undefined if none is stored (never
- * computed, or computed before later steps or outcomes arrived: stale).
+ * log position equals the iteration's current `inputs_seq` — as one statement of literal SQL, so
+ * that it can run in the reader's first round trip, in the same snapshot as the shape (no row:
+ * never computed, or computed before later steps or outcomes arrived, i.e. stale).
  */
-export async function freshIteration(
-  pool: pg.Pool,
+export function freshIterationSql(
   runId: string,
   setId: string,
   iteration: number,
   withDiagnostics: boolean,
-): Promise<DecodedIteration | undefined> {
-  const res = await pool.query<{
-    inputs_seq: string;
-    step_count: number;
-    advantages: Buffer;
-    names: string[];
-    kinds: DiagnosticKind[];
-    diagnostics: Buffer;
-    summary: Record<string, unknown>;
-    compute_ms: number;
-  }>(
-    `SELECT a.inputs_seq, a.step_count, a.advantages, a.diagnostic_names AS names,
+): string {
+  if (!isUuid(runId) || !isUuid(setId) || !Number.isInteger(iteration))
+    throw new Error(`not a set iteration: ${runId} ${setId} ${iteration}`);
+  return `SELECT a.inputs_seq, a.step_count, a.advantages, a.diagnostic_names AS names,
             a.diagnostic_kinds AS kinds, ${withDiagnostics ? 'a.diagnostics' : `''::bytea AS diagnostics`},
             a.summary, a.compute_ms
      FROM iterations it
      JOIN advantage_set_iterations a
-       ON a.run_id = it.run_id AND a.set_id = $2 AND a.iteration = it.iteration AND a.inputs_seq = it.inputs_seq
-     WHERE it.run_id = $1 AND it.iteration = $3`,
-    [runId, setId, iteration],
-  );
-  const row = res.rows[0];
-  if (!row) return undefined;
+       ON a.run_id = it.run_id AND a.set_id = '${setId}' AND a.iteration = it.iteration
+          AND a.inputs_seq = it.inputs_seq
+     WHERE it.run_id = '${runId}' AND it.iteration = ${iteration}`;
+}
+
+/** A row of `freshIterationSql`, decoded. */
+export function decodeFresh(
+  row: FreshRow,
+  iteration: number,
+  withDiagnostics: boolean,
+): DecodedIteration {
   return {
     iteration,
     inputsSeq: Number(row.inputs_seq),
@@ -102,7 +112,7 @@ export async function freshIterations(
  * again by the server), which made storing a 1M-step set cost more than estimating it.
  */
 export async function insertIterations(
-  pool: pg.Pool,
+  pool: pg.Pool | pg.ClientBase,
   runId: string,
   setId: string,
   rows: StoredIteration[],

@@ -27,6 +27,7 @@ import {
   type AdvantageSet,
   type IterationAdvantages,
 } from './advantage-sets.service';
+import { insertIterations } from './advantage-store';
 import { advantagesDocument } from './advantages-document';
 
 const consumeSchema = z.object({
@@ -104,19 +105,25 @@ export class AdvantagesController {
     await this.scope.assertRun(caller, runId);
     const b = parse(consumeSchema, body ?? {}, 'body');
     const set = await this.sets.ensureSet(runId, { name: b.method, params: b.params });
-    const it = await this.sets.iteration(set, iteration);
-    await this.appender.appendOne(runId, {
-      id: b.eventId ?? randomUUID(),
-      type: 'advantages.used',
-      // Which version the update consumed: the iteration as it stood at inputsSeq.
-      data: {
-        iteration,
-        method: set.method,
-        params: set.params,
-        advantageSetId: set.id,
-        inputsSeq: it.inputsSeq,
+    const it = await this.sets.iteration(set, iteration, { store: 'caller' });
+    // A version computed now is stored with the event, in its transaction: one commit, not two.
+    const store = it.unstored;
+    await this.appender.appendOne(
+      runId,
+      {
+        id: b.eventId ?? randomUUID(),
+        type: 'advantages.used',
+        // Which version the update consumed: the iteration as it stood at inputsSeq.
+        data: {
+          iteration,
+          method: set.method,
+          params: set.params,
+          advantageSetId: set.id,
+          inputsSeq: it.inputsSeq,
+        },
       },
-    });
+      store && ((client) => insertIterations(client, runId, set.id, [store])),
+    );
     return this.answer(set, it, b.diagnostics, req, res);
   }
 

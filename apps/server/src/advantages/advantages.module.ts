@@ -9,6 +9,7 @@ import {
   StepAdvantagesResolver,
 } from './advantages.resolver';
 import { EstimatorPool } from './estimator-pool';
+import { IterationPacker } from './iteration-packer.service';
 
 /** Any method's advantages on stored rollouts: the registry, advantage sets, the online and read paths. */
 @Module({
@@ -21,6 +22,7 @@ import { EstimatorPool } from './estimator-pool';
       useFactory: (c: AppConfig) => new EstimatorPool(c.recompute.estimatorThreads),
     },
     AdvantageSetsService,
+    IterationPacker,
     AdvantagesResolver,
     RunAdvantagesResolver,
     StepAdvantagesResolver,

@@ -40,6 +40,12 @@ export class StepColumns {
   }
 }
 
+/** The stored text id behind each batch-wide dictionary id, as two int32 halves. */
+export interface TextIds {
+  idsHi: number[];
+  idsLo: number[];
+}
+
 /** A trajectory with steps, as the batch holds it (empty ones are left out, as the library requires). */
 interface Layout {
   groupIds: string[];
@@ -49,7 +55,7 @@ interface Layout {
   outcome: Uint8Array;
 }
 
-function layoutOf(shape: TrajectoryShape[]): Layout {
+export function layoutOf(shape: TrajectoryShape[]): Layout {
   const groupIds: string[] = [];
   const trajectoryIds: string[] = [];
   const groupTrajectoryOffsets = [0];
@@ -131,8 +137,8 @@ export class IterationColumns {
     this.actionId = new Int32Array(n);
     this.groupStateOffsets = new Int32Array(groups + 1);
     this.groupActionOffsets = new Int32Array(groups + 1);
-    this.states = new TextIdDictionary(columns.stateText);
-    this.actions = new TextIdDictionary(columns.actionText);
+    this.states = new TextIdDictionary();
+    this.actions = new TextIdDictionary();
     this.nll = new Float64Array(n).fill(NaN);
     this.value = new Float64Array(n).fill(NaN);
     this.missing = {

@@ -8,21 +8,26 @@ import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { isUuid } from '../database/uuid';
 import { readBinaryCopy } from './binary-copy';
-import { IterationColumns, StepColumns } from './iteration-columns';
+import { IterationColumns, StepColumns, type TextIds } from './iteration-columns';
+import {
+  iterationList,
+  SHAPE_STATEMENTS,
+  shapesFrom,
+  shapesQuery,
+  type IterationHead,
+} from './iteration-shapes';
+import { PACKED_COLUMNS, unpackIteration } from './packed-columns';
 import { idText } from './text-id-dictionary';
 import type { TrajectoryShape } from './trajectory-shape';
 
 export type { TrajectoryShape };
 
-/** An iteration as it stood at one log position: its shape, and optionally its steps as a batch. */
-export interface IterationSnapshot {
-  iteration: number;
-  /** Seq of the last event that changed the iteration's steps or outcomes: what the data reflects. */
-  inputsSeq: number;
-  stepCount: number;
-  shape: TrajectoryShape[];
+/** An iteration as it stood at one log position, and optionally its steps as a batch. */
+export interface IterationSnapshot extends IterationHead {
   /** The estimators' input (empty trajectories left out, as the library requires); null if no steps. */
   batch: ColumnarBatch | null;
+  /** The stored text ids behind the batch's state and action ids (with the batch). */
+  textIds?: { states: TextIds; actions: TextIds };
 }
 
 export interface ReadOptions {
@@ -32,6 +37,14 @@ export interface ReadOptions {
   inputs?: ReadonlySet<BatchInput>;
   /** A cache of texts by id the caller may keep across calls (a run's texts never change). */
   texts?: Map<string, string>;
+  /** false: read the steps table even where iteration_columns holds the iteration packed. */
+  packed?: boolean;
+  /**
+   * One more statement (literal SQL) for the first round trip, in the same snapshot as the shapes,
+   * and whether its rows make the steps unnecessary (a stored result at the position read): then
+   * no steps are read.
+   */
+  first?: { sql: string; enough(rows: pg.QueryResultRow[]): boolean };
 }
 
 const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
@@ -40,8 +53,8 @@ const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
  * The one reader of iterations: canonical order (group, then trajectory, in order of first
  * appearance; then step index), the resolved outcomes, and the log position read, all from one
  * snapshot of the database, so the shape, the steps and the position always agree even while
- * ingest appends to the iteration. `texts` is a cache the caller may keep across calls (a run's
- * texts never change).
+ * ingest appends to the iteration. An iteration packed at its current position is read from its
+ * one iteration_columns row; the others from the steps table, one row per step.
  */
 export async function readIterations(
   pool: pg.Pool,
@@ -59,10 +72,14 @@ export async function readIterations(
     // analysed) sorts them again.
     const results = (await client.query(
       `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_bitmapscan = off;
-       ${shapesQuery(runId, iterations)}`,
-    )) as unknown as pg.QueryResult<ShapeRow>[];
-    out = shapesFrom((results[2] as pg.QueryResult<ShapeRow>).rows);
-    if (options.steps) {
+       ${shapesQuery(runId, iterations, options.packed !== false)};
+       ${options.first?.sql ?? ''}`,
+    )) as unknown as pg.QueryResult[];
+    const heads = shapesFrom(results.slice(2, 2 + SHAPE_STATEMENTS));
+    out = new Map([...heads].map(([i, head]) => [i, { ...head, batch: null }]));
+    const first = results[2 + SHAPE_STATEMENTS] as pg.QueryResult;
+    const enough = options.first?.enough(first.rows) ?? false;
+    if (options.steps && !enough) {
       const inputs = options.inputs ?? EVERYTHING;
       await readBatches(client, runId, out, inputs, options.texts ?? new Map());
     }
@@ -96,65 +113,16 @@ function checkLiterals(runId: string, iterations: number[]): void {
     if (!Number.isInteger(i)) throw new Error(`not an iteration: ${JSON.stringify(i)}`);
 }
 
-const iterationList = (runId: string, iterations: number[], table = '') =>
-  `${table}run_id = '${runId}' AND ${table}iteration = ANY('{${iterations.join(',')}}'::int[])`;
-
-type ShapeRow = {
-  iteration: number;
-  inputs_seq: string;
-  group_key: string | null;
-  key: string | null;
-  group_ord: number;
-  ord: number;
-  outcome: Outcome;
-  step_count: number;
-};
-
-/** Each iteration's log position and trajectories, in one statement (metrics-only iterations left out). */
-function shapesQuery(runId: string, iterations: number[]): string {
-  return `SELECT it.iteration, it.inputs_seq, g.key AS group_key, t.key, t.group_ord, t.ord, t.outcome,
-                 t.step_count
-          FROM iterations it
-          LEFT JOIN trajectories t ON t.run_id = it.run_id AND t.iteration = it.iteration
-          LEFT JOIN rollout_groups g
-            ON g.run_id = t.run_id AND g.iteration = t.iteration AND g.ord = t.group_ord
-          WHERE ${iterationList(runId, iterations, 'it.')} AND it.inputs_seq IS NOT NULL
-          ORDER BY it.iteration, t.group_ord, t.ord`;
-}
-
-function shapesFrom(rows: ShapeRow[]): Map<number, IterationSnapshot> {
-  const out = new Map<number, IterationSnapshot>();
-  for (const r of rows) {
-    let it = out.get(r.iteration);
-    if (!it) {
-      it = {
-        iteration: r.iteration,
-        inputsSeq: Number(r.inputs_seq),
-        stepCount: 0,
-        shape: [],
-        batch: null,
-      };
-      out.set(r.iteration, it);
-    }
-    if (r.key === null) continue; // no trajectories (yet)
-    it.shape.push({
-      groupId: r.group_key as string,
-      trajectoryId: r.key,
-      groupOrd: r.group_ord,
-      trajOrd: r.ord,
-      outcome: r.outcome,
-      length: r.step_count,
-      offset: it.stepCount,
-    });
-    it.stepCount += r.step_count;
-  }
-  return out;
+/** An iteration's columns, read, waiting for their texts to become a batch. */
+interface Unbuilt extends Record<'states' | 'actions', TextIds> {
+  build(stateTexts: string[], actionTexts: string[]): ColumnarBatch;
 }
 
 /**
- * Reads the steps of every iteration with rows in one binary COPY, in canonical order (the steps
- * table's primary key order), only the columns `inputs` names, each row decoded straight into its
- * iteration's typed arrays; then the texts, if the method reads them.
+ * Reads the steps of every iteration with steps, only the columns `inputs` names, each decoded
+ * straight into its iteration's typed arrays: the packed ones with one binary COPY of their
+ * iteration_columns rows, the others with one of their step rows; then the texts, if the method
+ * reads them.
  */
 async function readBatches(
   client: pg.PoolClient,
@@ -168,28 +136,82 @@ async function readBatches(
     .sort((a, b) => a.iteration - b.iteration);
   if (withSteps.length === 0) return;
   const columns = new StepColumns(inputs);
-  const iterations = withSteps.map((it) => new IterationColumns(it.shape, columns));
+  const read = new Map<number, Unbuilt>();
+  await readPacked(
+    client,
+    runId,
+    withSteps.filter((it) => it.packed),
+    columns,
+    read,
+  );
+  await readSteps(
+    client,
+    runId,
+    withSteps.filter((it) => !it.packed),
+    columns,
+    read,
+  );
+  const unbuilt = withSteps.map((it) => read.get(it.iteration) as Unbuilt);
+  const stateTexts = columns.stateText
+    ? await textsOf(client, runId, unbuilt, 'states', texts)
+    : undefined;
+  const actionTexts = columns.actionText
+    ? await textsOf(client, runId, unbuilt, 'actions', texts)
+    : undefined;
+  withSteps.forEach((it, i) => {
+    const u = unbuilt[i] as Unbuilt;
+    it.batch = u.build(stateTexts?.[i] ?? [], actionTexts?.[i] ?? []);
+    it.textIds = { states: u.states, actions: u.actions };
+  });
+}
+
+/** One binary COPY of the packed rows, only the columns the method reads (the others as NULL). */
+async function readPacked(
+  client: pg.PoolClient,
+  runId: string,
+  its: IterationSnapshot[],
+  columns: StepColumns,
+  read: Map<number, Unbuilt>,
+): Promise<void> {
+  if (its.length === 0) return;
+  const wanted = [true, columns.state, columns.action, columns.nllAt >= 0, columns.valueAt >= 0];
+  wanted.push(columns.embeddingAt >= 0, columns.nextAt >= 0);
+  const select = PACKED_COLUMNS.map((c, i) => (wanted[i] ? c : 'NULL'));
+  // The first round trip found these fresh in this same snapshot: no need to check again.
+  const copy = client.query(
+    copyTo(`COPY (SELECT iteration, ${select.join(', ')} FROM iteration_columns
+                  WHERE ${iterationList(
+                    runId,
+                    its.map((it) => it.iteration),
+                  )}) TO STDOUT (FORMAT binary)`),
+  );
+  const shapes = new Map(its.map((it) => [it.iteration, it.shape]));
+  await readBinaryCopy(copy, 1 + PACKED_COLUMNS.length, (f) => {
+    const iteration = f.buf.readInt32BE(f.start[0] as number);
+    read.set(iteration, unpackIteration(f, shapes.get(iteration) as TrajectoryShape[], columns));
+  });
+}
+
+/** One binary COPY of the step rows, in canonical order (the steps table's primary key order). */
+async function readSteps(
+  client: pg.PoolClient,
+  runId: string,
+  its: IterationSnapshot[],
+  columns: StepColumns,
+  read: Map<number, Unbuilt>,
+): Promise<void> {
+  if (its.length === 0) return;
+  const iterations = its.map((it) => new IterationColumns(it.shape, columns));
   let at = 0;
   let left = (iterations[0] as IterationColumns).stepCount;
-  const copy = client.query(copyTo(stepsCopy(runId, withSteps, columns)));
+  const copy = client.query(copyTo(stepsCopy(runId, its, columns)));
   await readBinaryCopy(copy, columns.names.length, (row) => {
     while (left === 0) left = (iterations[++at] as IterationColumns | undefined)?.stepCount ?? -1;
     if (left < 0) throw new Error(`run ${runId}: more step rows than its trajectories count`);
     (iterations[at] as IterationColumns).add(row);
     left--;
   });
-  const stateTexts = columns.stateText
-    ? await textsOf(client, runId, iterations, 'states', texts)
-    : undefined;
-  const actionTexts = columns.actionText
-    ? await textsOf(client, runId, iterations, 'actions', texts)
-    : undefined;
-  withSteps.forEach((it, i) => {
-    it.batch = (iterations[i] as IterationColumns).build(
-      stateTexts?.[i] ?? [],
-      actionTexts?.[i] ?? [],
-    );
-  });
+  its.forEach((it, i) => read.set(it.iteration, iterations[i] as IterationColumns));
 }
 
 function stepsCopy(runId: string, its: IterationSnapshot[], columns: StepColumns): string {
@@ -202,7 +224,7 @@ function stepsCopy(runId: string, its: IterationSnapshot[], columns: StepColumns
 async function textsOf(
   client: pg.PoolClient,
   runId: string,
-  iterations: IterationColumns[],
+  iterations: Unbuilt[],
   which: 'states' | 'actions',
   texts: Map<string, string>,
 ): Promise<string[][]> {

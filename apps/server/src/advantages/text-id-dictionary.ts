@@ -13,11 +13,9 @@ export class TextIdDictionary {
   private stamp = new Int32Array(0);
   private generation = 0;
   private count = 0;
-  /** The ids of every text numbered so far, over all groups (global id order): for looking up texts. */
+  /** The ids of every text numbered so far, over all groups (global id order): for looking up texts, and packing. */
   readonly idsHi: number[] = [];
   readonly idsLo: number[] = [];
-
-  constructor(private readonly keepIds: boolean) {}
 
   /** Starts a group of at most `maxTexts` distinct texts; their local ids start at 0 again. */
   beginGroup(maxTexts: number): void {
@@ -34,10 +32,8 @@ export class TextIdDictionary {
     this.hi[slot] = hi;
     this.lo[slot] = lo;
     this.local[slot] = this.count;
-    if (this.keepIds) {
-      this.idsHi.push(hi);
-      this.idsLo.push(lo);
-    }
+    this.idsHi.push(hi);
+    this.idsLo.push(lo);
     return this.count++;
   }
 

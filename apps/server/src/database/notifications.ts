@@ -11,6 +11,8 @@ import { Database } from './database';
 
 /** The channel a run's changes are announced on; the payload is the run's id. */
 export const RUN_CHANNEL = 'creditlab_run';
+/** The emitter's event for every run (run ids are UUIDs, never this). */
+const ANY_RUN = '*';
 
 /**
  * PostgreSQL LISTEN/NOTIFY as events in this process: every server process behind one address
@@ -42,11 +44,19 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
     return () => this.runs.off(runId, listener);
   }
 
+  /** Calls `listener` with the run's id whenever any run changed (in any process); returns how to stop. */
+  onAnyRun(listener: (runId: string) => void): () => void {
+    this.runs.on(ANY_RUN, listener);
+    return () => this.runs.off(ANY_RUN, listener);
+  }
+
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.db.url });
     client.on('notification', (n) => {
-      if (n.channel === RUN_CHANNEL && n.payload) this.runs.emit(n.payload);
+      if (n.channel !== RUN_CHANNEL || !n.payload) return;
+      this.runs.emit(n.payload);
+      this.runs.emit(ANY_RUN, n.payload);
     });
     client.on('error', (e) => this.logger.warn(`listening connection lost: ${e.message}`));
     client.on('end', () => {

@@ -11,7 +11,7 @@ import type { IterationSnapshot } from '../advantages/iteration-reader';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
-import { notifyRun } from '../database/notifications';
+import { notifyRun, RUN_CHANNEL } from '../database/notifications';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -188,6 +188,7 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       // Fresh versions are skipped; stale ones (the iteration changed since) are computed again.
       const fresh = new Set(await this.sets.freshIterations(set, job.iterations));
       const missing = job.iterations.filter((i) => !fresh.has(i));
+      let done = job.iterations.length - missing.length;
       const started = Date.now();
       const texts = new Map<string, string>(); // a run's texts never change: read each once per turn
       const chunks: number[][] = [];
@@ -198,18 +199,17 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
         const batches = await (next as Promise<Map<number, IterationSnapshot>>);
         next = undefined;
         if (c > 0 && Date.now() - started >= this.config.recompute.turnMs) {
-          await this.updateProgress(job, set);
           await this.enqueue(jobId);
           return;
         }
-        if ((await this.get(jobId))?.status === 'cancelled') return;
         const following = chunks[c + 1];
         if (following) {
           next = this.sets.loadMany(set, following, texts);
           next.catch(() => undefined); // awaited on the next round, or dropped when this turn ends early
         }
         await this.sets.computeLoaded(set, chunks[c] as number[], batches);
-        await this.updateProgress(job, set);
+        done += (chunks[c] as number[]).length;
+        if ((await this.reportProgress(job, done)) === 'cancelled') return;
       }
       await this.updateProgress(job, set);
       await this.db.pool.query(
@@ -231,6 +231,20 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  /**
+   * Progress as counted by this turn (what was fresh when it began, plus what it stored), the
+   * announcement, and the job's status (has it been cancelled?) in one round trip per chunk.
+   */
+  private async reportProgress(job: RecomputeJob, done: number): Promise<RecomputeJob['status']> {
+    const res = await this.db.pool.query<{ status: RecomputeJob['status'] }>(
+      `WITH u AS (UPDATE recompute_jobs SET done = $2 WHERE run_id = $3 AND id = $1 RETURNING status)
+       SELECT status, pg_notify($4, $3::text) FROM u`,
+      [job.id, done, job.runId, RUN_CHANNEL],
+    );
+    return res.rows[0]?.status ?? 'cancelled';
+  }
+
+  /** Progress as stored: the iterations of the job with a fresh version (whoever computed them). */
   private async updateProgress(job: RecomputeJob, set: StoredSet): Promise<void> {
     const fresh = await this.sets.freshIterations(set, job.iterations);
     await this.db.pool.query('UPDATE recompute_jobs SET done = $2 WHERE id = $1', [

@@ -52,6 +52,8 @@ export async function rebuildRun(
         return undefined;
       }
     }
+    // The packed columns are a cache of the projections (iteration_columns): gone with them.
+    await client.query('DELETE FROM iteration_columns WHERE run_id = $1', [runId]);
     for (const table of PROJECTION_TABLES)
       await client.query(`DELETE FROM ${table} WHERE run_id = $1`, [runId]);
     const projector = new RunProjector(client, runId, EMPTY_RUN, (position, path, reason) => {

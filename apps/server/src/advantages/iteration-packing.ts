@@ -1,0 +1,107 @@
+import type { BatchInput } from '@creditlab/estimators';
+import type pg from 'pg';
+import { readIterations, type IterationSnapshot } from './iteration-reader';
+import {
+  PACKED_COLUMNS,
+  PACKED_FORMAT,
+  packIteration,
+  type PackedIteration,
+} from './packed-columns';
+
+/** Iterations packed per read and write: as many as a recompute job reads at once. */
+const CHUNK = 16;
+/** Every input but the texts: packed rows keep text ids, and readers fetch texts by them. */
+const PACKED_INPUTS: ReadonlySet<BatchInput> = new Set([
+  'state',
+  'action',
+  'nll',
+  'value',
+  'embedding',
+  'bootstrap',
+]);
+
+/**
+ * Packs the run's complete iterations that lack a fresh packed row, CHUNK at a time until none is
+ * left (or `stopped` says so); returns how many it packed.
+ */
+export async function packRun(
+  pool: pg.Pool,
+  runId: string,
+  stopped: () => boolean = () => false,
+): Promise<number> {
+  let packed = 0;
+  for (;;) {
+    const todo = await unpackedIterations(pool, runId);
+    if (todo.length === 0 || stopped()) return packed;
+    const now = await packIterations(pool, runId, todo);
+    if (now === 0) return packed; // nothing came back to pack (cannot happen; never loop on it)
+    packed += now;
+  }
+}
+
+/** Up to CHUNK complete iterations of the run with steps and no packed row at their current position. */
+async function unpackedIterations(pool: pg.Pool, runId: string): Promise<number[]> {
+  const res = await pool.query<{ iteration: number }>(
+    `SELECT it.iteration FROM iterations it
+     JOIN runs r ON r.id = it.run_id
+     LEFT JOIN iteration_columns c
+       ON c.run_id = it.run_id AND c.iteration = it.iteration AND c.inputs_seq = it.inputs_seq
+          AND c.format = $2
+     WHERE it.run_id = $1 AND it.step_count > 0 AND c.run_id IS NULL
+       AND (r.status <> 'running' OR it.iteration < r.last_iteration)
+     ORDER BY it.iteration LIMIT ${CHUNK}`,
+    [runId, PACKED_FORMAT],
+  );
+  return res.rows.map((r) => r.iteration);
+}
+
+/** Reads the iterations from the steps table in one snapshot, packs and stores them; returns how many. */
+async function packIterations(pool: pg.Pool, runId: string, iterations: number[]): Promise<number> {
+  const read = await readIterations(pool, runId, iterations, {
+    steps: true,
+    inputs: PACKED_INPUTS,
+    packed: false,
+  });
+  const rows = [...read.values()]
+    .filter((it): it is IterationSnapshot & Required<Pick<IterationSnapshot, 'textIds'>> =>
+      Boolean(it.batch && it.textIds),
+    )
+    .map((it) =>
+      packIteration(
+        it.iteration,
+        it.inputsSeq,
+        it.shape,
+        it.batch as NonNullable<typeof it.batch>,
+        it.textIds,
+      ),
+    );
+  await storePacked(pool, runId, rows);
+  return rows.length;
+}
+
+/**
+ * One statement for all rows. A row stays if it is at a later position already (another pass read
+ * the iteration after this one did); one at an earlier position or of another format is replaced.
+ */
+async function storePacked(pool: pg.Pool, runId: string, rows: PackedIteration[]): Promise<void> {
+  if (rows.length === 0) return;
+  const values: unknown[] = [runId, PACKED_FORMAT];
+  const tuples = rows.map((r) => {
+    const at = values.length;
+    values.push(r.iteration, r.inputsSeq, JSON.stringify(r.shape));
+    values.push(...PACKED_COLUMNS.map((c) => r.columns[c]));
+    const p = (k: number) => `$${at + k}`;
+    const columns = PACKED_COLUMNS.map((_, k) => `${p(4 + k)}::bytea`);
+    return `($1, ${p(1)}::int, ${p(2)}::bigint, $2::smallint, ${p(3)}::jsonb, ${columns.join(', ')})`;
+  });
+  const set = ['inputs_seq', 'format', 'shape', ...PACKED_COLUMNS].map(
+    (c) => `${c} = EXCLUDED.${c}`,
+  );
+  await pool.query(
+    `INSERT INTO iteration_columns (run_id, iteration, inputs_seq, format, shape, ${PACKED_COLUMNS.join(', ')})
+     VALUES ${tuples.join(', ')}
+     ON CONFLICT (run_id, iteration) DO UPDATE SET ${set.join(', ')}
+     WHERE iteration_columns.inputs_seq < EXCLUDED.inputs_seq OR iteration_columns.format <> EXCLUDED.format`,
+    values,
+  );
+}
