@@ -268,3 +268,62 @@ test('a recompute job recomputes a stale iteration instead of skipping it', asyn
   expect(got.headers.get('x-creditlab-reused')).toBe('true'); // the job stored the fresh version
   expect(Array.from(new Float32Array(await got.arrayBuffer()))).toEqual(library(now, 'gaca', {}));
 });
+
+/** Polls until the server has packed the run's iteration 0 at its current log position. */
+async function packedAtCurrentPosition(runId: string): Promise<number> {
+  const db = new pg.Client({ connectionString: server.databaseUrl });
+  await db.connect();
+  try {
+    for (;;) {
+      const res = await db.query<{ seq: string }>(
+        `SELECT c.inputs_seq AS seq FROM iteration_columns c JOIN iterations it
+           ON it.run_id = c.run_id AND it.iteration = c.iteration AND it.inputs_seq = c.inputs_seq
+         WHERE c.run_id = $1 AND c.iteration = 0`,
+        [runId],
+      );
+      if (res.rows[0]) return Number(res.rows[0].seq);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  } finally {
+    await db.end();
+  }
+}
+
+test('a complete iteration, packed, then changed by a late step and an outcome: never read from the old packed row', async () => {
+  const runId = await runWithStoredAdvantages('packed then late');
+  // A later iteration makes iteration 0 complete: the server packs it in the background.
+  await client.appendEvents(runId, [
+    { id: newEventId(), type: 'metrics.logged', data: { iteration: 1, metrics: { loss: 1 } } },
+  ]);
+  const before = await packedAtCurrentPosition(runId);
+  const late: ClientEvent[] = [
+    {
+      id: newEventId(),
+      type: 'steps.appended',
+      data: {
+        iteration: 0,
+        groupId: 'key',
+        trajectoryId: 'key/t2',
+        firstStepIndex: 3,
+        steps: [lateStep(1)],
+      },
+    },
+    {
+      id: newEventId(),
+      type: 'trajectory.finished',
+      data: { iteration: 0, groupId: 'key', trajectoryId: 'key/t1', outcome: 'truncated' },
+    },
+  ];
+  await client.appendEvents(runId, late);
+  const now = clone(example);
+  now.groups[0]!.trajectories[1]!.steps.push(lateStep(1));
+  now.groups[0]!.trajectories[0]!.outcome = 'truncated';
+  await expectEveryPathEquals(runId, now);
+  // Packed again at the new position; computed afresh from that row, the same numbers.
+  expect(await packedAtCurrentPosition(runId)).toBeGreaterThan(before);
+  const db = new pg.Client({ connectionString: server.databaseUrl });
+  await db.connect();
+  await db.query('DELETE FROM advantage_set_iterations WHERE run_id = $1', [runId]);
+  await db.end();
+  await expectEveryPathEquals(runId, now);
+});

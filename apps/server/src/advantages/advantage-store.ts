@@ -53,14 +53,15 @@ export function freshIterationSql(
   iteration: number,
   withDiagnostics: boolean,
 ): string {
-  if (!isUuid(runId) || !isUuid(setId) || !Number.isInteger(iteration))
+  // Literal SQL: a run id, a set id (a bigint identity) and an iteration, checked as such.
+  if (!isUuid(runId) || !/^\d{1,19}$/.test(setId) || !Number.isInteger(iteration))
     throw new Error(`not a set iteration: ${runId} ${setId} ${iteration}`);
   return `SELECT a.inputs_seq, a.step_count, a.advantages, a.diagnostic_names AS names,
             a.diagnostic_kinds AS kinds, ${withDiagnostics ? 'a.diagnostics' : `''::bytea AS diagnostics`},
             a.summary, a.compute_ms
      FROM iterations it
      JOIN advantage_set_iterations a
-       ON a.run_id = it.run_id AND a.set_id = '${setId}' AND a.iteration = it.iteration
+       ON a.run_id = it.run_id AND a.set_id = ${setId} AND a.iteration = it.iteration
           AND a.inputs_seq = it.inputs_seq
      WHERE it.run_id = '${runId}' AND it.iteration = ${iteration}`;
 }
