@@ -267,23 +267,26 @@ A server process with 2 estimator threads and 2 job workers, on an embedded Post
 
 **Reading a stored run** of ${run.steps.toLocaleString('en')} steps in ${run.iterations} iterations into columnar batches,
 16 iterations per snapshot, as the recompute job reads them (from this benchmark's process, on its own connection).
-The row reader is the server's reader before binary COPY, kept in \`bench/support/row-reader-baseline.ts\`;
-both read in the same run, so their ratio holds even when the shared machine is busy.
+The row reader is the server's reader before binary COPY, kept in \`bench/support/row-reader-baseline.ts\`; the
+binary COPY of the steps is the reader before packed rows (still what reads an iteration without a fresh packed
+row); packed rows are the \`iteration_columns\` rows the server wrote in the background as iterations completed
+(all ${run.iterations} were there ${fmt(packingLag, 2)} s after the last append returned). All read in the same run, so their
+ratios hold even when the shared machine is busy.
 
 | reader | read once | speed-up |
 |---|---:|---:|
 ${readRows.join('\n')}
 
-Where a read's time goes (a one-off profile of the same 1M-step run on this machine, 2026-11-30, while other
-work kept it busy: shares, not seconds). Row reader: PostgreSQL executing the scan and re-sorting it (a bitmap
-scan, chosen on a low row estimate) ≈ 20 %, sending ten columns as text and parsing them into row arrays ≈ 52 %,
-the text dictionary and one builder call per step ≈ 21 %, the shape ≈ 7 %. Binary reader (what GiGPO reads):
-PostgreSQL's index scan and the COPY stream ≈ 60 %, the shape ≈ 25 %, decoding into typed arrays ≈ 10 %, so
-what is left is mostly PostgreSQL producing one row per step.
+Where a read's time goes (one-off profiles on this machine, 2026-11-30, while other work kept it busy: shares,
+not seconds). Binary COPY of the steps (what GiGPO reads): PostgreSQL's index scan and the COPY stream ≈ 60 %,
+the shape ≈ 25 %, decoding into typed arrays ≈ 10 %: mostly PostgreSQL producing one row per step. Packed rows
+(a 200k-step run): at first the shape query was ≈ 70 % of the read, as it still joined the trajectories of the
+packed iterations before discarding them; with the shape of unpacked iterations read per iteration through the
+primary keys, the read is a few round trips per 16 iterations and copying the columns.
 
 **Recompute of a stored run, end to end** (GraphQL \`recompute\` until the job reports completed: the queue, reading
-each iteration with the binary reader, estimating in worker threads, storing float32 arrays and diagnostics; the
-job reads the next 16 iterations while it estimates and stores these). "Read once" is the method's own row above;
+each iteration from its packed row, estimating in worker threads, storing float32 arrays and diagnostics; the
+job reads the next 16 iterations while it estimates and stores these). "Read once" is the method's packed row above;
 "library" is the estimator alone on the same batches in one thread. The aim is end to end within read once + 3 × library.
 "Peak RSS" is the server process's peak resident memory during that recompute (VmHWM, reset just before it;
 the process's RSS at that moment beside it, which includes the 1M-step ingest's leftovers).
@@ -293,10 +296,11 @@ the process's RSS at that moment beside it, which includes the 1M-step ingest's 
 ${rows.join('\n')}
 
 **Online path, first call** (\`POST /v1/runs/{id}/iterations/{i}/advantages\`, float32 response): the trainer's
-recording path on an iteration nobody asked about yet — the staleness check, reading the iteration, estimating,
-storing the set's iteration and recording the \`advantages.used\` event. Median over ${ONLINE_ITERATIONS} iterations (one first call
+recording path on the iteration it has just appended (running, so not packed), each method in turn right after
+the append — the check for a stored version, reading the iteration from the steps table, estimating, storing
+the set's iteration with the \`advantages.used\` event. Median over ${ONLINE_ITERATIONS} iterations (one first call
 each; range in brackets); later calls read the stored set. The last two columns are the reader alone on iteration 0
-(median of 9), before and after: the part of a first call this work changed.
+(median of 9): the row reader before binary COPY, and the steps reader a first call uses.
 
 | method | steps per iteration | first call | later calls (median of 20) | row reader | binary reader |
 |---|---|---:|---:|---:|---:|
