@@ -286,7 +286,7 @@ primary keys, the read is a few round trips per 16 iterations and copying the co
 
 **Recompute of a stored run, end to end** (GraphQL \`recompute\` until the job reports completed: the queue, reading
 each iteration from its packed row, estimating in worker threads, storing float32 arrays and diagnostics; the
-job reads the next 16 iterations while it estimates and stores these). "Read once" is the method's packed row above;
+job reads the next 16 iterations and stores the previous 16 while it estimates these). "Read once" is the method's packed row above;
 "library" is the estimator alone on the same batches in one thread. The aim is end to end within read once + 3 × library.
 "Peak RSS" is the server process's peak resident memory during that recompute (VmHWM, reset just before it;
 the process's RSS at that moment beside it, which includes the 1M-step ingest's leftovers).

@@ -207,10 +207,11 @@ export class AdvantageSetsService {
   }
 
   /**
-   * The bulk path for recompute jobs, in two halves so a job can read the next chunk while it
-   * estimates and stores this one: `loadMany` reads several iterations in one snapshot, only the
-   * columns the method reads (texts, when it reads any, cached across calls), `computeLoaded` estimates them on the worker threads in parallel and
-   * stores them with one statement, each stamped with the log position it was read at.
+   * The bulk path for recompute jobs, in three parts so a job can read the next chunk and store the
+   * previous one while it estimates this one: `loadMany` reads several iterations in one snapshot,
+   * only the columns the method reads (texts, when it reads any, cached across calls);
+   * `estimateLoaded` estimates them on the worker threads in parallel; `store` stores them with one
+   * statement, each stamped with the log position it was read at.
    */
   async loadMany(
     set: AdvantageSet,
@@ -229,11 +230,11 @@ export class AdvantageSetsService {
     return read;
   }
 
-  async computeLoaded(
+  async estimateLoaded(
     set: StoredSet,
     iterations: number[],
     snapshots: Map<number, IterationSnapshot>,
-  ): Promise<void> {
+  ): Promise<StoredIteration[]> {
     const results = await Promise.allSettled(
       iterations.map((i) => {
         const snapshot = snapshots.get(i);
@@ -244,12 +245,11 @@ export class AdvantageSetsService {
     // The first failure in iteration order, whichever thread finished first: the same input, the same message.
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    await insertIterations(
-      this.db.pool,
-      set.runId,
-      set.id,
-      results.map((r) => (r as PromiseFulfilledResult<StoredIteration>).value),
-    );
+    return results.map((r) => (r as PromiseFulfilledResult<StoredIteration>).value);
+  }
+
+  store(set: StoredSet, rows: StoredIteration[]): Promise<void> {
+    return insertIterations(this.db.pool, set.runId, set.id, rows);
   }
 
   /** The iterations of a set whose stored version is fresh (computed from their current log position). */

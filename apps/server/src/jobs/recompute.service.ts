@@ -7,6 +7,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { StoredIteration } from '../advantages/advantage-store';
 import type { IterationSnapshot } from '../advantages/iteration-reader';
 import PgBoss from 'pg-boss';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
@@ -193,12 +194,14 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       const texts = new Map<string, string>(); // a run's texts never change: read each once per turn
       const chunks: number[][] = [];
       for (let at = 0; at < missing.length; at += CHUNK) chunks.push(missing.slice(at, at + CHUNK));
-      // Read chunk i+1 while chunk i is estimated and stored.
+      // Read chunk i+1 and store chunk i−1 while chunk i is estimated (one store at a time, in order).
       let next = chunks[0] ? this.sets.loadMany(set, chunks[0], texts) : undefined;
+      let storing: Promise<RecomputeJob['status']> | undefined;
       for (let c = 0; c < chunks.length; c++) {
         const batches = await (next as Promise<Map<number, IterationSnapshot>>);
         next = undefined;
         if (c > 0 && Date.now() - started >= this.config.recompute.turnMs) {
+          await storing;
           await this.enqueue(jobId);
           return;
         }
@@ -207,10 +210,13 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
           next = this.sets.loadMany(set, following, texts);
           next.catch(() => undefined); // awaited on the next round, or dropped when this turn ends early
         }
-        await this.sets.computeLoaded(set, chunks[c] as number[], batches);
-        done += (chunks[c] as number[]).length;
-        if ((await this.reportProgress(job, done)) === 'cancelled') return;
+        const rows = await this.sets.estimateLoaded(set, chunks[c] as number[], batches);
+        if ((await storing) === 'cancelled') return;
+        done += rows.length;
+        storing = this.storeChunk(job, set, rows, done);
+        storing.catch(() => undefined); // awaited on the next round or below
       }
+      if ((await storing) === 'cancelled') return;
       await this.updateProgress(job, set);
       await this.db.pool.query(
         `UPDATE recompute_jobs SET status = 'completed', finished_at = now() WHERE id = $1 AND status = 'running'`,
@@ -229,6 +235,17 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       }
       throw e;
     }
+  }
+
+  /** Stores a chunk's versions, then reports the progress; the job's status after it. */
+  private async storeChunk(
+    job: RecomputeJob,
+    set: StoredSet,
+    rows: StoredIteration[],
+    done: number,
+  ): Promise<RecomputeJob['status']> {
+    await this.sets.store(set, rows);
+    return this.reportProgress(job, done);
   }
 
   /**
