@@ -291,6 +291,12 @@ job reads the next 16 iterations and stores the previous 16 while it estimates t
 "Peak RSS" is the server process's peak resident memory during that recompute (VmHWM, reset just before it;
 the process's RSS at that moment beside it, which includes the 1M-step ingest's leftovers).
 
+Where the rest of the time goes (one-off, a 200k-step GiGPO job on this machine, 2026-11-30, busy): with the read
+behind the estimate, storing a chunk was the largest part — PostgreSQL compressing the advantages and diagnostics
+with pglz (≈ 30 of 35 ms per 16 iterations); they are stored uncompressed now, and a chunk is stored while the next
+is estimated. What is left is handing 16 batches to the worker threads and back on a loaded machine, the queue
+and the job's own statements before and after.
+
 | method | read once | library | end to end | steps/s | aim | met | peak RSS (RSS when it started) |
 |---|---:|---:|---:|---:|---:|---|---:|
 ${rows.join('\n')}

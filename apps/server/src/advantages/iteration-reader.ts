@@ -1,9 +1,4 @@
-import {
-  ALL_BATCH_INPUTS,
-  type BatchInput,
-  type ColumnarBatch,
-  type Outcome,
-} from '@creditlab/estimators';
+import { ALL_BATCH_INPUTS, type BatchInput, type ColumnarBatch } from '@creditlab/estimators';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { isUuid } from '../database/uuid';

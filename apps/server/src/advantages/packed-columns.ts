@@ -115,12 +115,22 @@ function take<T extends Int32Array | Float64Array | Float32Array>(
   return out;
 }
 
+/** Refuses a field whose length is not what the iteration's shape implies (a damaged row). */
+function checkLength(f: TupleFields, field: number, bytes: number): void {
+  if (f.length[field] !== bytes)
+    throw new Error(
+      `packed column ${PACKED_COLUMNS[field - 1]} holds ${f.length[field]} bytes where its iteration needs ${bytes}`,
+    );
+}
+
 /** A dictionary column (states or actions): ids, group offsets, text ids. */
 function unpackDictionary(f: TupleFields, field: number, n: number, groups: number) {
   const at = f.start[field] as number;
   const ids = take(Int32Array, f.buf, at, n);
   const offsets = take(Int32Array, f.buf, at + 4 * n, groups + 1);
-  const pairs = take(Int32Array, f.buf, at + 4 * (n + groups + 1), 2 * (offsets[groups] as number));
+  const texts = offsets[groups] as number;
+  checkLength(f, field, 4 * (n + groups + 1) + 8 * texts);
+  const pairs = take(Int32Array, f.buf, at + 4 * (n + groups + 1), 2 * texts);
   const textIds: TextIds = { idsHi: [], idsLo: [] };
   for (let i = 0; i < pairs.length; i += 2) {
     textIds.idsHi.push(pairs[i] as number);
@@ -131,6 +141,7 @@ function unpackDictionary(f: TupleFields, field: number, n: number, groups: numb
 
 /** A column of a first-missing index and float64 per step (nll, value). */
 function unpackOptional(f: TupleFields, field: number, n: number) {
+  checkLength(f, field, 4 + 8 * n);
   const at = f.start[field] as number;
   return { missing: f.buf.readInt32LE(at), values: take(Float64Array, f.buf, at + 4, n) };
 }
@@ -164,6 +175,7 @@ export function unpackIteration(
     columns.valueAt >= 0 ? unpackOptional(f, 5, n) : { ...absent, values: absent.values.slice() };
   const embedding = unpackEmbedding(f, n, columns.embeddingAt >= 0);
   const bootstrap = unpackBootstrap(f, trajectories, columns.nextAt >= 0);
+  checkLength(f, 1, 8 * n);
   const reward = take(Float64Array, f.buf, f.start[1] as number, n);
   return {
     states: states.textIds,
@@ -195,6 +207,7 @@ function unpackEmbedding(f: TupleFields, n: number, read: boolean) {
   if (!read) return { missing: 0, dim: 0, values: new Float32Array(0) };
   const at = f.start[6] as number;
   const dim = f.buf.readInt32LE(at + 4);
+  checkLength(f, 6, 8 + 4 * n * dim);
   return {
     missing: f.buf.readInt32LE(at),
     dim,
@@ -208,6 +221,7 @@ function unpackBootstrap(f: TupleFields, trajectories: number, read: boolean) {
       stateId: new Int32Array(trajectories).fill(-1),
       value: new Float64Array(trajectories).fill(NaN),
     };
+  checkLength(f, 7, 12 * trajectories);
   const at = f.start[7] as number;
   return {
     stateId: take(Int32Array, f.buf, at, trajectories),
