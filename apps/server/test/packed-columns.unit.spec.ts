@@ -7,7 +7,12 @@ import {
 import { syntheticBatchJson } from '../../../libs/estimators/test/support/synthetic-rollouts';
 import type { TupleFields } from '../src/advantages/binary-copy';
 import { StepColumns } from '../src/advantages/iteration-columns';
-import { PACKED_COLUMNS, packIteration, unpackIteration, unpackShape } from '../src/advantages/packed-columns';
+import {
+  PACKED_COLUMNS,
+  packIteration,
+  unpackIteration,
+  unpackShape,
+} from '../src/advantages/packed-columns';
 import type { TrajectoryShape } from '../src/advantages/trajectory-shape';
 
 /** The batch's shape as the reader would have read it (every trajectory has steps here). */
@@ -65,7 +70,7 @@ test('a packed iteration unpacks to the batch it was packed from, texts aside, a
     PACKED_COLUMNS.map((c) => packed.columns[c]),
   );
   const back = unpackIteration(row, shapeBack, everything);
-  expect(back.build(batch.stateTexts, batch.actionTexts)).toEqual(batch);
+  expect(back.build([...batch.stateTexts], [...batch.actionTexts])).toEqual(batch);
   expect(back.states).toEqual(textIds(batch.groupStateOffsets[batch.groupCount]!));
 });
 

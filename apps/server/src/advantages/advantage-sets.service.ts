@@ -20,6 +20,7 @@ import {
   type FreshRow,
   type StoredIteration,
 } from './advantage-store';
+import type { PackedEstimate } from './estimate-worker';
 import { EstimatorPool } from './estimator-pool';
 import { IterationPacker } from './iteration-packer.service';
 import {
@@ -235,17 +236,20 @@ export class AdvantageSetsService {
     iterations: number[],
     snapshots: Map<number, IterationSnapshot>,
   ): Promise<StoredIteration[]> {
-    const results = await Promise.allSettled(
-      iterations.map((i) => {
-        const snapshot = snapshots.get(i);
-        if (!snapshot?.batch) return Promise.reject(noRollouts(set.runId, i));
-        return this.estimateRow(set, snapshot);
-      }),
+    const read = iterations.map((i) => snapshots.get(i));
+    const ready = read.filter((s): s is IterationSnapshot => Boolean(s?.batch));
+    const outs = await this.estimators.runMany(
+      ready.map((s) => s.batch as ColumnarBatch),
+      set.method,
+      set.params,
     );
     // The first failure in iteration order, whichever thread finished first: the same input, the same message.
-    const failed = results.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    return results.map((r) => (r as PromiseFulfilledResult<StoredIteration>).value);
+    let at = 0;
+    return iterations.map((i, j) => {
+      const snapshot = read[j];
+      if (!snapshot?.batch) throw noRollouts(set.runId, i);
+      return this.toRow(set, snapshot, outs[at++] as PackedEstimate | EstimatorInputError);
+    });
   }
 
   store(set: StoredSet, rows: StoredIteration[]): Promise<void> {
@@ -261,25 +265,33 @@ export class AdvantageSetsService {
     set: AdvantageSet,
     snapshot: IterationSnapshot,
   ): Promise<StoredIteration> {
-    const batch = snapshot.batch as ColumnarBatch;
-    let out;
-    try {
-      out = await this.estimators.run(batch, set.method, set.params);
-    } catch (e) {
-      if (e instanceof EstimatorInputError) {
-        throw new DomainError(
-          ErrorCode.InvalidInput,
-          `${set.method} on run ${set.runId} iteration ${snapshot.iteration}: ${e.message}`,
-          { iteration: snapshot.iteration, estimatorError: e.code },
-        );
-      }
-      throw e;
+    const out = await this.estimators
+      .run(snapshot.batch as ColumnarBatch, set.method, set.params)
+      .catch((e: unknown) => {
+        if (e instanceof EstimatorInputError) return e;
+        throw e;
+      });
+    return this.toRow(set, snapshot, out);
+  }
+
+  /** An estimate as it is stored; bad input as the error a request or a job reports. */
+  private toRow(
+    set: AdvantageSet,
+    snapshot: IterationSnapshot,
+    out: PackedEstimate | EstimatorInputError,
+  ): StoredIteration {
+    if (out instanceof EstimatorInputError) {
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `${set.method} on run ${set.runId} iteration ${snapshot.iteration}: ${out.message}`,
+        { iteration: snapshot.iteration, estimatorError: out.code },
+      );
     }
     this.metrics.estimatorSeconds.observe({ method: set.method }, out.ms / 1000);
     return {
       iteration: snapshot.iteration,
       inputsSeq: snapshot.inputsSeq,
-      stepCount: batch.stepCount,
+      stepCount: (snapshot.batch as ColumnarBatch).stepCount,
       advantages: asBuffer(out.advantages),
       diagnostics: { ...out.diagnostics, values: asBuffer(out.diagnostics.values) },
       summary: out.summary,

@@ -8,8 +8,9 @@ import {
 import { encodeDiagnostics, packFloat32Array, type StoredDiagnostics } from './advantage-codec';
 import { warmUpEstimators } from './estimator-warm-up';
 
+/** One method on several batches: one hand-over to a thread and back for all of them. */
 export interface EstimateTask {
-  batch: ColumnarBatch;
+  batches: ColumnarBatch[];
   method: string;
   params: Record<string, unknown>;
 }
@@ -27,17 +28,26 @@ export interface PackedEstimate {
 export type EstimateReply =
   ({ ok: true } & PackedEstimate) | { ok: false; code: string; message: string };
 
-/** Runs in a worker thread: one estimator on one batch, bad input reported as data (errors do not cross threads intact). */
-export default function runEstimate(task: EstimateTask): EstimateReply {
+/** Runs in a worker thread: the task's batches one after the other, each reply in their order. */
+export default function runEstimates(task: EstimateTask): EstimateReply[] {
+  return task.batches.map((batch) => runEstimate(batch, task.method, task.params));
+}
+
+/** One estimator on one batch, bad input reported as data (errors do not cross threads intact). */
+function runEstimate(
+  batch: ColumnarBatch,
+  method: string,
+  params: Record<string, unknown>,
+): EstimateReply {
   const t0 = performance.now();
   try {
-    const result = estimate(task.batch, task.method, task.params);
+    const result = estimate(batch, method, params);
     const ms = performance.now() - t0;
-    const kinds = new Map(getMethod(task.method).diagnostics.map((d) => [d.name, d.kind]));
+    const kinds = new Map(getMethod(method).diagnostics.map((d) => [d.name, d.kind]));
     return {
       ok: true,
       advantages: packFloat32Array(result.advantages),
-      diagnostics: encodeDiagnostics(result.diagnostics, kinds, task.batch.stepCount),
+      diagnostics: encodeDiagnostics(result.diagnostics, kinds, batch.stepCount),
       summary: result.summary,
       ms,
     };
