@@ -112,20 +112,23 @@ async function runWithStoredAdvantages(name: string): Promise<string> {
 
 const clone = (b: RolloutBatch): RolloutBatch => JSON.parse(JSON.stringify(b)) as RolloutBatch;
 
+/** One late step (reward `reward`) after the three steps of trajectory `trajectoryId` of group "key". */
+const lateStepEvent = (trajectoryId: string, reward: number): ClientEvent => ({
+  id: newEventId(),
+  type: 'steps.appended',
+  data: {
+    iteration: 0,
+    groupId: 'key',
+    trajectoryId,
+    firstStepIndex: 3,
+    steps: [lateStep(reward)],
+  },
+});
+
 test('late steps and a late group: every read path gives the estimator on the iteration as it now stands', async () => {
   const runId = await runWithStoredAdvantages('late steps');
   const late: ClientEvent[] = [
-    {
-      id: newEventId(),
-      type: 'steps.appended',
-      data: {
-        iteration: 0,
-        groupId: 'key',
-        trajectoryId: 'key/t1',
-        firstStepIndex: 3,
-        steps: [lateStep(0)],
-      },
-    },
+    lateStepEvent('key/t1', 0),
     {
       id: newEventId(),
       type: 'rollouts.appended',
@@ -297,17 +300,7 @@ test('a complete iteration, packed, then changed by a late step and an outcome: 
   ]);
   const before = await packedAtCurrentPosition(runId);
   const late: ClientEvent[] = [
-    {
-      id: newEventId(),
-      type: 'steps.appended',
-      data: {
-        iteration: 0,
-        groupId: 'key',
-        trajectoryId: 'key/t2',
-        firstStepIndex: 3,
-        steps: [lateStep(1)],
-      },
-    },
+    lateStepEvent('key/t2', 1),
     {
       id: newEventId(),
       type: 'trajectory.finished',
