@@ -294,8 +294,11 @@ the process's RSS at that moment beside it, which includes the 1M-step ingest's 
 Where the rest of the time goes (one-off, a 200k-step GiGPO job on this machine, 2026-11-30, busy): with the read
 behind the estimate, storing a chunk was the largest part — PostgreSQL compressing the advantages and diagnostics
 with pglz (≈ 30 of 35 ms per 16 iterations); they are stored uncompressed now, and a chunk is stored while the next
-is estimated. What is left is handing 16 batches to the worker threads and back on a loaded machine, the queue
-and the job's own statements before and after.
+is estimated. Next came handing each iteration to a worker thread and back (16 hand-overs per chunk, each waiting
+for a busy machine to schedule both sides): a chunk now goes as one task per thread. What is left is mostly the
+estimators on two threads sharing two cores with the server's main thread and PostgreSQL (in a 200k-step
+Gated-BEPO job, their own time in the threads was 1.5–5× the library's alone), then the queue and the job's own
+statements before and after.
 
 | method | read once | library | end to end | steps/s | aim | met | peak RSS (RSS when it started) |
 |---|---:|---:|---:|---:|---:|---|---:|
