@@ -11,7 +11,7 @@
 --   * a rebuild of a run deletes its rows; dropping them all loses nothing but speed.
 -- Numbers are packed little-endian; the layout of each column is described in packed-columns.ts.
 CREATE TABLE iteration_columns (
-  run_id     uuid     NOT NULL REFERENCES runs (id),
+  run_id     uuid     NOT NULL,
   iteration  integer  NOT NULL,
   inputs_seq bigint   NOT NULL,
   format     smallint NOT NULL,
@@ -24,6 +24,8 @@ CREATE TABLE iteration_columns (
   embedding  bytea    NOT NULL,
   bootstrap  bytea    NOT NULL,
   PRIMARY KEY (run_id, iteration),
+  -- The iteration implies its run. No key to runs itself: checking one share-locks the run's row,
+  -- which every append locks FOR UPDATE, so packing and the trainer's appends would wait on each other.
   FOREIGN KEY (run_id, iteration) REFERENCES iterations (run_id, iteration)
 );
 
