@@ -180,7 +180,8 @@ async function cpuSeconds(pid: number): Promise<number> {
 }
 
 /** CPU seconds so far of each PostgreSQL process (postmaster and every child: backends, WAL writer, …). */
-async function databaseCpu(dataDir: string): Promise<Map<number, number>> {
+async function databaseCpu(dataDir: string | undefined): Promise<Map<number, number>> {
+  if (dataDir === undefined) return new Map();
   const postmaster = Number(
     (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0],
   );
@@ -198,7 +199,11 @@ async function databaseCpu(dataDir: string): Promise<Map<number, number>> {
  * PostgreSQL's CPU seconds since `before`: each process's growth (a process that ended meanwhile,
  * such as an autovacuum worker, is left out rather than counted negative).
  */
-async function databaseCpuSince(dataDir: string, before: Map<number, number>): Promise<number> {
+async function databaseCpuSince(
+  dataDir: string | undefined,
+  before: Map<number, number>,
+): Promise<number> {
+  if (dataDir === undefined) return NaN; // a PostgreSQL elsewhere: its CPU is not ours to see
   let total = 0;
   for (const [pid, seconds] of await databaseCpu(dataDir))
     total += seconds - (before.get(pid) ?? 0);
@@ -214,7 +219,7 @@ interface Measured {
 /** One plain COPY of `file` into a fresh table made by `create` (then dropped): time and WAL written. */
 async function timeCopy(
   client: pg.PoolClient,
-  pgDir: string,
+  pgDir: string | undefined,
   create: string,
   file: string,
 ): Promise<Measured> {
@@ -238,7 +243,7 @@ async function runScenario(
   s: Scenario,
   serverUrl: string,
   serverPid: number,
-  pgDir: string,
+  pgDir: string | undefined,
   db: pg.Pool,
   dir: string,
 ): Promise<Result> {
@@ -332,7 +337,7 @@ async function main(): Promise<void> {
         s,
         server.url,
         server.process.pid as number,
-        path.join(dir, 'pg'),
+        bench.pgDataDir,
         db,
         dir,
       );
@@ -344,7 +349,8 @@ async function main(): Promise<void> {
   } finally {
     await bench.close();
   }
-  const us = (seconds: number, steps: number) => `${fmt((seconds / steps) * 1e6, 1)} µs`;
+  const us = (seconds: number, steps: number) =>
+    Number.isNaN(seconds) ? 'n/a' : `${fmt((seconds / steps) * 1e6, 1)} µs`;
   const rows = results.map(
     (r) =>
       `| ${r.label} | ${r.steps.toLocaleString('en')} | ${r.requests} | ${fmt(r.bytes / r.steps, 0)} B | ${kSteps(r.steps, r.httpSeconds)} | ${kSteps(r.steps, r.logicalCopySeconds)} | **${fmt(r.logicalCopySeconds / r.httpSeconds)}** | ${kSteps(r.steps, r.storedCopySeconds)} | ${fmt(r.storedCopySeconds / r.httpSeconds)} |`,
@@ -353,10 +359,11 @@ async function main(): Promise<void> {
     (r) =>
       `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r.serverCpuSeconds, r.steps)} | ${us(r.httpDatabaseCpuSeconds, r.steps)} | ${fmt(r.httpWalBytes / r.steps, 0)} B | ${us(r.logicalDatabaseCpuSeconds, r.steps)} | ${fmt(r.logicalWalBytes / r.steps, 0)} B |`,
   );
+  const external = process.env.BENCH_DATABASE_URL !== undefined;
   writeSection(
-    'ingest',
+    external ? 'ingest-database-url' : 'ingest',
     `
-## Ingest (\`npm run bench:ingest\`)
+## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
 Command: \`npm run bench:ingest\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
@@ -364,7 +371,7 @@ Command: \`npm run bench:ingest\` (\`BENCH_INGEST_SIZES\`, default 100000,100000
 A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
 200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
 float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
-streamed through \`POST /v1/runs/{id}/events\` of a server process on an embedded PostgreSQL, one request
+streamed through \`POST /v1/runs/{id}/events\` of a server process on ${bench.description}, one request
 after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
 groups and trajectories, the event log and the COPY of the steps, commit.
 
