@@ -325,6 +325,15 @@ function scenarios(): Scenario[] {
   ];
 }
 
+/** The command as run: the sizes and database that were asked for. */
+function commandLine(): string {
+  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS']
+    .filter((name) => process.env[name] !== undefined)
+    .map((name) => `${name}=${process.env[name]} `);
+  if (process.env.BENCH_DATABASE_URL !== undefined) env.push('BENCH_DATABASE_URL=… ');
+  return `${env.join('')}npm run bench:ingest`;
+}
+
 const kSteps = (steps: number, seconds: number) => `${fmt(steps / seconds / 1000, 1)}k`;
 
 async function main(): Promise<void> {
@@ -366,7 +375,7 @@ async function main(): Promise<void> {
 ## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`npm run bench:ingest\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
 
 A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
 200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
