@@ -325,6 +325,26 @@ function scenarios(): Scenario[] {
   ];
 }
 
+/** What is measured and against what, for the report. */
+const WORKLOAD = (
+  database: string,
+) => `A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
+200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
+float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
+streamed through \`POST /v1/runs/{id}/events\` of a server process on ${database}, one request
+after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
+groups and trajectories, the event log and the COPY of the steps, commit.
+
+Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
+would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
+action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
+figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
+server itself wrote (text ids, not texts) into a copy of its steps table with its indexes: what the steps
+projection alone would cost.`;
+
+const SAME_WORKLOAD = (database: string) =>
+  `The workload, the two ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;
+
 /** The command as run: the sizes and database that were asked for. */
 function commandLine(): string {
   const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS']
@@ -377,19 +397,7 @@ async function main(): Promise<void> {
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
 Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
 
-A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
-200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
-float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
-streamed through \`POST /v1/runs/{id}/events\` of a server process on ${bench.description}, one request
-after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
-groups and trajectories, the event log and the COPY of the steps, commit.
-
-Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
-would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
-action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
-figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
-server itself wrote (text ids, not texts) into a copy of its steps table with its indexes: what the steps
-projection alone would cost.
+${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 
 | scenario | steps | requests | NDJSON per step | HTTP steps/s | logical COPY steps/s | HTTP ÷ logical | stored-rows COPY steps/s | HTTP ÷ stored |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|

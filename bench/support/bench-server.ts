@@ -82,10 +82,12 @@ async function externalServer(adminUrl: string): Promise<BenchPostgres> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    const version = (await admin.query<{ v: string }>('SHOW server_version AS v')).rows[0]?.v;
+    const version = (
+      await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")
+    ).rows[0]?.v;
     // Only a superuser may read it; without it the database's CPU is not reported.
     const dataDir = await admin
-      .query<{ d: string }>('SHOW data_directory AS d')
+      .query<{ d: string }>("SELECT current_setting('data_directory') AS d")
       .then((r) => r.rows[0]?.d)
       .catch(() => undefined);
     return {
