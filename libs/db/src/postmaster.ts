@@ -4,6 +4,8 @@ import { POSTGRES_ENV, type ClusterOptions } from './initdb';
 
 export interface PostmasterOptions extends ClusterOptions {
   port: number;
+  /** Where it also listens on a Unix socket, or undefined for TCP only. */
+  socketDir?: string;
 }
 
 const READY = 'database system is ready to accept connections';
@@ -43,7 +45,10 @@ export class Postmaster {
   static async start(options: PostmasterOptions): Promise<Postmaster> {
     const child = spawn(
       options.binaries.postgres,
-      ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=localhost'],
+      [
+        ...['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=localhost'],
+        ...['-c', `unix_socket_directories=${options.socketDir ?? ''}`],
+      ],
       { ...options.user, env: POSTGRES_ENV, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
     );
     let ready: () => void = () => undefined;

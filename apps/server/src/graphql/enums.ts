@@ -1,3 +1,4 @@
+import type { EventType as StoredEventType } from '@creditlab/events';
 import { registerEnumType } from '@nestjs/graphql';
 
 /**
@@ -58,8 +59,11 @@ export const EventType = {
   CHECKPOINT_SAVED: 'checkpoint.saved',
   RUN_FINISHED: 'run.finished',
   RUN_RESUMED: 'run.resumed',
-} as const;
+} as const satisfies Record<string, StoredEventType>;
 export type EventType = (typeof EventType)[keyof typeof EventType];
+/** Fails to compile when libs/events gains an event type this enum does not name. */
+const everyEventTypeNamed: Exclude<StoredEventType, EventType> extends never ? true : never = true;
+void everyEventTypeNamed;
 registerEnumType(EventType, {
   name: 'EventType',
   description: 'The types of events a run’s stream holds (docs/events.md).',

@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Database } from '../database/database';
-import { unpackFloat32 } from './copy-text';
+import { unpackFloat32Array } from '../advantages/advantage-codec';
 import type { TrajectoryOutcome } from '../graphql/enums';
 import type { RolloutGroup, Step, Trajectory } from './rollout.models';
 
@@ -222,8 +222,8 @@ function toStep(r: StepRow): StepRowOut {
     action: r.action,
     reward: r.reward,
     nll: r.nll,
-    tokenLogprobs: r.token_logprobs ? unpackFloat32(r.token_logprobs) : null,
-    embedding: r.embedding ? unpackFloat32(r.embedding) : null,
+    tokenLogprobs: r.token_logprobs ? Array.from(unpackFloat32Array(r.token_logprobs)) : null,
+    embedding: r.embedding ? Array.from(unpackFloat32Array(r.embedding)) : null,
     value: r.value,
     nextState: r.next_state,
     nextValue: r.next_value,

@@ -1,7 +1,7 @@
 import type { Outcome } from '@creditlab/estimators';
 import { STEP_FIELDS, type StepPayload, type ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
-import { copyFloat32, copyNumber, copyRows, copyText, NULL } from './copy-text';
+import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
 import { IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
 import { TextDictionary } from './text-dictionary';
@@ -63,6 +63,8 @@ const STEP_COLUMNS = [
   'next_value',
   'extra',
 ];
+/** What a step row's fixed-size fields take in a binary COPY: a uuid, four int4, eight 8-byte values. */
+const FIXED_STEP_ROW_BYTES = 16 + 4 * 4 + 8 * 8;
 /** Events whose iteration gets a row in `iterations` (rollouts, outcomes, metrics, evaluations). */
 const ITERATION_EVENTS = new Set([
   'rollouts.appended',
@@ -82,6 +84,7 @@ const ITERATION_EVENTS = new Set([
  */
 export class RunProjector {
   private readonly texts: TextDictionary;
+  private readonly runIdBytes: Buffer;
   private readonly rollouts: RolloutIndex;
   private readonly iterations: IterationTally;
   private readonly state: RunSummary;
@@ -95,6 +98,7 @@ export class RunProjector {
   ) {
     this.state = { ...start };
     this.texts = new TextDictionary(client, runId);
+    this.runIdBytes = uuidBytes(runId);
     this.rollouts = new RolloutIndex(client, runId, start.lastIteration);
     this.iterations = new IterationTally(client, runId, start.lastIteration);
   }
@@ -119,11 +123,11 @@ export class RunProjector {
     for (const i of created.groups) this.iterations.at(i).groupCount++;
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
-    const rows: string[] = [];
+    const rows = new BinaryCopyRows();
     const placed = batch.map((e) => this.apply(e, rows));
     await this.texts.save();
     await this.rollouts.save();
-    await copyRows(this.client, 'steps', STEP_COLUMNS, rows);
+    await rows.copyInto(this.client, 'steps', STEP_COLUMNS);
     await this.iterations.save();
     return placed;
   }
@@ -148,7 +152,7 @@ export class RunProjector {
 
   private apply(
     { seq, position, event, recordedAt }: SequencedEvent,
-    rows: string[],
+    rows: BinaryCopyRows,
   ): PlacedSlice[] {
     const iteration = iterationOf(event);
     const placed = slicesOf(event).map((slice) => this.placeSlice(position, seq, slice, rows));
@@ -176,7 +180,12 @@ export class RunProjector {
   }
 
   /** Checks a slice against what is stored and appends its COPY rows. */
-  private placeSlice(position: number, seq: number, slice: StepSlice, rows: string[]): PlacedSlice {
+  private placeSlice(
+    position: number,
+    seq: number,
+    slice: StepSlice,
+    rows: BinaryCopyRows,
+  ): PlacedSlice {
     const traj = this.rollouts.find(slice.iteration, slice.trajectoryKey) as TrajectoryState;
     if (traj.groupKey !== slice.groupKey) {
       this.fail(
@@ -205,7 +214,7 @@ export class RunProjector {
         }
       }
       traj.return += step.reward;
-      rows.push(this.stepRow(traj, first + j, seq, step));
+      this.writeStepRow(rows, traj, first + j, seq, step);
     });
     traj.stepCount += slice.steps.length;
     if (slice.outcome) traj.outcomeGiven = slice.outcome;
@@ -215,30 +224,35 @@ export class RunProjector {
     return { firstStepIndex: first, stepCount: slice.steps.length };
   }
 
-  private stepRow(traj: TrajectoryState, idx: number, seq: number, s: StepPayload): string {
-    const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
-    return (
-      [
-        this.runId,
-        traj.iteration,
-        traj.groupOrd,
-        traj.ord,
-        idx,
-        seq,
-        this.texts.id(s.state),
-        this.texts.id(s.action),
-        copyNumber(s.reward),
-        copyNumber(s.nll),
-        copyFloat32(s.tokenLogprobs),
-        copyFloat32(s.embedding),
-        copyNumber(s.value),
-        s.nextState === undefined ? NULL : this.texts.id(s.nextState),
-        copyNumber(s.nextValue),
-        extra.length
-          ? copyText(JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]]))))
-          : NULL,
-      ].join('\t') + '\n'
-    );
+  /** One `steps` row, its fields in STEP_COLUMNS order. */
+  private writeStepRow(
+    rows: BinaryCopyRows,
+    traj: TrajectoryState,
+    idx: number,
+    seq: number,
+    s: StepPayload,
+  ): void {
+    const extra = extraFieldsJson(s);
+    const vectorBytes = (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
+    const extraBytes = extra === undefined ? 0 : 1 + Buffer.byteLength(extra);
+    rows
+      .row(STEP_COLUMNS.length, FIXED_STEP_ROW_BYTES + vectorBytes + extraBytes)
+      .bytes(this.runIdBytes)
+      .int4(traj.iteration)
+      .int4(traj.groupOrd)
+      .int4(traj.ord)
+      .int4(idx)
+      .int8(seq)
+      .int8(this.texts.id(s.state))
+      .int8(this.texts.id(s.action))
+      .float8(s.reward)
+      .float8(s.nll)
+      .bytes(float32Bytes(s.tokenLogprobs))
+      .bytes(float32Bytes(s.embedding))
+      .float8(s.value)
+      .int8(s.nextState === undefined ? undefined : this.texts.id(s.nextState))
+      .float8(s.nextValue)
+      .jsonb(extra);
   }
 
   private finishTrajectory(
@@ -302,4 +316,16 @@ function finishedRefs(batch: SequencedEvent[]): RolloutRef[] {
         ]
       : [],
   );
+}
+
+/** The step's fields beyond rollout-batch/v1, as JSON, when it has any. */
+function extraFieldsJson(s: StepPayload): string | undefined {
+  const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
+  if (extra.length === 0) return undefined;
+  return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
+}
+
+/** A float32 vector's bytes as stored (little-endian, the platform's order on every target we run). */
+function float32Bytes(xs: Float32Array | undefined): Uint8Array | undefined {
+  return xs === undefined ? undefined : new Uint8Array(xs.buffer, xs.byteOffset, xs.byteLength);
 }

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
-/** A text's id: the first 8 bytes of its SHA-256 as a signed bigint (decimal), derived from the text alone. */
-export function textId(text: string): string {
-  return createHash('sha256').update(text).digest().readBigInt64BE(0).toString();
+/** A text's id: the first 8 bytes of its SHA-256 as a signed bigint, derived from the text alone. */
+export function textId(text: string): bigint {
+  return createHash('sha256').update(text).digest().readBigInt64BE(0);
 }
 
 /**
@@ -13,8 +13,8 @@ export function textId(text: string): string {
  * statement per chunk.
  */
 export class TextDictionary {
-  private readonly ids = new Map<string, string>();
-  private pending: [string, string][] = [];
+  private readonly ids = new Map<string, bigint>();
+  private pending: [bigint, string][] = [];
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -22,7 +22,7 @@ export class TextDictionary {
   ) {}
 
   /** The id of `text`, queued to be stored if this session has not stored it yet. */
-  id(text: string): string {
+  id(text: string): bigint {
     let id = this.ids.get(text);
     if (id === undefined) {
       id = textId(text);
@@ -40,7 +40,7 @@ export class TextDictionary {
     await this.client.query(
       `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
        ON CONFLICT DO NOTHING`,
-      [this.runId, batch.map(([id]) => id), batch.map(([, text]) => text)],
+      [this.runId, batch.map(([id]) => String(id)), batch.map(([, text]) => text)],
     );
   }
 }

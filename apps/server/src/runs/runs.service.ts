@@ -47,17 +47,28 @@ export class RunsService {
       throw new DomainError(ErrorCode.InvalidInput, 'summary: must be a JSON object', {
         path: 'summary',
       });
-    const current = await this.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    if (current.status !== 'running') {
-      if (current.status === status) return;
-      throw new DomainError(
-        ErrorCode.Conflict,
-        `run ${runId} is already ${current.status} (finished at ${current.finishedAt?.toISOString() ?? '?'})`,
-        { status: current.status },
-      );
-    }
+    if (await this.alreadyFinished(runId, status)) return;
     const data = { status, ...(summary === null || summary === undefined ? {} : { summary }) };
-    await this.appender.appendOne(runId, { id: randomUUID(), type: 'run.finished', data });
+    try {
+      await this.appender.appendOne(runId, { id: randomUUID(), type: 'run.finished', data });
+    } catch (e) {
+      // Another call finished the run between the check and the append (which re-checks under
+      // the run's lock): the same outcome as finding it finished.
+      if (!(e instanceof DomainError && e.code === ErrorCode.RunFinished)) throw e;
+      if (!(await this.alreadyFinished(runId, status))) throw e;
+    }
+  }
+
+  /** Whether the run is finished with `status` already; finished otherwise is a CONFLICT. */
+  private async alreadyFinished(runId: string, status: RunFinishStatus): Promise<boolean> {
+    const current = await this.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    if (current.status === 'running') return false;
+    if (current.status === status) return true;
+    throw new DomainError(
+      ErrorCode.Conflict,
+      `run ${runId} is already ${current.status} (finished at ${current.finishedAt?.toISOString() ?? '?'})`,
+      { status: current.status },
+    );
   }
 
   async create(input: unknown, caller: Principal): Promise<{ id: string; created: boolean }> {
