@@ -36,7 +36,8 @@ export class IterationPacker implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    if (this.config.recompute.worker)
+    const { worker, packIterations } = this.config.recompute;
+    if (worker && packIterations === 'on-complete')
       this.stopListening = this.notifications.onAnyRun((runId) => this.poke(runId));
   }
 

@@ -47,6 +47,7 @@ const schema = z.object({
   CREDITLAB_WORKER: z.enum(['true', 'false']).default('true'),
   CREDITLAB_API: z.enum(['true', 'false']).default('true'),
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  CREDITLAB_PACK_ITERATIONS: z.enum(['on-complete', 'on-read']).default('on-complete'),
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
   CREDITLAB_JOB_POLL_SECONDS: z.coerce.number().min(0.1).default(0.5),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
@@ -95,6 +96,11 @@ export interface AppConfig {
     estimatorThreads: number;
     /** Whether this process takes recompute jobs from the queue. */
     worker: boolean;
+    /**
+     * When iterations are packed for recompute: as each completes (recompute reads fast from the
+     * start, ingest pays for it), or only once a recompute job has read them from the steps table.
+     */
+    packIterations: 'on-complete' | 'on-read';
     /** Jobs this process works on at once. */
     concurrency: number;
     /** Work (ms) a job does before it yields its turn to the next job in the queue (round-robin across runs). */
@@ -157,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     recompute: {
       estimatorThreads: e.CREDITLAB_ESTIMATOR_THREADS,
       worker: e.CREDITLAB_WORKER === 'true',
+      packIterations: e.CREDITLAB_PACK_ITERATIONS,
       concurrency: e.CREDITLAB_JOB_CONCURRENCY,
       turnMs: e.CREDITLAB_RECOMPUTE_TURN_MS,
       pollSeconds: e.CREDITLAB_JOB_POLL_SECONDS,
