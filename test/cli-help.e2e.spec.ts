@@ -87,6 +87,12 @@ test.concurrent.each([
   ['experiment', ['--frobnicate'], /^experiment: Unknown option '--frobnicate'/],
   ['experiment', ['--seeds', '0'], /^experiment: --seeds: a whole number ≥ 1, got "0"/],
   ['experiment', ['--methods', 'grpo,nope'], /--methods: unknown method "nope"/],
+  [
+    'experiment',
+    ['--methods', 'grpo,bipace@clusterEpsilon=3'],
+    /^experiment: --methods: parameter "clusterEpsilon" of method "bipace" must be/,
+  ],
+  ['experiment', ['--methods', 'bipace@eps'], /^experiment: --methods expects key=value/],
   ['admin', [], /^admin: the command comes first/],
   ['admin', ['--json'], /^admin: the command comes first/],
   ['admin', ['frobnicate'], /^admin: unknown command "frobnicate"; one of whoami, env/],

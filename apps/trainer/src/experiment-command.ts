@@ -1,14 +1,12 @@
 import {
   CONNECTION_FLAGS,
   integerFlag,
-  UsageError,
   type Command,
   type Flag,
   type FlagValues,
 } from '@creditlab/cli';
-import { getMethod } from '@creditlab/estimators';
 import path from 'node:path';
-import { ENVIRONMENT_FLAGS, environmentFlag } from './trainer-flags';
+import { ENVIRONMENT_FLAGS, environmentFlag, methodArm } from './trainer-flags';
 import { DEFAULT_CONFIG } from './config';
 
 const ALL_METHODS = 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace,ppo-gae';
@@ -19,7 +17,7 @@ const EXPERIMENT_FLAGS = {
   methods: {
     type: 'string',
     value: 'M,M,...',
-    help: 'estimators to compare',
+    help: 'estimators to compare, each at its defaults; METHOD@key=value[@key=value] adds an arm of that method with those parameters (compared with GRPO and with the method at its defaults, in a family of its own)',
     byDefault: ALL_METHODS,
   },
   seeds: { type: 'string', value: 'N', help: 'paired seeds 1..N per method', byDefault: '10' },
@@ -121,9 +119,9 @@ export interface ExperimentPlan {
 export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): ExperimentPlan {
   const env = environmentFlag(values.env);
   const methods = (values.methods ?? ALL_METHODS).split(',');
-  for (const m of methods) checkMethod('--methods', m);
+  for (const m of methods) methodArm(m, '--methods');
   const whitenMethods = values['whiten-methods'] ? values['whiten-methods'].split(',') : [];
-  for (const m of whitenMethods.filter((x) => x !== 'best')) checkMethod('--whiten-methods', m);
+  for (const m of whitenMethods.filter((x) => x !== 'best')) methodArm(m, '--whiten-methods');
   const outDir = path.resolve(values.out ?? path.resolve(__dirname, '../../../docs'));
   return {
     env,
@@ -143,12 +141,4 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
       ? {}
       : { server: { url: values.server, apiKey: values.key } }),
   };
-}
-
-function checkMethod(flag: string, method: string): void {
-  try {
-    getMethod(method);
-  } catch (e) {
-    throw new UsageError(`${flag}: ${(e as Error).message}`);
-  }
 }

@@ -5,9 +5,10 @@ import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
 import { inProcessBackend, serverBackend } from './experiment-backends';
 import { loadData, runKey, saveData, type RunRecord } from './experiment-data';
-import { areaUnderCurve, bestStepLevel, writeReport } from './experiment-report';
+import { areaUnderCurve, bestStepLevel, splitArms, writeReport } from './experiment-report';
 import type { IterationReport, RunStart } from './iteration';
 import { connectionRefused, stopOnSignal } from './stop-signal';
+import { methodArm } from './trainer-flags';
 
 /**
  * `npm run experiment -- --env household-tiny --seeds 10`: trains every method with paired seeds (the
@@ -61,8 +62,10 @@ async function main(argv: string[]): Promise<number> {
     };
     const { runId, status } = await backend.train(truthConfig, hooks);
     if (status === 'aborted') return 130;
-    data.truth = { runId, rows: await backend.truth(runId, plan.methods) };
-    process.stderr.write(`scored ${plan.methods.length} methods against the true advantages\n`);
+    // the methods at their defaults; an arm with parameters is a variant of one of them
+    const { atDefaults } = splitArms(plan.methods);
+    data.truth = { runId, rows: await backend.truth(runId, atDefaults) };
+    process.stderr.write(`scored ${atDefaults.length} methods against the true advantages\n`);
     saveData(plan.dataFile, data);
   }
   const arm = async (methods: string[], whiten: boolean): Promise<boolean> => {
@@ -99,15 +102,17 @@ async function main(argv: string[]): Promise<number> {
 function baseConfig(
   plan: ExperimentPlan,
   serverUrl: string,
-  method: string,
+  arm: string,
   seed: number,
   whiten: boolean,
 ): TrainerConfig {
+  const { method, params } = methodArm(arm, '--methods');
   return {
     ...DEFAULT_CONFIG,
     serverUrl,
     env: plan.env,
     method,
+    methodParams: params,
     seed,
     iterations: plan.iterations,
     tasksPerIteration: plan.tasksPerIteration,

@@ -74,22 +74,70 @@ function testCells(t: ReturnType<typeof pairedFamily>[number]): string {
   return `${t.meanDifference >= 0 ? '+' : ''}${pct(t.meanDifference)} [${pct(t.low)}, ${pct(t.high)}] | ${t.p.toFixed(3)} | ${t.holm.toFixed(3)} | ${verdict}`;
 }
 
-function mainTable(plan: ExperimentPlan, data: ExperimentData): string {
-  const others = plan.methods.filter((m) => m !== 'grpo');
+/** The methods at their registry defaults, and the arms with parameters (`bipace@clusterEpsilon=0.01`). */
+export function splitArms(methods: string[]): { atDefaults: string[]; variants: string[] } {
+  return {
+    atDefaults: methods.filter((m) => !m.includes('@')),
+    variants: methods.filter((m) => m.includes('@')),
+  };
+}
+
+/** An arm's row cells after its name and test: seeds, area, final success, scale and time. */
+function armCells(data: ExperimentData, arm: string) {
+  const runs = runsOf(data, arm, false);
+  const areas = runs.map((r) => areaUnderCurve(r.curve));
+  const finals = runs.map((r) => r.curve.at(-1)?.[1] ?? NaN);
+  return {
+    seeds: runs.length,
+    area: `${pct(mean(areas))} ± ${pct(sdOf(areas))}`,
+    final: pct(mean(finals)),
+    rms: mean(runs.map((r) => mean(r.advantageRms))).toFixed(2),
+    time: `${mean(runs.map((r) => r.seconds)).toFixed(0)} s / ${mean(runs.map((r) => r.cpuSeconds)).toFixed(0)} s`,
+  };
+}
+
+function mainTable(methods: string[], data: ExperimentData): string {
+  const others = methods.filter((m) => m !== 'grpo');
   const tests = pairedFamily(
     data,
     others.map((m) => ({ a: [m, false], b: ['grpo', false] })),
   );
-  const rows = plan.methods.map((m) => {
-    const runs = runsOf(data, m, false);
-    const areas = runs.map((r) => areaUnderCurve(r.curve));
-    const finals = runs.map((r) => r.curve.at(-1)?.[1] ?? NaN);
+  const rows = methods.map((m) => {
+    const c = armCells(data, m);
     const test = m === 'grpo' ? '(reference) | | |' : testCells(tests[others.indexOf(m)]!);
-    return `| ${m} | ${runs.length} | ${pct(mean(areas))} ± ${pct(sdOf(areas))} | ${pct(mean(finals))} | ${test} | ${mean(runs.map((r) => mean(r.advantageRms))).toFixed(2)} | ${mean(runs.map((r) => r.seconds)).toFixed(0)} s / ${mean(runs.map((r) => r.cpuSeconds)).toFixed(0)} s |`;
+    return `| ${m} | ${c.seeds} | ${c.area} | ${c.final} | ${test} | ${c.rms} | ${c.time} |`;
   });
   return `| method | seeds | held-out area, % (mean ± sd over seeds) | final held-out, % | area − GRPO's, points [95 % CI] | p | Holm p | verdict (Holm p ≤ 0.05) | RMS of nonzero advantages | wall / trainer CPU per run |
 |---|---:|---:|---:|---:|---:|---:|---|---:|---:|
 ${rows.join('\n')}`;
+}
+
+/**
+ * Arms with parameters, each against GRPO and against its own method at the defaults, paired by seed:
+ * one Holm family of their own, so adding a variant leaves the main table's family as it was.
+ */
+function variantTable(variants: string[], data: ExperimentData): string {
+  if (!variants.length) return '';
+  const pairs = variants.flatMap((v) => [
+    { arm: v, against: 'grpo' },
+    { arm: v, against: v.split('@')[0]! },
+  ]);
+  const tests = pairedFamily(
+    data,
+    pairs.map(({ arm, against }) => ({ a: [arm, false], b: [against, false] })),
+  );
+  const rows = pairs.map(({ arm, against }, i) => {
+    const c = armCells(data, arm);
+    return `| ${arm} | ${against} | ${c.seeds} | ${c.area} | ${c.final} | ${testCells(tests[i]!)} | ${c.rms} | ${c.time} |`;
+  });
+  return `
+Arms with parameters: each against GRPO and against its method at the registry defaults, paired by seed
+(one Holm family of ${pairs.length} comparisons, apart from the table above).
+
+| arm | against | seeds | held-out area, % | final held-out, % | area − the other's, points [95 % CI] | p | Holm p | verdict (Holm p ≤ 0.05) | RMS of nonzero advantages | wall / trainer CPU per run |
+|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|
+${rows.join('\n')}
+`;
 }
 
 function controlTable(data: ExperimentData): string {
@@ -185,15 +233,18 @@ export async function writeReport(
   evalEvery: number,
   data: ExperimentData,
 ): Promise<string> {
-  const { env, methods, iterations } = plan;
+  const { env, iterations } = plan;
+  const { atDefaults: methods, variants } = splitArms(plan.methods);
   // the seeds the data holds (an experiment stopped early has fewer than asked for)
   const seeds = new Set(data.runs.filter((r) => !r.whiten).map((r) => r.seed)).size;
-  const curves: CurveSeries[] = methods.map((method) => {
-    const runs = runsOf(data, method, false);
+  const curves: CurveSeries[] = plan.methods.map((arm) => {
+    const runs = runsOf(data, arm, false);
     const xs = runs[0]?.curve.map(([x]) => x) ?? [];
+    // an arm with parameters: its method's colour, dashed
     return {
-      name: method,
-      method,
+      name: arm,
+      method: arm.split('@')[0]!,
+      dashed: arm.includes('@'),
       points: xs.map(
         (x, i) => [x, mean(runs.map((r) => r.curve[i]?.[1] ?? 0))] as [number, number],
       ),
@@ -211,7 +262,7 @@ export async function writeReport(
   const file = path.join(plan.outDir, 'experiments.md');
   writeSection(
     `experiment:${env}`,
-    `## ${env}: ${methods.length} methods, ${seeds === plan.seeds ? `${seeds} paired seeds` : `up to ${seeds} of ${plan.seeds} paired seeds (the seeds column says how many each method has)`}, ${iterations} iterations
+    `## ${env}: ${methods.length} methods${variants.length ? ` and ${variants.length} ${variants.length === 1 ? 'arm' : 'arms'} with parameters` : ''}, ${seeds === plan.seeds ? `${seeds} paired seeds` : `up to ${seeds} of ${plan.seeds} paired seeds (the seeds column says how many each method has)`}, ${iterations} iterations
 
 Command: \`${commandLine(plan)}\`.
 Runs: ${plan.inProcess ? 'trained in process (`--in-process`: the same loop, the advantages from the estimator library as the server computes them)' : 'trained on a Creditlab server'}.
@@ -222,11 +273,11 @@ registry defaults. Held-out success: the sampling policy, 4 rollouts on each of 
 Primary measure: the area under the held-out curve (mean success over the evaluations, trapezoid rule), compared with GRPO's by a
 paired t-test over seeds, Holm-adjusted over the ${methods.length - 1} comparisons; a difference is claimed only where the adjusted p is ≤ 0.05.
 
-${mainTable(plan, data)}
-${controlTable(data)}
+${mainTable(methods, data)}
+${variantTable(variants, data)}${controlTable(data)}
 ![mean held-out success per iteration](${png})
 
-Curves: mean held-out success over seeds (y from 0 to 100 %; x: iterations up to ${iterations}, one point per evaluation); the legend names the methods, each in its colour of the web app (libs/charts).
+Curves: mean held-out success over seeds (y from 0 to 100 %; x: iterations up to ${iterations}, one point per evaluation); the legend names the methods, each in its colour of the web app (libs/charts)${variants.length ? '; an arm with parameters is dashed, in its method’s colour' : ''}.
 
 ${rates.text}
 

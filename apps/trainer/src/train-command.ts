@@ -7,13 +7,7 @@ import {
   type Flag,
   type FlagValues,
 } from '@creditlab/cli';
-import {
-  EstimatorInputError,
-  getMethod,
-  parseParamText,
-  resolveParams,
-} from '@creditlab/estimators';
-import { ENVIRONMENT_FLAGS, environmentFlag } from './trainer-flags';
+import { ENVIRONMENT_FLAGS, environmentFlag, methodParams } from './trainer-flags';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 
 const D = DEFAULT_CONFIG;
@@ -114,7 +108,7 @@ export type TrainPlan =
 /** What the flags ask for, every value checked (UsageError otherwise); nothing is contacted yet. */
 export function trainPlan(values: FlagValues<typeof TRAIN_FLAGS>, serverUrl: string): TrainPlan {
   const method = values.method ?? D.method;
-  const params = methodParams(method, values.param ?? []);
+  const params = methodParams(method, values.param ?? [], { method: '--method', param: '--param' });
   const iterations = integerFlag('iterations', values.iterations, 1);
   const checkpointEvery = integerFlag('checkpoint-every', values['checkpoint-every'], 0);
   const inherited = ['env', 'tasks', 'group-size', 'seed'];
@@ -157,25 +151,4 @@ export function trainPlan(values: FlagValues<typeof TRAIN_FLAGS>, serverUrl: str
       checkpointEvery: checkpointEvery ?? D.checkpointEvery,
     },
   };
-}
-
-/**
- * `--param k=v` flags as the method's typed parameters, read and checked as `estimate` reads them
- * (so a mistake stops here, before a run exists, rather than at the server after the first iteration).
- */
-function methodParams(method: string, flags: string[]): Record<string, unknown> {
-  try {
-    const schema = getMethod(method).params;
-    const params: Record<string, unknown> = {};
-    for (const flag of flags) {
-      const eq = flag.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--param expects key=value, got ${JSON.stringify(flag)}`);
-      params[flag.slice(0, eq)] = parseParamText(schema, flag.slice(0, eq), flag.slice(eq + 1));
-    }
-    resolveParams(method, schema, params);
-    return params;
-  } catch (e) {
-    if (!(e instanceof EstimatorInputError)) throw e;
-    throw new UsageError(`--${e.code === 'UNKNOWN_METHOD' ? 'method' : 'param'}: ${e.message}`);
-  }
 }

@@ -16,7 +16,6 @@ import type {
   AgreementIntervals,
   AgreementSlice,
   ComparisonIntervals,
-  ReferenceDifference,
 } from './compare.models';
 
 /** Where each compared step sits: its task group (contiguous), its position and its iteration. */
@@ -121,61 +120,99 @@ function scoresOf(a: ArrayLike<number>, b: ArrayLike<number>, offsets: Int32Arra
  * method's scores against the reference, and every difference of two methods' reference scores.
  */
 export function comparisonIntervals(
-  series: { name: string; values: ArrayLike<number> }[],
+  series: Series[],
   layout: StepLayout,
-  reference: { field: string; values: Float64Array; keep: number[] } | null,
+  reference: Reference | null,
   options: IntervalOptions,
 ): ComparisonIntervals {
   const offsets = groupOffsets(layout.groupOf);
-  const pairs: { a: string; b: string; scores: GroupedScore[] }[] = [];
-  for (let i = 0; i < series.length; i++)
-    for (let j = i + 1; j < series.length; j++)
-      pairs.push({
-        a: series[i]!.name,
-        b: series[j]!.name,
-        scores: scoresOf(series[i]!.values, series[j]!.values, offsets),
-      });
-  const boot = (scores: GroupedScore[], differences: [number, number][] = []) =>
-    bootstrapGroups(scores, differences, options);
-  const pairIntervals: AgreementIntervals[] = pairs.map(({ a, b, scores }) => {
-    const r = boot(scores).scores;
-    return { a, b, pearson: r[0]!, spearman: r[1]!, groupPearson: r[2]!, signAgreement: r[3]! };
-  });
-  let againstReference: AgreementIntervals[] = [];
-  let referenceDifferences: ReferenceDifference[] = [];
-  if (reference && reference.keep.length) {
-    const sub = groupOffsets(subsetLayout(layout, reference.keep).groupOf);
-    const per = series.map((s) =>
-      scoresOf(
-        Float64Array.from(reference.keep, (k) => s.values[k] as number),
-        reference.values,
-        sub,
-      ),
-    );
-    const width = SCORES.length;
-    const diffs: [number, number][] = [];
-    const named: { a: string; b: string }[] = [];
-    for (let i = 0; i < series.length; i++)
-      for (let j = i + 1; j < series.length; j++) {
-        named.push({ a: series[i]!.name, b: series[j]!.name });
-        for (let s = 0; s < width; s++) diffs.push([i * width + s, j * width + s]);
-      }
-    const r = boot(per.flat(), diffs);
-    againstReference = series.map((s, i) => ({
-      a: s.name,
-      b: reference.field,
-      ...Object.fromEntries(SCORES.map((name, k) => [name, r.scores[i * width + k]!])),
-    })) as AgreementIntervals[];
-    referenceDifferences = named.map((n, d) => ({
-      ...n,
-      ...Object.fromEntries(SCORES.map((name, k) => [name, r.differences[d * width + k]!])),
-    })) as ReferenceDifference[];
-  }
+  const againstTheReference =
+    reference && reference.keep.length
+      ? referenceIntervals(series, layout, reference, options)
+      : { againstReference: [], referenceDifferences: [] };
   return {
     ...options,
     groups: offsets.length - 1,
-    pairs: pairIntervals,
-    againstReference,
-    referenceDifferences,
+    pairs: pairIntervals(series, offsets, options),
+    ...againstTheReference,
+  };
+}
+
+interface Series {
+  name: string;
+  values: ArrayLike<number>;
+}
+
+/** A reference series over the steps at `keep` (the steps it covers), named by its field. */
+interface Reference {
+  field: string;
+  values: Float64Array;
+  keep: number[];
+}
+
+/** Every unordered pair [i, j], i < j, of `n` items, in order. */
+function everyPair(n: number): [number, number][] {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) pairs.push([i, j]);
+  return pairs;
+}
+
+/** The four scores' intervals, named, from `intervals` starting at `at` (SCORES order). */
+function namedScores<T>(intervals: T[], at: number): Record<(typeof SCORES)[number], T> {
+  return Object.fromEntries(SCORES.map((name, k) => [name, intervals[at + k]!])) as Record<
+    (typeof SCORES)[number],
+    T
+  >;
+}
+
+/** Each pair of series against each other: one bootstrap per pair, every one from the same seed. */
+function pairIntervals(
+  series: Series[],
+  offsets: Int32Array,
+  options: IntervalOptions,
+): AgreementIntervals[] {
+  return everyPair(series.length).map(([i, j]) => {
+    const a = series[i]!;
+    const b = series[j]!;
+    const { scores } = bootstrapGroups(scoresOf(a.values, b.values, offsets), [], options);
+    return { a: a.name, b: b.name, ...namedScores(scores, 0) };
+  });
+}
+
+/**
+ * Every series against the reference on the steps it covers, and every difference of two series'
+ * reference scores: one bootstrap for all of them, so the differences are paired resample by resample.
+ */
+function referenceIntervals(
+  series: Series[],
+  layout: StepLayout,
+  reference: Reference,
+  options: IntervalOptions,
+): Pick<ComparisonIntervals, 'againstReference' | 'referenceDifferences'> {
+  const offsets = groupOffsets(subsetLayout(layout, reference.keep).groupOf);
+  const scores = series.flatMap((s) =>
+    scoresOf(
+      Float64Array.from(reference.keep, (k) => s.values[k] as number),
+      reference.values,
+      offsets,
+    ),
+  );
+  const width = SCORES.length;
+  const pairs = everyPair(series.length);
+  const differences = pairs.flatMap(([i, j]) =>
+    SCORES.map((_, k): [number, number] => [i * width + k, j * width + k]),
+  );
+  const r = bootstrapGroups(scores, differences, options);
+  return {
+    againstReference: series.map((s, i) => ({
+      a: s.name,
+      b: reference.field,
+      ...namedScores(r.scores, i * width),
+    })),
+    referenceDifferences: pairs.map(([i, j], d) => ({
+      a: series[i]!.name,
+      b: series[j]!.name,
+      ...namedScores(r.differences, d * width),
+    })),
   };
 }

@@ -8,6 +8,7 @@ import {
 } from '@creditlab/stats';
 import type { TaskDraws } from './draws';
 import { wireGroup } from './methods';
+import { nllQuintiles, optimalMixByQuintile, type QuintileMix } from './optimal-mix';
 
 /** One paper claim: its criterion (fixed before the run), the measurements, and the verdict. */
 export interface ClaimResult {
@@ -18,7 +19,7 @@ export interface ClaimResult {
 }
 
 /** Every step of every draw, task-major (so tasks are contiguous for the bootstrap), with the methods' outputs. */
-interface Pooled {
+export interface Pooled {
   offsets: Int32Array;
   /** Per step: record fields and per-method diagnostics, by name. */
   columns: Map<string, number[]>;
@@ -31,7 +32,7 @@ const RUNS: [string, string, Record<string, unknown>][] = [
   ['gigpo', 'gigpo', {}],
 ];
 
-function pool(draws: TaskDraws[]): Pooled {
+export function pool(draws: TaskDraws[]): Pooled {
   const K = draws[0]?.companions.length ?? 0;
   const perTask = draws.map(() => ({ rows: [] as Record<string, number>[] }));
   const batches: Pooled['batches'] = [];
@@ -97,53 +98,43 @@ function gacaClaim(p: Pooled, seed: number): ClaimResult {
     { seed },
   ).scores;
   // by NLL quintile: GACA's mean λ, and the error-optimal mix α·A^S + β·A^E of the truth (λ* = α/(α+β))
-  const order = col('nll')
-    .map((v, i) => [v, i] as const)
-    .sort((a, b) => a[0] - b[0]);
-  const bins = [0, 1, 2, 3, 4].map((b) =>
-    order
-      .slice(Math.floor((b * order.length) / 5), Math.floor(((b + 1) * order.length) / 5))
-      .map(([, i]) => i),
+  const quintiles = nllQuintiles(
+    Array.from({ length: p.offsets.at(-1)! }, (_, i) => i),
+    col('nll'),
   );
-  const lambdas = bins.map((idx) => mean(idx.map((i) => col('gaca.lambda')[i]!)));
-  const optimal = bins.map((idx) =>
-    optimalMix(
-      idx.map((i) => [
-        col('gaca.advStep')[i]!,
-        col('gaca.advEpisode')[i]!,
-        col('trueAdvantage')[i]!,
-      ]),
-    ),
+  const lambdas = quintiles.map((idx) => mean(idx.map((i) => col('gaca.lambda')[i]!)));
+  const optimal = optimalMixByQuintile(
+    {
+      nll: col('nll'),
+      step: col('gaca.advStep'),
+      episode: col('gaca.advEpisode'),
+      truth: col('trueAdvantage'),
+      offsets: p.offsets,
+    },
+    { resamples: 1000, seed },
   );
-  const follow = spearman(lambdas, optimal);
+  // the criterion (fixed before the runs) takes the 5 point estimates, determined or not
+  const follow = spearman(
+    lambdas,
+    optimal.map((q) => q.lambda),
+  );
+  const undetermined = optimal.filter((q) => !q.determined).length;
   return {
     claim: 'GACA',
     criterion:
       "the step's NLL ranks Var_π Q(s,·) (Spearman ≥ 0.3 with its 95 % interval above 0), and GACA's mean λ over NLL quintiles moves with the error-optimal mixing weight λ* (Spearman over the 5 quintiles ≥ 0.8)",
-    measured: `Spearman(NLL, Var Q) ${ci(rho!)}; λ by quintile ${lambdas.map(f2).join(', ')}; λ* ${optimal.map(f2).join(', ')}; Spearman ${f2(follow)}`,
+    measured: `Spearman(NLL, Var Q) ${ci(rho!)}; λ by quintile ${lambdas.map(f2).join(', ')}; λ* ${optimal.map(mixText).join(', ')}; Spearman ${f2(follow)}${undetermined ? ` (over the point estimates; λ* undetermined on ${undetermined} of 5 quintiles)` : ''}`,
     pass: (rho!.estimate ?? 0) >= 0.3 && (rho!.low ?? 0) > 0 && (follow ?? 0) >= 0.8,
   };
 }
 
-/** Least squares α·s + β·e ≈ t; λ* = α/(α+β) (NaN when the fit is degenerate). */
-function optimalMix(rows: [number, number, number][]): number {
-  let ss = 0,
-    se = 0,
-    ee = 0,
-    st = 0,
-    et = 0;
-  for (const [s, e, t] of rows) {
-    ss += s * s;
-    se += s * e;
-    ee += e * e;
-    st += s * t;
-    et += e * t;
-  }
-  const det = ss * ee - se * se;
-  if (det === 0) return NaN;
-  const alpha = (st * ee - et * se) / det;
-  const beta = (et * ss - st * se) / det;
-  return alpha + beta === 0 ? NaN : alpha / (alpha + beta);
+/** λ* with its interval, or "undetermined" with the interval of α + β that holds 0. */
+function mixText(q: QuintileMix): string {
+  const g = (x: number) =>
+    Number.isFinite(x) ? (Math.abs(x) >= 100 ? x.toExponential(1) : x.toFixed(2)) : '–';
+  return q.determined
+    ? `${g(q.lambda)} [${g(q.lambdaInterval[0])}, ${g(q.lambdaInterval[1])}]`
+    : `undetermined (${g(q.lambda)}; α + β [${g(q.sumInterval[0])}, ${g(q.sumInterval[1])}])`;
 }
 
 /** Gated-BEPO: its fixed-point V is close to the exact V where the gate opens. */

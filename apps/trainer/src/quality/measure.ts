@@ -57,27 +57,7 @@ export function measure(
     cosines: [],
   }));
   for (let k = 0; k < K; k++) {
-    const trajectories = draws.map((d) => [d.target, ...(d.companions[k] ?? [])]);
-    const groups = draws.map((d, i) => wireGroup(d.taskSeed, trajectories[i]!));
-    const steps: BatchStep[] = trajectories.flatMap((ts) =>
-      ts.flatMap((t) => {
-        const g = returnsToGo(
-          t.steps.map((s) => s.record.reward),
-          options.gamma,
-        );
-        return t.steps.map((s, j) => ({
-          trueAdvantage: s.record.trueAdvantage as number,
-          trueValue: s.record.trueValue as number,
-          returnToGo: g[j] as number,
-        }));
-      }),
-    );
-    const truth = Float64Array.from(steps, (s) => s.trueAdvantage);
-    const decisions = trajectories.flatMap((ts) =>
-      ts.flatMap((t) =>
-        t.steps.map((s) => ({ observation: s.record.state, actions: s.actions, chosen: s.chosen })),
-      ),
-    );
+    const { trajectories, groups, steps, truth, decisions } = drawBatch(draws, k, options.gamma);
     const exactGradient =
       k < options.gradientDraws ? policyGradient(policy, decisions, truth) : undefined;
     QUALITY_ROWS.forEach((row, r) => {
@@ -95,12 +75,42 @@ export function measure(
       c.pooled.a.push(...adv);
       c.pooled.t.push(...truth);
       if (exactGradient) {
-        const cos = cosine(policyGradient(policy, decisions, adv), exactGradient);
+        // a row equal to the truth (the `truth` row) has the exact gradient: a backward pass saved
+        const gradient = sameValues(adv, truth)
+          ? exactGradient
+          : policyGradient(policy, decisions, adv);
+        const cos = cosine(gradient, exactGradient);
         if (cos !== null) c.cosines.push(cos);
       }
     });
   }
   return summarise(collected, draws, options);
+}
+
+/** Draw k's batch: per task the target and its companions, as estimator input, steps and decisions. */
+export function drawBatch(draws: TaskDraws[], k: number, gamma: number) {
+  const trajectories = draws.map((d) => [d.target, ...(d.companions[k] ?? [])]);
+  const groups = draws.map((d, i) => wireGroup(d.taskSeed, trajectories[i]!));
+  const steps: BatchStep[] = trajectories.flatMap((ts) =>
+    ts.flatMap((t) => {
+      const g = returnsToGo(
+        t.steps.map((s) => s.record.reward),
+        gamma,
+      );
+      return t.steps.map((s, j) => ({
+        trueAdvantage: s.record.trueAdvantage as number,
+        trueValue: s.record.trueValue as number,
+        returnToGo: g[j] as number,
+      }));
+    }),
+  );
+  const truth = Float64Array.from(steps, (s) => s.trueAdvantage);
+  const decisions = trajectories.flatMap((ts) =>
+    ts.flatMap((t) =>
+      t.steps.map((s) => ({ observation: s.record.state, actions: s.actions, chosen: s.chosen })),
+    ),
+  );
+  return { trajectories, groups, steps, truth, decisions };
 }
 
 function summarise(
@@ -176,6 +186,10 @@ function perTask(values: number[][]): GroupedScore {
     stats,
     score: ([count, sum]) => (count ? (sum as number) / (count as number) : NaN),
   };
+}
+
+function sameValues(a: Float64Array, b: Float64Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
