@@ -26,7 +26,7 @@ ${names.map((n) => `| ${n} | ${sizes.map((G) => cell(G, n)).join(' | ')} |`).joi
 }
 
 function detailTable(rows: RowQuality[]): string {
-  return `| row | pooled Pearson | within-group Pearson − GRPO's [95 % CI] | bias² per step [CI] | variance per step [CI] | gradient cosine (mean, min–max) |
+  return `| row | pooled Pearson | within-group Pearson − GRPO's [95 % CI] | bias² per step, given the target [CI] | variance over draws per step, given the target [CI] | gradient cosine (mean, min–max over draws; no interval) |
 |---|---:|---:|---:|---:|---:|
 ${rows
   .map(
@@ -39,10 +39,11 @@ ${rows
 /**
  * Once success is above one half, the group baselines should beat the plain return. Within a group a
  * baseline that is constant over the group cannot change a Pearson correlation (it is a shift), so
- * where a group method falls below the plain return there, the report says why and shows the measure
- * a baseline does move: the policy-gradient cosine (a baseline reduces the gradient's variance).
+ * the check cannot be made on that measure: the report says so and shows the measure a baseline does
+ * move, the policy-gradient cosine, marking where its mean is lower than the plain return's too (no
+ * interval: a few draws), which the shift does not explain.
  */
-function sanity(s: QualityResult['snapshots'][number]): string {
+function sanity(s: QualityResult['snapshots'][number], gradientDraws: number): string {
   if (s.successRate <= 0.5) return '';
   const lines = s.bySize.map((b) => {
     const row = (name: string) => b.rows.find((r) => r.row === name)!;
@@ -52,22 +53,33 @@ function sanity(s: QualityResult['snapshots'][number]): string {
       (r) => GROUP_BASELINES.includes(r.row) && (r.groupCorrelation.estimate ?? 0) <= p,
     );
     const cos = losers.map(
-      (r) => `${r.row} ${f2(r.gradientCosine.mean)} vs ${f2(plain.gradientCosine.mean)}`,
+      (r) =>
+        `${r.row} ${f2(r.gradientCosine.mean)} vs ${f2(plain.gradientCosine.mean)}${(r.gradientCosine.mean ?? 0) < (plain.gradientCosine.mean ?? 0) ? ' (lower here too)' : ''}`,
     );
     return `G = ${b.groupSize}: ${losers.length ? `below the plain return (${f2(p)}): ${losers.map((r) => `${r.row} ${f2(r.groupCorrelation.estimate)}`).join(', ')}; gradient cosine ${cos.join(', ')}` : `every group baseline beats the plain return (${f2(p)})`}`;
   });
   return `\nSanity check (success above one half, so a group baseline should beat the plain return): ${lines.join('; ')}.
-Why a group method can fall below the plain return here: within a group, a baseline constant over the group is a shift and
-leaves the within-group correlation unchanged, so only what varies inside the group counts; GRPO and RLOO give every step of a
-trajectory the same episode-level value, while the plain return-to-go varies along the trajectory with the discount. The
-baseline shows in the policy gradient instead (its variance): compare the gradient cosines given beside each such row.\n`;
+The within-group correlation cannot make this check: a baseline constant over the group is a shift and leaves a within-group
+correlation unchanged, so only what varies inside the group counts (GRPO and RLOO give every step of a trajectory the same
+episode-level value, while the plain return-to-go varies along the trajectory with the discount). A baseline shows in the policy
+gradient instead (its variance): the gradient cosines are given beside each such row, mean of ${gradientDraws} draws with no interval.
+Where a row's cosine is lower than the plain return's too ("lower here too"), the shift does not explain it and nothing measured
+here does: the check is not passed there, and that is not established either way without intervals.\n`;
 }
+
+/** What the claims' criteria cannot see, said beside every claims table. */
+const CLAIMS_NOTE = `Reading the claims: GACA's λ* = α/(α + β) is not confined to [0, 1] (GACA's λ is), so the λ–λ* Spearman
+compares rank orders only, and a λ* below 0 or above 1 is not a mixing weight. BiPACE's ε is calibrated on the same draws the
+criterion then judges, and its purity measure was corrected (commit a70d002: clusters keyed by group and id) after the criteria
+were fixed.`;
 
 function claimsTable(s: QualityResult['snapshots'][number]): string {
   if (!s.claims.length) return '';
   return `\n| claim | criterion (fixed before the run) | measured | verdict |
 |---|---|---|---|
-${s.claims.map((c) => `| ${c.claim} | ${c.criterion} | ${c.measured} | ${c.pass ? '**pass**' : '**fail**'} |`).join('\n')}\n`;
+${s.claims.map((c) => `| ${c.claim} | ${c.criterion} | ${c.measured} | ${c.pass ? '**pass**' : '**fail**'} |`).join('\n')}
+
+${CLAIMS_NOTE}\n`;
 }
 
 /** Writes one environment's section of `<out>/estimator-quality.md` and its chart. */
@@ -106,6 +118,9 @@ iteration whose training success reached ${plan.levels.map((l) => `${100 * l} %`
 Per snapshot and group size G: ${plan.tasks} training tasks, each with one fixed target trajectory and ${plan.draws} draws of its G − 1 companions;
 each draw's ${plan.tasks} groups form one batch, as a training iteration would. Truth: Q(s,a) − V(s) of the latent state under the snapshot's
 policy, γ ${plan.gamma}. Intervals: 95 %, bootstrap over tasks (${plan.resamples} resamples). Gradient cosine on the first ${plan.gradientDraws} draws.
+Bias² and variance are conditional on the target trajectory, which stays fixed across the draws: bias² includes the noise of the
+target's own sampled return, and a row computed from the target alone (the truth, both return rows, PPO-GAE with the frozen critic)
+has variance 0 by construction. The gradient cosine has no interval yet: mean and min–max over ${plan.gradientDraws} draws.
 
 ${result.snapshots
   .map(
@@ -116,7 +131,7 @@ ${result.snapshots
 Within-group Pearson correlation with the truth, mean over every group of every draw [95 % CI]:
 
 ${correlationTable(result, s)}
-${sanity(s)}
+${sanity(s, plan.gradientDraws)}
 At G = ${claimsG}:
 
 ${detailTable(s.bySize.find((b) => b.groupSize === claimsG)?.rows ?? s.bySize[0]!.rows)}
