@@ -206,7 +206,8 @@ function truthSection(plan: ExperimentPlan, data: ExperimentData): string {
   return `
 Against the truth: a GRPO run of ${plan.truthIterations} iterations (seed 1) logs every step's exact advantage under the rollout
 policy (\`trueAdvantage\`, γ ${DEFAULT_CONFIG.trueAdvantageGamma}); \`compare(...) { againstReference }\` then scores every method on those
-identical rollouts (${truth[0]!.steps} steps). [estimator-quality.md](estimator-quality.md) measures this properly.
+identical rollouts (${truth[0]!.steps} steps). [estimator-quality.md](estimator-quality.md) measures this properly. The truth is
+the latent state's advantage: where observations do not determine that state, no method acting on observations can reach it.
 
 | method | Pearson with the true advantage | Spearman | sign agreement (steps where both are nonzero) |
 |---|---:|---:|---:|
