@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import type { Decision, TextPolicy } from './text-policy';
+import { chosenLogProbs, type Decision, type TextPolicy } from './text-policy';
 
 export interface PpoSample extends Decision {
   /** Index of the action taken. */
@@ -68,14 +68,10 @@ export function ppoUpdate(
       const cost = optimizer.minimize(
         () => {
           const { logProbs } = policy.forward(part);
-          const picked = tf.oneHot(
-            tf.tensor1d(
-              part.map((s) => s.chosen),
-              'int32',
-            ),
-            logProbs.shape[1],
+          const lp = chosenLogProbs(
+            logProbs,
+            part.map((s) => s.chosen),
           );
-          const lp = tf.sum(tf.mul(logProbs, picked), 1);
           const ratio = tf.exp(tf.sub(lp, tf.tensor1d(part.map((s) => s.oldLogProb))));
           const adv = tf.tensor1d(part.map((s) => s.advantage));
           const surrogate = tf.minimum(
@@ -98,7 +94,7 @@ export function ppoUpdate(
   }
   const metrics = tf.tidy(() => {
     const { logProbs } = policy.forward(batch);
-    const lp = tf.sum(tf.mul(logProbs, tf.oneHot(chosen, logProbs.shape[1])), 1);
+    const lp = chosenLogProbs(logProbs, chosen);
     const ratio = tf.exp(tf.sub(lp, oldLp));
     const clipped = tf.logicalOr(tf.greater(ratio, 1 + cfg.clip), tf.less(ratio, 1 - cfg.clip));
     const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logProbs), logProbs), 1));

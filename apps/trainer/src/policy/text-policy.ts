@@ -31,6 +31,12 @@ export interface Scored {
  * = h [B, d]; action bags [C, V] · E [V, d] · U [d, d] = a [C, d]; logit = h·a;
  * value = h · w_v.
  */
+/** The log-probability of each decision's chosen action ([B]), from forward's padded [B, maxA] table. */
+export function chosenLogProbs(logProbs: tf.Tensor2D, chosen: number[] | tf.Tensor1D): tf.Tensor1D {
+  const indices = Array.isArray(chosen) ? tf.tensor1d(chosen, 'int32') : chosen;
+  return tf.sum(tf.mul(logProbs, tf.oneHot(indices, logProbs.shape[1])), 1) as tf.Tensor1D;
+}
+
 export class TextPolicy {
   readonly E: tf.Variable;
   readonly W: tf.Variable;

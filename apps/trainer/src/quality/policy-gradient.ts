@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import type { Decision, TextPolicy } from '../policy/text-policy';
+import { chosenLogProbs, type Decision, type TextPolicy } from '../policy/text-policy';
 
 /**
  * The policy-gradient direction a batch's advantages give: ∇θ Σ_t A_t·log π(a_t|s_t) over the policy's
@@ -13,14 +13,10 @@ export function policyGradient(
   const weights = [policy.E, policy.W, policy.b, policy.U];
   const { grads } = tf.variableGrads(() => {
     const { logProbs } = policy.forward(steps);
-    const picked = tf.oneHot(
-      tf.tensor1d(
-        steps.map((s) => s.chosen),
-        'int32',
-      ),
-      logProbs.shape[1],
+    const lp = chosenLogProbs(
+      logProbs,
+      steps.map((s) => s.chosen),
     );
-    const lp = tf.sum(tf.mul(logProbs, picked), 1);
     return tf.sum(tf.mul(lp, tf.tensor1d(Array.from(advantages)))) as tf.Scalar;
   }, weights);
   const parts = weights.map((w) => grads[w.name]?.dataSync() ?? new Float32Array(w.size));
