@@ -49,7 +49,13 @@ export class BinaryCopyRows {
   int8(x: bigint | number | undefined): this {
     if (x === undefined) return this.null();
     this.buf.writeInt32BE(8, this.at);
-    this.buf.writeBigInt64BE(BigInt(x), this.at + 4);
+    if (typeof x === 'bigint') {
+      this.buf.writeBigInt64BE(x, this.at + 4);
+    } else {
+      // A safe integer as its two 32-bit words: no BigInt made per row (every step's seq comes here).
+      this.buf.writeInt32BE(Math.floor(x / 2 ** 32), this.at + 4);
+      this.buf.writeUInt32BE(x >>> 0, this.at + 8);
+    }
     this.at += 12;
     return this;
   }
