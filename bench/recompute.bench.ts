@@ -20,27 +20,31 @@ import { fmt, machineLine, median, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 import { readBatchesByRows } from './support/row-reader-baseline';
 import { BENCH_ITERATION as ITERATION, ingestRun } from './support/synthetic-ingest';
+import { CHUNK_ITERATIONS, chunkIterations } from '../apps/server/src/jobs/recompute-chunks';
 
 const RUN_STEPS = Number(process.env.BENCH_RECOMPUTE_STEPS ?? 1_000_000);
 const COMPARE_STEPS = Number(process.env.BENCH_COMPARE_STEPS ?? 100_000);
 const ONLINE_ITERATIONS = 5;
-const CHUNK = 16; // iterations per read, as the recompute job reads them
+/** The server's default CREDITLAB_RECOMPUTE_CHUNK_STEPS. */
+const CHUNK_STEPS = 131_072;
 const METHODS = ['gigpo', 'gated-bepo'];
 
-/** Iteration numbers 0..n-1 in the job's chunks. */
-const chunksOf = (n: number) =>
-  Array.from({ length: Math.ceil(n / CHUNK) }, (_, c) =>
-    Array.from({ length: Math.min(CHUNK, n - c * CHUNK) }, (_, j) => c * CHUNK + j),
+/** Iteration numbers 0..n-1 in the chunks the recompute job reads them in (`sizes`: steps per iteration). */
+const chunksOf = (sizes: number[]) =>
+  chunkIterations(
+    sizes.map((_, i) => i),
+    (i) => sizes[i] as number,
+    { steps: CHUNK_STEPS, iterations: CHUNK_ITERATIONS },
   );
 
 /** Seconds to read every iteration with `read`, and the batches read. */
 async function timeRead(
-  n: number,
+  sizes: number[],
   read: (chunk: number[]) => Promise<ColumnarBatch[]>,
 ): Promise<{ seconds: number; batches: ColumnarBatch[] }> {
   const t0 = performance.now();
   const batches: ColumnarBatch[] = [];
-  for (const chunk of chunksOf(n)) batches.push(...(await read(chunk)));
+  for (const chunk of chunksOf(sizes)) batches.push(...(await read(chunk)));
   return { seconds: (performance.now() - t0) / 1000, batches };
 }
 
@@ -122,8 +126,10 @@ async function main(): Promise<void> {
     // Reading every iteration once, as the job reads them: the old row reader, binary COPY of the
     // steps (the reader before packed rows), then the packed rows.
 
-    const rowsRead = await timeRead(n, (c) => readBatchesByRows(pool, run.id, c, new Map()));
-    const everything = await timeRead(n, (c) => binaryRead(pool, run.id, c));
+    const rowsRead = await timeRead(run.sizes, (c) =>
+      readBatchesByRows(pool, run.id, c, new Map()),
+    );
+    const everything = await timeRead(run.sizes, (c) => binaryRead(pool, run.id, c));
     console.log(
       `read once: rows ${fmt(rowsRead.seconds)} s, binary (every column) ${fmt(everything.seconds)} s`,
     );
@@ -134,8 +140,8 @@ async function main(): Promise<void> {
       `| binary COPY: every column | ${fmt(everything.seconds)} s | ${fmt(rowsRead.seconds / everything.seconds, 1)}× |`,
     ];
     for (const method of METHODS) {
-      const stepsRead = await timeRead(n, (c) => binaryRead(pool, run.id, c, method));
-      const read = await timeRead(n, (c) => binaryRead(pool, run.id, c, method, true));
+      const stepsRead = await timeRead(run.sizes, (c) => binaryRead(pool, run.id, c, method));
+      const read = await timeRead(run.sizes, (c) => binaryRead(pool, run.id, c, method, true));
       const what = [...methodInputs(method)].join(', ');
       readRows.push(
         `| binary COPY of the steps (before): what ${method} reads (${what}) | ${fmt(stepsRead.seconds)} s | ${fmt(rowsRead.seconds / stepsRead.seconds, 1)}× |`,
@@ -266,7 +272,9 @@ A server process with 2 estimator threads and 2 job workers, on an embedded Post
 (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states), ingested through the HTTP API first.
 
 **Reading a stored run** of ${run.steps.toLocaleString('en')} steps in ${run.iterations} iterations into columnar batches,
-16 iterations per snapshot, as the recompute job reads them (from this benchmark's process, on its own connection).
+in the chunks the recompute job reads them in (consecutive iterations up to 131,072 steps, the default
+\`CREDITLAB_RECOMPUTE_CHUNK_STEPS\`; ${chunksOf(run.sizes).length} chunks here), one snapshot per chunk, from this benchmark's
+process on its own connection.
 The row reader is the server's reader before binary COPY, kept in \`bench/support/row-reader-baseline.ts\`; the
 binary COPY of the steps is the reader before packed rows (still what reads an iteration without a fresh packed
 row); packed rows are the \`iteration_columns\` rows the server wrote in the background as iterations completed
@@ -282,11 +290,11 @@ not seconds). Binary COPY of the steps (what GiGPO reads): PostgreSQL's index sc
 the shape ≈ 25 %, decoding into typed arrays ≈ 10 %: mostly PostgreSQL producing one row per step. Packed rows
 (a 200k-step run): at first the shape query was ≈ 70 % of the read, as it still joined the trajectories of the
 packed iterations before discarding them; with the shape of unpacked iterations read per iteration through the
-primary keys, the read is a few round trips per 16 iterations and copying the columns.
+primary keys, the read is a few round trips per chunk and copying the columns.
 
 **Recompute of a stored run, end to end** (GraphQL \`recompute\` until the job reports completed: the queue, reading
 each iteration from its packed row, estimating in worker threads, storing float32 arrays and diagnostics; the
-job reads the next 16 iterations and stores the previous 16 while it estimates these). "Read once" is the method's packed row above;
+job reads the next chunk and stores the previous one while it estimates this one). "Read once" is the method's packed row above;
 "library" is the estimator alone on the same batches in one thread. The aim is end to end within read once + 3 × library.
 "Peak RSS" is the server process's peak resident memory during that recompute (VmHWM, reset just before it;
 the process's RSS at that moment beside it, which includes the 1M-step ingest's leftovers).
@@ -295,7 +303,13 @@ Where the rest of the time goes (one-off, a 200k-step GiGPO job on this machine,
 behind the estimate, storing a chunk was the largest part — PostgreSQL compressing the advantages and diagnostics
 with pglz (≈ 30 of 35 ms per 16 iterations); they are stored uncompressed now, and a chunk is stored while the next
 is estimated. Next came handing each iteration to a worker thread and back (16 hand-overs per chunk, each waiting
-for a busy machine to schedule both sides): a chunk now goes as one task per thread. What is left is mostly the
+for a busy machine to schedule both sides): a chunk now goes as one task per thread. Then the chunks themselves
+(2026-12-01): they were 16 iterations, so a run of small iterations (here about 1,500 steps each) paid a chunk's
+fixed costs (a read's round trips, a hand-over to the threads and back, a store, a progress notice) 43 times for
+1M steps, which made GiGPO's job 1.37 s against an aim of 0.49 s. Chunks are now sized by steps (${chunksOf(run.sizes).length} here); a
+timeline of the GiGPO job, logged on a loaded machine, showed the estimate of each chunk then dominating, with the
+first chunk's 2–4× the later ones' (the threads' first large batch: warm-up on a small batch does not size their
+heaps or settle their compiled code for it). What is left is mostly the
 estimators on two threads sharing two cores with the server's main thread and PostgreSQL (in a 200k-step
 Gated-BEPO job, their own time in the threads was 1.5–5× the library's alone), then the queue and the job's own
 statements before and after.

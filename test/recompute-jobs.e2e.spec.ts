@@ -7,6 +7,8 @@ let server: ServerProcess & { databaseUrl: string };
 beforeAll(async () => {
   server = await startTestServer({
     CREDITLAB_RECOMPUTE_TURN_MS: '5',
+    // Chunks of a few small iterations, so that a job of this file's runs has several.
+    CREDITLAB_RECOMPUTE_CHUNK_STEPS: '256',
     CREDITLAB_JOB_MAINTENANCE_SECONDS: '1',
     CREDITLAB_JOB_EXPIRE_SECONDS: '3',
   });
@@ -120,7 +122,8 @@ test('a job that cannot succeed fails with the estimator’s message', async () 
 });
 
 test('a cancelled job stops between chunks of iterations', async () => {
-  // 48 iterations: three chunks of 16, so a cancel right after queueing lands before the last chunk.
+  // 48 iterations of up to 96 steps in chunks of at most 256 steps: a dozen chunks or more, so a
+  // cancel right after queueing lands before the last one.
   const { id } = await syntheticRun(server.url, 48, {
     groups: 3,
     groupSize: 4,
@@ -153,6 +156,8 @@ test('a job whose server dies mid-way is resumed by another server process, with
   const env = {
     DATABASE_URL: server.databaseUrl,
     CREDITLAB_RECOMPUTE_TURN_MS: '60000',
+    // An iteration or two per chunk (~10k steps each), so the job is killed with work stored and work left.
+    CREDITLAB_RECOMPUTE_CHUNK_STEPS: '20000',
     CREDITLAB_JOB_MAINTENANCE_SECONDS: '1',
     CREDITLAB_JOB_EXPIRE_SECONDS: '3',
   };
@@ -185,6 +190,7 @@ test('a worker takes the turns its own process queues at once, not at its next p
   const quiet = await startTestServer({
     CREDITLAB_JOB_POLL_SECONDS: '3600',
     CREDITLAB_RECOMPUTE_TURN_MS: '5',
+    CREDITLAB_RECOMPUTE_CHUNK_STEPS: '64',
   });
   try {
     const { id } = await syntheticRun(quiet.url, 40, { groups: 2, groupSize: 4, maxSteps: 5 });

@@ -299,6 +299,15 @@ export class AdvantageSetsService {
     };
   }
 
+  /** The step count of each of `iterations` that holds rollouts. */
+  async stepCounts(runId: string, iterations: number[]): Promise<Map<number, number>> {
+    const res = await this.db.pool.query<{ iteration: number; step_count: number }>(
+      'SELECT iteration, step_count FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])',
+      [runId, iterations],
+    );
+    return new Map(res.rows.map((r) => [r.iteration, r.step_count]));
+  }
+
   /** Iterations that hold rollouts, and which of them are complete (a later iteration exists, or the run ended). */
   async iterationsOf(runId: string): Promise<{ all: number[]; complete: number[] }> {
     const res = await this.db.pool.query<{ iteration: number; complete: boolean }>(

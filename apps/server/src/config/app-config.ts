@@ -49,6 +49,7 @@ const schema = z.object({
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CREDITLAB_PACK_ITERATIONS: z.enum(['on-complete', 'on-read']).default('on-complete'),
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
+  CREDITLAB_RECOMPUTE_CHUNK_STEPS: z.coerce.number().int().min(1).default(131_072),
   CREDITLAB_JOB_POLL_SECONDS: z.coerce.number().min(0.1).default(0.5),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
   CREDITLAB_JOB_MAINTENANCE_SECONDS: z.coerce.number().int().min(1).default(60),
@@ -105,6 +106,8 @@ export interface AppConfig {
     concurrency: number;
     /** Work (ms) a job does before it yields its turn to the next job in the queue (round-robin across runs). */
     turnMs: number;
+    /** Steps a job reads, estimates and stores together (recompute-chunks.ts). */
+    chunkSteps: number;
     /** How often an idle worker looks for jobs queued by other processes (its own process wakes it at once). */
     pollSeconds: number;
     /** A job whose worker went silent this long is retried by another worker. */
@@ -166,6 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       packIterations: e.CREDITLAB_PACK_ITERATIONS,
       concurrency: e.CREDITLAB_JOB_CONCURRENCY,
       turnMs: e.CREDITLAB_RECOMPUTE_TURN_MS,
+      chunkSteps: e.CREDITLAB_RECOMPUTE_CHUNK_STEPS,
       pollSeconds: e.CREDITLAB_JOB_POLL_SECONDS,
       expireSeconds: e.CREDITLAB_JOB_EXPIRE_SECONDS,
       maintenanceSeconds: e.CREDITLAB_JOB_MAINTENANCE_SECONDS,

@@ -20,10 +20,9 @@ import {
   type StoredSet,
   type MethodRequest,
 } from '../advantages/advantage-sets.service';
+import { CHUNK_ITERATIONS, chunkIterations } from './recompute-chunks';
 
 const QUEUE = 'recompute';
-/** Iterations read, estimated and stored together (one statement each way). */
-const CHUNK = 16;
 
 export interface RecomputeJob {
   id: string;
@@ -192,8 +191,11 @@ export class RecomputeService implements OnModuleInit, OnModuleDestroy {
       let done = job.iterations.length - missing.length;
       const started = Date.now();
       const texts = new Map<string, string>(); // a run's texts never change: read each once per turn
-      const chunks: number[][] = [];
-      for (let at = 0; at < missing.length; at += CHUNK) chunks.push(missing.slice(at, at + CHUNK));
+      const steps = await this.sets.stepCounts(set.runId, missing);
+      const chunks = chunkIterations(missing, (i) => steps.get(i) ?? 0, {
+        steps: this.config.recompute.chunkSteps,
+        iterations: CHUNK_ITERATIONS,
+      });
       // Read chunk i+1 and store chunk i−1 while chunk i is estimated (one store at a time, in order).
       let next = chunks[0] ? this.sets.loadMany(set, chunks[0], texts) : undefined;
       let storing: Promise<RecomputeJob['status']> | undefined;
