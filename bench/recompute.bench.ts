@@ -307,9 +307,9 @@ for a busy machine to schedule both sides): a chunk now goes as one task per thr
 (2026-12-01): they were 16 iterations, so a run of small iterations (here about 1,500 steps each) paid a chunk's
 fixed costs (a read's round trips, a hand-over to the threads and back, a store, a progress notice) 43 times for
 1M steps, which made GiGPO's job 1.37 s against an aim of 0.49 s. Chunks are now sized by steps (${chunksOf(run.sizes).length} here); a
-timeline of the GiGPO job, logged on a loaded machine, showed the estimate of each chunk then dominating, with the
-first chunk's 2–4× the later ones' (the threads' first large batch: warm-up on a small batch does not size their
-heaps or settle their compiled code for it). What is left is mostly the
+timeline of the GiGPO job, logged on a loaded machine (load 10), showed the estimate of each chunk then
+dominating, the first chunk's slower than the rest (420 ms against 40–250 ms; why was not settled: the same
+pattern did not reproduce reliably in the pool alone). What is left is mostly the
 estimators on two threads sharing two cores with the server's main thread and PostgreSQL (in a 200k-step
 Gated-BEPO job, their own time in the threads was 1.5–5× the library's alone), then the queue and the job's own
 statements before and after.
