@@ -65,3 +65,10 @@ test('processes of an earlier run that was killed outright are stopped by the ne
   await new Promise((resolve) => setTimeout(resolve, 200));
   expect(alive(pid)).toBe(false);
 });
+
+test('temporary files of the run go into its scratch folder (removed by global teardown), not the machine’s', () => {
+  const system = process.env.CREDITLAB_TEST_SYSTEM_TMPDIR as string;
+  expect(system).toBeTruthy();
+  expect(path.dirname(tmpdir())).toBe(path.resolve(system));
+  expect(path.basename(tmpdir())).toMatch(/^creditlab-test-run-/);
+});

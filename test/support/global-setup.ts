@@ -17,6 +17,7 @@ import { startSystemPostgres } from './system-postgres';
 export default async function globalSetup(): Promise<void> {
   process.env.CREDITLAB_TEST_RUN = String(process.pid);
   await reapOrphans();
+  await useScratchFolder();
   buildWebApp();
   if (process.env.CREDITLAB_TEST_DATABASE_URL) return;
   const bin = process.env.CREDITLAB_TEST_POSTGRES_BIN;
@@ -37,6 +38,20 @@ export default async function globalSetup(): Promise<void> {
   track(postmaster, `test PostgreSQL in ${dataDir}`, false, 'run');
   process.env.CREDITLAB_TEST_DATABASE_URL = pg.url;
   (globalThis as { __creditlabTestPg?: TestPostgres }).__creditlabTestPg = { ...pg, root };
+}
+
+/**
+ * Every temporary file of the run — specs' folders, servers', CLIs', the browser's, Python's — goes
+ * into one folder that global teardown removes: TMPDIR, which Node's os.tmpdir(), Python's tempfile
+ * and Chromium all follow, is set for the workers and every process they start. Readable by all,
+ * since PostgreSQL runs as its own user in folders some specs make there.
+ */
+async function useScratchFolder(): Promise<void> {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'creditlab-test-run-'));
+  await chmod(scratch, 0o755);
+  process.env.CREDITLAB_TEST_SYSTEM_TMPDIR = tmpdir();
+  process.env.TMPDIR = scratch;
+  (globalThis as { __creditlabScratch?: string }).__creditlabScratch = scratch;
 }
 
 /**

@@ -10,7 +10,12 @@ import path from 'node:path';
  * exits, and global setup and teardown kill those of earlier runs that were killed outright
  * (a SIGKILLed run cannot take its children with it).
  */
-const REGISTRY_DIR = path.join(tmpdir(), 'creditlab-test-processes');
+const REGISTRY_DIR = path.join(
+  // The machine's temporary folder, not the run's scratch folder (global-setup.ts): the next run
+  // must find the records of a run that was killed outright.
+  process.env.CREDITLAB_TEST_SYSTEM_TMPDIR ?? tmpdir(),
+  'creditlab-test-processes',
+);
 
 interface Record {
   pid: number;
