@@ -93,6 +93,17 @@ test.concurrent.each([
     /^experiment: --methods: parameter "clusterEpsilon" of method "bipace" must be/,
   ],
   ['experiment', ['--methods', 'bipace@eps'], /^experiment: --methods expects key=value/],
+  ['experiment', ['--truth-only', '--report-only'], /^experiment: --truth-only and --report-only/],
+  [
+    'experiment',
+    ['--truth-only', '--truth-iterations', '0'],
+    /^experiment: --truth-only needs --truth-iterations of at least 1/,
+  ],
+  [
+    'experiment',
+    ['--truth-only', '--env', 'household-small'],
+    /^experiment: --truth-only: household-small has no exact advantages/,
+  ],
   ['admin', [], /^admin: the command comes first/],
   ['admin', ['--json'], /^admin: the command comes first/],
   ['admin', ['frobnicate'], /^admin: unknown command "frobnicate"; one of whoami, env/],

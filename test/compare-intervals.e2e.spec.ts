@@ -50,6 +50,7 @@ interface Scores {
   pearson: Iv;
   spearman: Iv;
   groupPearson: Iv;
+  groupSpearman: Iv;
   signAgreement: Iv;
 }
 interface Row {
@@ -65,7 +66,8 @@ const PAIRS: [number, number][] = [
   [0, 2],
   [1, 2],
 ];
-const SCORES = `pearson { estimate low high } spearman { estimate low high } groupPearson { estimate low high } signAgreement { estimate low high }`;
+const NAMES = ['pearson', 'spearman', 'groupPearson', 'groupSpearman', 'signAgreement'] as const;
+const SCORES = NAMES.map((name) => `${name} { estimate low high }`).join(' ');
 
 async function ask(seed: number, resamples: number, methods = METHODS) {
   const res = await gql<{
@@ -76,6 +78,7 @@ async function ask(seed: number, resamples: number, methods = METHODS) {
         steps: number;
         pearson: number;
         groupPearson: number;
+        groupSpearman: number;
         signAgreement: number;
         zeroFractionB: number;
       }[];
@@ -93,7 +96,7 @@ async function ask(seed: number, resamples: number, methods = METHODS) {
     server,
     `query($run: ID!, $m: [MethodInput!]!, $seed: Int!, $b: Int!) { compare(runId: $run, methods: $m) {
       pairs { a b pearson signAgreement }
-      againstReference(field: "oracle") { method steps pearson groupPearson signAgreement zeroFractionB }
+      againstReference(field: "oracle") { method steps pearson groupPearson groupSpearman signAgreement zeroFractionB }
       rows(first: 1000) { nodes { iteration groupId trajectoryId stepIndex advantages } pageInfo { hasNextPage } }
       intervals(resamples: $b, seed: $seed, field: "oracle") { resamples level groups
         pairs { a b ${SCORES} } againstReference { a b ${SCORES} } referenceDifferences { a b ${SCORES} } } } }`,
@@ -138,17 +141,22 @@ interface Series {
 }
 const series = (values: number[]): Series => ({ values, ranks: rank(values) });
 
-/** The four scores of (a, b) on a multiset of groups (each group's steps listed once per pick). */
+/** The scores of (a, b), in NAMES order, on a multiset of groups (each group's steps listed once per pick). */
 function scoresOn(picks: number[], members: number[][], a: Series, b: Series) {
   const idx = picks.flatMap((g) => members[g]!);
   const at = (x: number[], ks: number[]) => ks.map((k) => x[k]!);
-  const within = picks
-    .map((g) => corr(at(a.values, members[g]!), at(b.values, members[g]!)))
-    .filter((r) => !Number.isNaN(r));
+  // the mean over the picked groups of each group's correlation (ranks taken within the group)
+  const within = (r: (x: number[]) => number[]) => {
+    const rs = picks
+      .map((g) => corr(r(at(a.values, members[g]!)), r(at(b.values, members[g]!))))
+      .filter((v) => !Number.isNaN(v));
+    return rs.length ? avg(rs) : NaN;
+  };
   return [
     corr(at(a.values, idx), at(b.values, idx)),
     corr(at(a.ranks, idx), at(b.ranks, idx)),
-    within.length ? avg(within) : NaN,
+    within((x) => x),
+    within(rank),
     sign(at(a.values, idx), at(b.values, idx)),
   ];
 }
@@ -189,7 +197,7 @@ test('every interval (pairs, each method against the reference, every difference
   const check = (got: Scores, a: Series, b: Series) => {
     const draws = resamples.map((picks) => scoresOn(picks, members, a, b));
     scoresOn(all, members, a, b).forEach((estimate, s) => {
-      const name = (['pearson', 'spearman', 'groupPearson', 'signAgreement'] as const)[s]!;
+      const name = NAMES[s]!;
       expectInterval(
         got[name],
         estimate,
@@ -213,6 +221,7 @@ test('every interval (pairs, each method against the reference, every difference
     );
     expect(p.pearson.estimate).toBeCloseTo(reported.pearson, 9);
     expect(p.groupPearson.estimate).toBeCloseTo(reported.groupPearson, 9);
+    expect(p.groupSpearman.estimate).toBeCloseTo(reported.groupSpearman, 9);
     return check(p, col(m), ref);
   });
   // a − b on the same resamples: the interval of the difference, not the difference of intervals
@@ -221,7 +230,7 @@ test('every interval (pairs, each method against the reference, every difference
     expect([d.a, d.b]).toEqual([METHODS[a]!.name, METHODS[b]!.name]);
     const ea = scoresOn(all, members, col(a), ref);
     const eb = scoresOn(all, members, col(b), ref);
-    (['pearson', 'spearman', 'groupPearson', 'signAgreement'] as const).forEach((name, s) =>
+    NAMES.forEach((name, s) =>
       expectInterval(
         d[name],
         ea[s]! - eb[s]!,

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExperimentData } from '../apps/trainer/src/experiment-data';
@@ -32,5 +32,20 @@ test('an arm with parameters trains with them and is reported in its own family'
   expect(report).toContain('one Holm family of 2 comparisons');
   expect(report).toMatch(/\n\| bipace@clusterEpsilon=2 \| grpo \| 2 \| /);
   expect(report).toMatch(/\n\| bipace@clusterEpsilon=2 \| bipace \| 2 \| /);
-  expect(report).not.toMatch(/\n\| bipace@clusterEpsilon=2 \| 2 \| /);
+  // not in the main table (the value loss table lists every arm)
+  const main = report.slice(report.indexOf('| method | seeds |')).split('\n\n')[0]!;
+  expect(main).toMatch(/\n\| bipace \| 2 \| /);
+  expect(main).not.toMatch(/\n\| bipace@clusterEpsilon=2 \| 2 \| /);
+});
+
+test('--truth-only refuses an experiments.md without the truth table, before training anything', async () => {
+  const out = await mkdtemp(path.join(tmpdir(), 'creditlab-truth-only-'));
+  const r = await npmRun('experiment', [
+    ...['--in-process', '--env', 'errand-tiny', '--methods', 'grpo', '--truth-only'],
+    ...['--tasks', '2', '--group-size', '2', '--truth-iterations', '1', '--out', out],
+  ]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(/has no truth table of errand-tiny to replace/);
+  expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  await expect(stat(path.join(out, 'data'))).rejects.toThrow('ENOENT');
 });

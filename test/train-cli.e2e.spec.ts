@@ -2,6 +2,8 @@ import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { ExperimentData } from '../apps/trainer/src/experiment-data';
+import type { TruthRow } from '../apps/trainer/src/experiment-truth';
 import { npmRun, startEntry, type CliResult } from './support/cli';
 import { readIteration } from './support/read-back';
 import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
@@ -304,7 +306,8 @@ test('experiment --server: every method and seed trained there, scored against t
   const report = await readFile(path.join(out, 'experiments.md'), 'utf8');
   expect(report).toContain('--tasks 2 --group-size 2 --truth-iterations 1');
   expect(report).toMatch(/\n\| grpo \| .*\n\| gigpo \| /);
-  expect(report).toMatch(/Pearson with the true advantage[^]*\| gigpo \| /);
+  expect(report).toMatch(/within-group Pearson − GRPO's \[95 % CI\] \|\n[^]*\| gigpo \| /);
+  const dataFile = path.join(out, 'data', 'experiments-household-tiny.json');
   expect((await stat(path.join(out, 'experiments-household-tiny.png'))).size).toBeGreaterThan(0);
   // --report-only: the same data, more seeds and a method asked for than were run; nothing is trained
   const again = await npmRun(
@@ -320,4 +323,35 @@ test('experiment --server: every method and seed trained there, scored against t
   const partial = await readFile(path.join(out, 'experiments.md'), 'utf8');
   expect(partial).toContain('up to 1 of 3 paired seeds');
   expect(partial).toMatch(/\n\| grpo \| 1 \| .*\n\| gigpo \| 1 \| .*\n\| gaca \| 0 \| /);
+  // --truth-only: one new GRPO run (larger, so that some groups succeed), its scores in the data
+  // file, only the truth table rewritten
+  const truthOnly = await npmRun(
+    'experiment',
+    [
+      ...['--server', server.url, '--key', ADMIN_KEY, '--methods', 'grpo,gaca', '--truth-only'],
+      ...['--tasks', '8', '--group-size', '4', '--truth-iterations', '1'],
+      ...['--data', dataFile, '--out', out],
+    ],
+    {},
+  );
+  expect(truthOnly.code).toBe(0);
+  const latest = (await runIds()).filter((id) => ![...before, ...created].includes(id));
+  expect(latest).toHaveLength(1);
+  const redone = (JSON.parse(await readFile(dataFile, 'utf8')) as ExperimentData).truth!;
+  expect(redone.runId).toBe(latest[0]);
+  const [grpo, gaca] = redone.rows as TruthRow[];
+  expect(grpo).toMatchObject({ method: 'grpo', groups: 8, groupPearsonMinusGrpo: null });
+  expect(gaca!.method).toBe('gaca');
+  expect(gaca!.groupSpearman.estimate).toEqual(expect.any(Number));
+  // the server lists GRPO − GACA; the row holds GACA − GRPO
+  expect(gaca!.groupPearsonMinusGrpo!.estimate).toBeCloseTo(
+    gaca!.groupPearson.estimate! - grpo!.groupPearson.estimate!,
+    12,
+  );
+  const outside = (doc: string) =>
+    doc.replace(/truth:household-tiny:start[^]*?truth:household-tiny:end/, '');
+  const rewritten = await readFile(path.join(out, 'experiments.md'), 'utf8');
+  expect(outside(rewritten)).toBe(outside(partial));
+  expect(rewritten).not.toBe(partial);
+  expect(rewritten).toMatch(/--truth-only[^]*\n\| gaca \| [^]*experiment-truth:household-tiny:end/);
 });

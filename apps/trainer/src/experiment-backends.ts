@@ -1,18 +1,16 @@
 import { CreditlabClient } from '@creditlab/client';
 import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
-import { pearson, signAgreement, spearman } from '@creditlab/stats';
 import type { TrainerConfig } from './config';
 import { InProcessRuns, type InProcessRun } from './in-process-runs';
 import type { TrainerHooks } from './iteration';
+import {
+  TRUTH_QUERY,
+  truthRows,
+  truthRowsFromServer,
+  type TruthAnswer,
+  type TruthRow,
+} from './experiment-truth';
 import type { TrainingResult } from './training-loop';
-
-export interface TruthRow {
-  method: string;
-  steps: number;
-  pearson: number | null;
-  spearman: number | null;
-  signAgreement: number | null;
-}
 
 /** Where an experiment's runs are trained, and how it reads figures back from them. */
 export interface ExperimentBackend {
@@ -50,14 +48,13 @@ export function serverBackend(url: string, apiKey: string | undefined): Experime
         Array.from({ length: iterations }, (_, i) => res[`i${i}`]!.methods[m]!.rates[key] ?? NaN);
       return { singletonRate: rate(0, 'singletonRate'), gateOnRate: rate(1, 'gateOnRate') };
     },
-    truth: async (runId, methods) => {
-      const { compare } = await client.graphql<{ compare: { againstReference: TruthRow[] } }>(
-        `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m) {
-           againstReference { method steps pearson spearman signAgreement } } }`,
-        { id: runId, m: methods.map((name) => ({ name })) },
-      );
-      return compare.againstReference;
-    },
+    truth: async (runId, methods) =>
+      truthRowsFromServer(
+        await client.graphql<TruthAnswer>(TRUTH_QUERY, {
+          id: runId,
+          m: methods.map((name) => ({ name })),
+        }),
+      ),
   };
 }
 
@@ -98,25 +95,28 @@ export function inProcessBackend(): ExperimentBackend {
     },
     truth: async (runId, methods) => {
       const all = batches(runId);
-      const truth = Float64Array.from(
-        all.flatMap(({ groups }) =>
-          groups.flatMap((g) =>
-            g.trajectories.flatMap((t) => t.steps.map((s) => s.trueAdvantage as number)),
-          ),
-        ),
-      );
-      return methods.map((method) => {
-        const adv = Float64Array.from(
-          all.flatMap(({ batch }) => Array.from(estimate(batch, method).advantages)),
-        );
-        return {
+      // steps by task group (a task's rollouts in one iteration), in the batches' order
+      const truth: number[] = [];
+      const groupOf: number[] = [];
+      all
+        .flatMap(({ groups }) => groups)
+        .forEach((group, g) => {
+          for (const t of group.trajectories)
+            for (const s of t.steps) {
+              truth.push(s.trueAdvantage as number);
+              groupOf.push(g);
+            }
+        });
+      return truthRows(
+        methods.map((method) => ({
           method,
-          steps: adv.length,
-          pearson: pearson(adv, truth),
-          spearman: spearman(adv, truth),
-          signAgreement: signAgreement(adv, truth).agreement,
-        };
-      });
+          advantages: Float64Array.from(
+            all.flatMap(({ batch }) => Array.from(estimate(batch, method).advantages)),
+          ),
+        })),
+        truth,
+        groupOf,
+      );
     },
   };
 }

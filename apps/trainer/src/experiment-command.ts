@@ -1,6 +1,7 @@
 import {
   CONNECTION_FLAGS,
   integerFlag,
+  UsageError,
   type Command,
   type Flag,
   type FlagValues,
@@ -36,6 +37,11 @@ const EXPERIMENT_FLAGS = {
   'report-only': {
     type: 'boolean',
     help: 'train nothing: write experiments.md from the runs the data file holds (e.g. of an experiment stopped early)',
+    byDefault: 'off',
+  },
+  'truth-only': {
+    type: 'boolean',
+    help: 'only the truth run, again (its scores replace those the data file holds), and only the truth table of the section in experiments.md',
     byDefault: 'off',
   },
   'in-process': {
@@ -111,6 +117,7 @@ export interface ExperimentPlan {
   dataFile: string;
   inProcess: boolean;
   reportOnly: boolean;
+  truthOnly: boolean;
   /** The server to use; absent: CREDITLAB_URL / CREDITLAB_API_KEY, else the credentials file. */
   server?: { url?: string; apiKey?: string };
 }
@@ -123,6 +130,11 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
   const whitenMethods = values['whiten-methods'] ? values['whiten-methods'].split(',') : [];
   for (const m of whitenMethods.filter((x) => x !== 'best')) methodArm(m, '--whiten-methods');
   const outDir = path.resolve(values.out ?? path.resolve(__dirname, '../../../docs'));
+  const truthIterations = integerFlag('truth-iterations', values['truth-iterations'], 0) ?? 10;
+  if (values['truth-only'] && truthIterations === 0)
+    throw new UsageError('--truth-only needs --truth-iterations of at least 1');
+  if (values['truth-only'] && values['report-only'])
+    throw new UsageError('--truth-only and --report-only: one or the other');
   return {
     env,
     methods,
@@ -130,12 +142,13 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
     whitenMethods,
     inProcess: values['in-process'] ?? false,
     reportOnly: values['report-only'] ?? false,
+    truthOnly: values['truth-only'] ?? false,
     dataFile: path.resolve(values.data ?? path.join(outDir, 'data', `experiments-${env}.json`)),
     seeds: integerFlag('seeds', values.seeds, 1) ?? 10,
     iterations: integerFlag('iterations', values.iterations, 1) ?? D.iterations,
     tasksPerIteration: integerFlag('tasks', values.tasks, 1) ?? D.tasksPerIteration,
     groupSize: integerFlag('group-size', values['group-size'], 1) ?? D.groupSize,
-    truthIterations: integerFlag('truth-iterations', values['truth-iterations'], 0) ?? 10,
+    truthIterations,
     outDir,
     ...(values.server === undefined && values.key === undefined
       ? {}

@@ -26,6 +26,8 @@ export interface ExperimentData {
   runs: RunRecord[];
   /** Scores against the exact advantages, when a truth run was made. */
   truth?: { runId: string; rows: unknown[] };
+  /** The machine (with its load) and the day when the last run was saved. */
+  machine?: string;
 }
 
 export const runKey = (r: Pick<RunRecord, 'method' | 'whiten' | 'seed'>): string =>

@@ -3,9 +3,16 @@ import { helpText, parseCommandLine, reportUsageError, UsageError } from '@credi
 import { textEnvironment } from '@creditlab/envs';
 import { DEFAULT_CONFIG, type TrainerConfig } from './config';
 import { EXPERIMENT_COMMAND, experimentPlan, type ExperimentPlan } from './experiment-command';
-import { inProcessBackend, serverBackend } from './experiment-backends';
-import { loadData, runKey, saveData, type RunRecord } from './experiment-data';
-import { areaUnderCurve, bestStepLevel, splitArms, writeReport } from './experiment-report';
+import { inProcessBackend, serverBackend, type ExperimentBackend } from './experiment-backends';
+import { loadData, runKey, saveData, type ExperimentData, type RunRecord } from './experiment-data';
+import {
+  areaUnderCurve,
+  bestStepLevel,
+  machineOfRuns,
+  splitArms,
+  writeReport,
+} from './experiment-report';
+import { checkTruthSection, writeTruthSection } from './experiment-sections';
 import type { IterationReport, RunStart } from './iteration';
 import { connectionRefused, stopOnSignal } from './stop-signal';
 import { methodArm } from './trainer-flags';
@@ -37,6 +44,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`wrote ${file}\n`);
     return 0;
   }
+  const exact = textEnvironment(plan.env).exact;
+  if (plan.truthOnly && !exact)
+    return reportUsageError(
+      'experiment',
+      new UsageError(`--truth-only: ${plan.env} has no exact advantages`),
+    );
+  if (plan.truthOnly) await checkTruthSection(plan);
   const stop = stopOnSignal('experiment');
   const backend = plan.inProcess
     ? inProcessBackend()
@@ -53,20 +67,12 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`run ${r.runId}: ${r.iterations} iterations\n`);
     },
   };
-  if (plan.truthIterations > 0 && textEnvironment(plan.env).exact && !data.truth) {
-    const config = { ...baseConfig(plan, serverUrl, 'grpo', 1, false), trueAdvantages: true };
-    const truthConfig = {
-      ...config,
-      iterations: plan.truthIterations,
-      evalEvery: plan.truthIterations,
-    };
-    const { runId, status } = await backend.train(truthConfig, hooks);
-    if (status === 'aborted') return 130;
-    // the methods at their defaults; an arm with parameters is a variant of one of them
-    const { atDefaults } = splitArms(plan.methods);
-    data.truth = { runId, rows: await backend.truth(runId, atDefaults) };
-    process.stderr.write(`scored ${atDefaults.length} methods against the true advantages\n`);
-    saveData(plan.dataFile, data);
+  if (plan.truthOnly || (plan.truthIterations > 0 && exact && !data.truth)) {
+    if (!(await truthRun(plan, backend, serverUrl, hooks, data))) return 130;
+    if (plan.truthOnly) {
+      process.stderr.write(`wrote ${await writeTruthSection(plan, data)}\n`);
+      return 0;
+    }
   }
   const arm = async (methods: string[], whiten: boolean): Promise<boolean> => {
     for (let seed = 1; seed <= plan.seeds; seed++)
@@ -82,6 +88,7 @@ async function main(argv: string[]): Promise<number> {
         const record = recordOf(method, whiten, seed, runId, reports, rates);
         const seconds = (performance.now() - t0) / 1000;
         data.runs.push({ ...record, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 });
+        data.machine = machineOfRuns();
         saveData(plan.dataFile, data);
         process.stderr.write(
           `${runKey(record)}: held-out area ${areaUnderCurve(record.curve).toFixed(3)}\n`,
@@ -97,6 +104,33 @@ async function main(argv: string[]): Promise<number> {
   const file = await writeReport(plan, EVAL_EVERY, data);
   process.stderr.write(`wrote ${file}\n`);
   return 0;
+}
+
+/**
+ * The truth run: GRPO from seed 1 logging every step's exact advantage, every method at its defaults
+ * scored against them; kept in the data file. False when stopped.
+ */
+async function truthRun(
+  plan: ExperimentPlan,
+  backend: ExperimentBackend,
+  serverUrl: string,
+  hooks: Parameters<ExperimentBackend['train']>[1],
+  data: ExperimentData,
+): Promise<boolean> {
+  const config = { ...baseConfig(plan, serverUrl, 'grpo', 1, false), trueAdvantages: true };
+  const truthConfig = {
+    ...config,
+    iterations: plan.truthIterations,
+    evalEvery: plan.truthIterations,
+  };
+  const { runId, status } = await backend.train(truthConfig, hooks);
+  if (status === 'aborted') return false;
+  // the methods at their defaults; an arm with parameters is a variant of one of them
+  const { atDefaults } = splitArms(plan.methods);
+  data.truth = { runId, rows: await backend.truth(runId, atDefaults) };
+  process.stderr.write(`scored ${atDefaults.length} methods against the true advantages\n`);
+  saveData(plan.dataFile, data);
+  return true;
 }
 
 function baseConfig(

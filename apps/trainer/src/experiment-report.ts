@@ -5,13 +5,12 @@ import { machineLine, writeSection } from '@creditlab/report';
 import { holm, pairedTTest } from '@creditlab/stats';
 import { DEFAULT_CONFIG } from './config';
 import type { ExperimentPlan } from './experiment-command';
-import type { TruthRow } from './experiment-backends';
+import { truthSection, valueLossTable } from './experiment-sections';
 import type { ExperimentData, RunRecord } from './experiment-data';
 import { chartImages } from './chart-image';
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
 const pct = (x: number) => `${(100 * x).toFixed(1)}`;
-const fmt = (x: number | null) => (x === null ? '–' : x.toFixed(2));
 
 /**
  * The primary measure: the area under the held-out success curve, normalised by the span of the
@@ -200,18 +199,9 @@ Gated-BEPO's gate-on rate ${pct(pooled((r) => r.gateOnRate))} % (per iteration $
   };
 }
 
-function truthSection(plan: ExperimentPlan, data: ExperimentData): string {
-  const truth = (data.truth?.rows ?? []) as TruthRow[];
-  if (!truth.length) return '';
-  return `
-Against the truth: a GRPO run of ${plan.truthIterations} iterations (seed 1) logs every step's exact advantage under the rollout
-policy (\`trueAdvantage\`, γ ${DEFAULT_CONFIG.trueAdvantageGamma}); \`compare(...) { againstReference }\` then scores every method on those
-identical rollouts (${truth[0]!.steps} steps). [estimator-quality.md](estimator-quality.md) measures this properly. The truth is
-the latent state's advantage: where observations do not determine that state, no method acting on observations can reach it.
-
-| method | Pearson with the true advantage | Spearman | sign agreement (steps where both are nonzero) |
-|---|---:|---:|---:|
-${truth.map((t) => `| ${t.method} | ${fmt(t.pearson)} | ${fmt(t.spearman)} | ${t.signAgreement === null ? '–' : `${(100 * t.signAgreement).toFixed(0)} %`} |`).join('\n')}`;
+/** The machine and the day, said when runs are saved: a report rebuilt later (`--report-only`) keeps them. */
+export function machineOfRuns(): string {
+  return `${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}`;
 }
 
 /** The command that reproduces the experiment: the flags that differ from the defaults. */
@@ -267,7 +257,7 @@ export async function writeReport(
 
 Command: \`${commandLine(plan)}\`.
 Runs: ${plan.inProcess ? 'trained in process (`--in-process`: the same loop, the advantages from the estimator library as the server computes them)' : 'trained on a Creditlab server'}.
-Machine: ${machineLine()}; run on ${new Date().toISOString().slice(0, 10)}; ${data.runs.length} runs took ${(total / 60).toFixed(0)} min of wall time and ${(totalCpu / 60).toFixed(0)} min of trainer CPU (${plan.inProcess ? 'advantages included' : "the server's CPU comes on top"}; the machine was shared).
+Machine: ${data.machine ?? machineOfRuns()}; ${data.runs.length} runs took ${(total / 60).toFixed(0)} min of wall time and ${(totalCpu / 60).toFixed(0)} min of trainer CPU (${plan.inProcess ? 'advantages included' : "the server's CPU comes on top"}; the machine was shared).
 Trainer defaults (apps/trainer/src/config.ts): B = ${plan.tasksPerIteration} tasks × G = ${plan.groupSize} rollouts per iteration, PPO-clip
 (ε ${c.ppo.clip}, ${c.ppo.epochs} epochs × ${c.ppo.minibatches} minibatches, Adam ${c.ppo.learningRate}, entropy ${c.ppo.entropyCoef}), bag-of-tokens policy (${c.policy.hidden} hidden) with a trained value head (PPO-GAE's critic), each method at its
 registry defaults. Held-out success: the sampling policy, 4 rollouts on each of ${plan.evalTasks} evaluation tasks (held-out seeds), every ${evalEvery} iterations.
@@ -285,6 +275,8 @@ ${rates.text}
 ![per-iteration singleton and gate-on rates](${ratesPng})
 
 Rates per iteration, mean over runs (y from 0 to 100 %; x: iteration).
+
+${valueLossTable(plan, data)}
 ${truthSection(plan, data)}`,
     file,
     '# Experiments\n\nWritten by `npm run experiment`, one section per environment; observations are written by hand below each.\n',

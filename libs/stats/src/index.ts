@@ -6,3 +6,4 @@ export * from './bootstrap';
 export * from './paired-tests';
 export * from './outcome-credit';
 export * from './histogram';
+export * from './agreement-intervals';

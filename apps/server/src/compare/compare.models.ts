@@ -196,12 +196,13 @@ export class Interval {
   @Field(() => Float, { nullable: true }) high!: number | null;
 }
 
-/** The four agreement scores, each as an interval (shared by the types below). */
+/** The agreement scores (libs/stats AGREEMENT_SCORES), each as an interval (shared by the types below). */
 @ObjectType({ isAbstract: true })
 export class ScoreIntervals {
   @Field(() => Interval) pearson!: Interval;
   @Field(() => Interval) spearman!: Interval;
   @Field(() => Interval) groupPearson!: Interval;
+  @Field(() => Interval) groupSpearman!: Interval;
   @Field(() => Interval) signAgreement!: Interval;
 }
 

@@ -1,15 +1,11 @@
 import {
-  bootstrapGroups,
+  agreementIntervals,
   groupOffsets,
   meanGroupCorrelation,
-  meanGroupCorrelationScore,
   pearson,
-  pooledPearsonScore,
-  pooledSpearmanScore,
+  referenceAgreementIntervals,
   signAgreement,
-  signAgreementScore,
   spearman,
-  type GroupedScore,
 } from '@creditlab/stats';
 import type {
   Agreement,
@@ -104,17 +100,6 @@ export interface IntervalOptions {
   seed: number;
 }
 
-const SCORES = ['pearson', 'spearman', 'groupPearson', 'signAgreement'] as const;
-
-function scoresOf(a: ArrayLike<number>, b: ArrayLike<number>, offsets: Int32Array): GroupedScore[] {
-  return [
-    pooledPearsonScore(a, b, offsets),
-    pooledSpearmanScore(a, b, offsets),
-    meanGroupCorrelationScore(a, b, offsets),
-    signAgreementScore(a, b, offsets),
-  ];
-}
-
 /**
  * Bootstrap intervals (task groups resampled, one stream for all) of every pair's scores, every
  * method's scores against the reference, and every difference of two methods' reference scores.
@@ -157,14 +142,6 @@ function everyPair(n: number): [number, number][] {
   return pairs;
 }
 
-/** The four scores' intervals, named, from `intervals` starting at `at` (SCORES order). */
-function namedScores<T>(intervals: T[], at: number): Record<(typeof SCORES)[number], T> {
-  return Object.fromEntries(SCORES.map((name, k) => [name, intervals[at + k]!])) as Record<
-    (typeof SCORES)[number],
-    T
-  >;
-}
-
 /** Each pair of series against each other: one bootstrap per pair, every one from the same seed. */
 function pairIntervals(
   series: Series[],
@@ -174,8 +151,7 @@ function pairIntervals(
   return everyPair(series.length).map(([i, j]) => {
     const a = series[i]!;
     const b = series[j]!;
-    const { scores } = bootstrapGroups(scoresOf(a.values, b.values, offsets), [], options);
-    return { a: a.name, b: b.name, ...namedScores(scores, 0) };
+    return { a: a.name, b: b.name, ...agreementIntervals(a.values, b.values, offsets, options) };
   });
 }
 
@@ -190,29 +166,20 @@ function referenceIntervals(
   options: IntervalOptions,
 ): Pick<ComparisonIntervals, 'againstReference' | 'referenceDifferences'> {
   const offsets = groupOffsets(subsetLayout(layout, reference.keep).groupOf);
-  const scores = series.flatMap((s) =>
-    scoresOf(
-      Float64Array.from(reference.keep, (k) => s.values[k] as number),
-      reference.values,
-      offsets,
-    ),
-  );
-  const width = SCORES.length;
   const pairs = everyPair(series.length);
-  const differences = pairs.flatMap(([i, j]) =>
-    SCORES.map((_, k): [number, number] => [i * width + k, j * width + k]),
+  const r = referenceAgreementIntervals(
+    series.map((s) => Float64Array.from(reference.keep, (k) => s.values[k] as number)),
+    reference.values,
+    offsets,
+    pairs,
+    options,
   );
-  const r = bootstrapGroups(scores, differences, options);
   return {
-    againstReference: series.map((s, i) => ({
-      a: s.name,
-      b: reference.field,
-      ...namedScores(r.scores, i * width),
-    })),
+    againstReference: series.map((s, i) => ({ a: s.name, b: reference.field, ...r.scores[i]! })),
     referenceDifferences: pairs.map(([i, j], d) => ({
       a: series[i]!.name,
       b: series[j]!.name,
-      ...namedScores(r.differences, d * width),
+      ...r.differences[d]!,
     })),
   };
 }
