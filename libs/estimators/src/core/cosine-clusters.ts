@@ -153,8 +153,9 @@ function addToCentroid(
  * float32 embedding: the dot product's d terms (at most d·u for unit vectors, u = 2⁻⁵³) plus the two
  * normalisations (about (d/2 + 2)·u each), doubled for margin: (4d + 8)·u = (2d + 4)·Number.EPSILON,
  * 1.5e-14 at d = 32. It is far below any distance ε is meant to resolve (1e-3 is an angle of 0.045
- * rad; this is one of 2e-7 rad), so only rounding is absorbed. A tolerance in float32 ulps (1.2e-7 on
- * the distance, an angle of 5e-4 rad) would be wrong here: the distance is computed in float64.
+ * rad; this is one of 2e-7 rad): besides rounding it absorbs only embeddings that differ in their last
+ * float32 bits. A tolerance in float32 ulps (1.2e-7 on the distance, an angle of 5e-4 rad) would merge
+ * embeddings that clearly differ: the distance is computed in float64.
  */
 export function distanceRounding(d: number): number {
   return (2 * d + 4) * Number.EPSILON;
