@@ -82,6 +82,17 @@ describe.each(batches)('%s', (_name, batch) => {
     );
   });
 
+  test('BiPACE with ε = 0 on dense state embeddings (identical per state) reproduces exact anchor groups', () => {
+    // a unit vector's cosine with the renormalised sum of copies of itself is 1 only up to rounding
+    // (one-hot vectors are exact; these are not): identical embeddings must still merge at ε = 0
+    const dense = withDenseStateEmbeddings(batch, 32);
+    const bipace = estimate(dense, 'bipace', { clusterEpsilon: 0 });
+    const gigpo = estimate(dense, 'gigpo', {});
+    expect(Array.from(bipace.diagnostics.clusterId!)).toEqual(
+      Array.from(gigpo.diagnostics.stepGroupId!),
+    );
+  });
+
   test("Gated-BEPO's fixed point satisfies the Bellman equation; residuals leaving each state sum to 0", () => {
     // At the fixed point, mean over E(s) of δ = (T V)(s) − V(s) is the Bellman residual. The sweeps stop
     // once no value moves more than tol = 1e-10, which bounds that residual by γ·tol; the sum over E(s)
@@ -134,6 +145,16 @@ describe.each(batches)('%s', (_name, batch) => {
       );
   });
 });
+
+/** Every state text's own dense float32 embedding (seeded), the same vector wherever the state recurs. */
+function withDenseStateEmbeddings(b: ColumnarBatch, d: number): ColumnarBatch {
+  let x = 12345;
+  const next = () => ((x = (x * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+  const byState = b.stateTexts.map(() => Float32Array.from({ length: d }, next));
+  const embedding = new Float32Array(b.stepCount * d);
+  for (let k = 0; k < b.stepCount; k++) embedding.set(byState[b.stateId[k]!]!, k * d);
+  return { ...b, embedding, embeddingDim: d };
+}
 
 function withOneHotStateEmbeddings(b: ColumnarBatch): ColumnarBatch {
   const d = b.stateTexts.length;

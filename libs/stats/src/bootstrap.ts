@@ -1,5 +1,5 @@
 import { seededRandom } from '@creditlab/random';
-import { scoreOf, type GroupedScore } from './grouped-scores';
+import type { GroupedScore } from './grouped-scores';
 
 /** A point estimate with a percentile bootstrap interval; bounds null when too few resamples were defined. */
 export interface Interval {
@@ -30,23 +30,46 @@ export function bootstrapGroups(
   differences: [number, number][] = [],
   options: BootstrapOptions = {},
 ): { scores: Interval[]; differences: Interval[] } {
-  const B = options.resamples ?? 1000;
-  const alpha = (1 - (options.level ?? 0.95)) / 2;
   const groups = scores.length
     ? (scores[0] as GroupedScore).stats.length / (scores[0] as GroupedScore).width
     : 0;
   for (const s of scores)
     if (s.stats.length / s.width !== groups)
       throw new Error('bootstrapGroups: scores over different groups');
+  return bootstrapWeighted(
+    groups,
+    scores.length,
+    (weights, out) => scores.forEach((s, m) => (out[m] = s.score(weightedSum(s, weights)))),
+    differences,
+    options,
+  );
+}
+
+/**
+ * The same cluster bootstrap for scores that are any function of the groups' multiplicities (a
+ * cosine of summed vectors is not a function of summed fixed-width statistics): `evaluate` writes
+ * the `count` scores for the multiplicities `weights` (one per group, summing to the group count)
+ * into `out`. All-ones weights give the point estimates. Same resampling stream as bootstrapGroups,
+ * so the same seed draws the same resamples.
+ */
+export function bootstrapWeighted(
+  groups: number,
+  count: number,
+  evaluate: (weights: Float64Array, out: Float64Array) => void,
+  differences: [number, number][] = [],
+  options: BootstrapOptions = {},
+): { scores: Interval[]; differences: Interval[] } {
+  const B = options.resamples ?? 1000;
+  const alpha = (1 - (options.level ?? 0.95)) / 2;
   const rand = seededRandom(options.seed ?? 1);
-  const draws = scores.map(() => new Float64Array(B));
+  const draws = Array.from({ length: count }, () => new Float64Array(B));
   const weights = new Float64Array(groups);
+  const out = new Float64Array(count);
   for (let r = 0; r < B; r++) {
     weights.fill(0);
     for (let i = 0; i < groups; i++) add(weights, Math.floor(rand() * groups), 1);
-    scores.forEach((s, m) => {
-      (draws[m] as Float64Array)[r] = s.score(weightedSum(s, weights));
-    });
+    evaluate(weights, out);
+    for (let m = 0; m < count; m++) (draws[m] as Float64Array)[r] = out[m] as number;
   }
   const interval = (estimate: number, values: Float64Array): Interval => {
     const defined = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
@@ -57,9 +80,10 @@ export function bootstrapGroups(
       high: ok ? percentile(defined, 1 - alpha) : null,
     };
   };
-  const estimates = scores.map(scoreOf);
+  const estimates = new Float64Array(count);
+  evaluate(new Float64Array(groups).fill(1), estimates);
   return {
-    scores: scores.map((_, m) => interval(estimates[m] as number, draws[m] as Float64Array)),
+    scores: draws.map((d, m) => interval(estimates[m] as number, d)),
     differences: differences.map(([i, j]) => {
       const a = draws[i] as Float64Array;
       const b = draws[j] as Float64Array;

@@ -1,12 +1,13 @@
-import { pearson } from '@creditlab/stats';
+import { pearson, type Interval } from '@creditlab/stats';
 import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
 import { selectBackend } from '../policy/backend';
 import { Learner } from '../learner';
 import { pool } from './claims';
 import { nllQuintiles, optimalMixByQuintile } from './optimal-mix';
 import { sampleDraws, streamFor, type TaskDraws } from './draws';
-import { drawBatch } from './measure';
-import { cosine, policyGradient } from './policy-gradient';
+import { GradientCosines } from './gradient-cosine';
+import { drawBatch, taskOffsets } from './measure';
+import { taskGradients } from './policy-gradient';
 import { trainSnapshots } from './snapshots';
 
 /**
@@ -18,7 +19,10 @@ import { trainSnapshots } from './snapshots';
  * - GACA's error-optimal weight λ* = α/(α+β) per NLL quintile, with bootstrap intervals (tasks
  *   resampled) of α + β and of λ*: a ratio whose denominator's interval holds 0 is not determined.
  *
- *   node scripts/run-entry.mjs apps/trainer/src/quality/diagnose-main.ts errand-tiny
+ *   node scripts/run-entry.mjs apps/trainer/src/quality/diagnose-main.ts ENV [G,G,...] [MIN]
+ *
+ * (default errand-tiny, group sizes 4,8,16, every snapshot; MIN: only snapshots whose training
+ * success is above it, e.g. 0.5 for the sanity check's).
  *
  * Prints markdown tables on stdout.
  */
@@ -29,34 +33,30 @@ const DRAWS = 16;
 const GRADIENT_DRAWS = 4;
 const RESAMPLES = 1000;
 
-async function main(env: string): Promise<void> {
+async function main(env: string, sizes: number[], minSuccess: number): Promise<void> {
   await selectBackend();
   const { config, snapshots } = await trainSnapshots(env, [0, 0.25, 0.5, 0.75], 30, SEED);
   const out = (line: string) => process.stdout.write(`${line}\n`);
   out(
-    `# ${env}\n\nCosine with the exact policy gradient (mean of the first ${GRADIENT_DRAWS} draws):\n`,
+    `# ${env}\n\nCosine with the exact policy gradient (mean of the first ${GRADIENT_DRAWS} draws) [95 % CI, tasks resampled, ${RESAMPLES} resamples]:\n`,
   );
   out(
-    '| snapshot | G | truth, trajectory means | GRPO | Dr.GRPO (mean only) | episode return, no baseline | discounted return-to-go (plain return) | within-trajectory share of the exact gradient |',
+    "| snapshot | G | truth, trajectory means | GRPO | Dr.GRPO (mean only) | episode return, no baseline | discounted return-to-go (plain return) | GRPO − plain return | GRPO − Dr.GRPO (std division) | Dr.GRPO − episode return (group baseline) | episode return − return-to-go (one value per trajectory) | truth's trajectory means − GRPO | within-trajectory share of the exact gradient |",
   );
-  out('|---|---:|---:|---:|---:|---:|---:|---:|');
+  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   const mixes: string[] = [];
-  for (const snap of snapshots) {
+  for (const snap of snapshots.filter((s) => s.successRate > minSuccess)) {
     const learner = new Learner(config);
     if (snap.checkpoint) await learner.restore(snap.checkpoint);
-    for (const G of [4, 8, 16]) {
+    const label = `${snap.iteration} (${(100 * snap.successRate).toFixed(0)} %)`;
+    for (const G of sizes) {
       const rand = streamFor(env, SEED, snap.iteration, G, 'draws');
       // the first draws do not depend on how many follow: K = 4 gives the harness's first 4
-      const K = G === 8 ? DRAWS : GRADIENT_DRAWS;
+      const K = G === 8 && minSuccess < 0 ? DRAWS : GRADIENT_DRAWS;
       const draws = sampleDraws(env, learner.policy, TASKS, G, K, GAMMA, rand);
-      const g = gradientParts(learner.policy, draws);
-      out(
-        `| ${snap.iteration} (${(100 * snap.successRate).toFixed(0)} %) | ${G} | ${g.map((x) => x.toFixed(2)).join(' | ')} |`,
-      );
-      if (G === 8)
-        mixes.push(
-          ...mixTable(draws, `${snap.iteration} (${(100 * snap.successRate).toFixed(0)} %)`),
-        );
+      out(`| ${label} | ${G} | ${gradientParts(learner.policy, draws).join(' | ')} |`);
+      // GACA's λ* (the second diagnosis) on every snapshot only: not with a MIN
+      if (G === 8 && minSuccess < 0) mixes.push(...mixTable(draws, label));
     }
     learner.dispose();
   }
@@ -81,30 +81,47 @@ const LADDER: [string, Record<string, unknown>][] = [
 ];
 
 /**
- * Per draw (the first 4): the cosine with the exact gradient of the truth's trajectory means (the
- * gradient is linear in the advantages, so g − g_mean is the within-trajectory part's), of each
- * LADDER row, and the share |g_within|²/|g|²; means over the draws.
+ * The ladder's gradient cosines with the exact gradient, from per-task gradients of the first 4
+ * draws (so with intervals over resampled tasks, as the harness's): [truth's trajectory means, each
+ * LADDER row], each step of the ladder as a difference with its interval, and the share
+ * |g_within|²/|g|² of the exact gradient that the within-trajectory part of the truth carries.
  */
-function gradientParts(policy: Learner['policy'], draws: TaskDraws[]): number[] {
-  const sums = new Array<number>(LADDER.length + 2).fill(0);
+function gradientParts(policy: Learner['policy'], draws: TaskDraws[]): string[] {
+  const cosines = new GradientCosines(LADDER.length + 2, draws.length);
+  let share = 0;
   for (let k = 0; k < GRADIENT_DRAWS; k++) {
     const { trajectories, groups, truth, decisions } = drawBatch(draws, k, GAMMA);
     const batch = columnarBatchFromJson({ format: ROLLOUT_BATCH_FORMAT, groups });
     const lengths = trajectories.flat().map((t) => t.steps.length);
-    const grad = (a: Float64Array) => policyGradient(policy, decisions, a);
-    const gTruth = grad(truth);
-    const gMean = grad(trajectoryMeans(truth, lengths));
-    const within = gTruth.map((x, i) => x - gMean[i]!);
-    const norm2 = (v: Float64Array) => v.reduce((a, x) => a + x * x, 0);
-    const cosines = [
-      cosine(gMean, gTruth) ?? 0,
-      ...LADDER.map(([m, p]) => cosine(grad(estimate(batch, m, p).advantages), gTruth) ?? 0),
-      norm2(within) / norm2(gTruth),
-    ];
-    cosines.forEach((c, i) => (sums[i]! += c));
+    const offsets = taskOffsets(trajectories);
+    const grad = (a: Float64Array) => taskGradients(policy, decisions, a, offsets);
+    const exact = grad(truth);
+    cosines.beginDraw(exact);
+    cosines.addRow(0, exact);
+    const means = grad(trajectoryMeans(truth, lengths));
+    cosines.addRow(1, means);
+    LADDER.forEach(([m, p], i) => cosines.addRow(i + 2, grad(estimate(batch, m, p).advantages)));
+    const total = (gs: Float64Array[]) => gs.reduce((acc, g) => acc.map((x, j) => x + g[j]!));
+    const x = total(exact);
+    const within = total(means).map((v, j) => x[j]! - v);
+    const norm2 = (v: Float64Array) => v.reduce((acc, y) => acc + y * y, 0);
+    share += norm2(within) / norm2(x);
   }
-  return sums.map((s) => s / GRADIENT_DRAWS);
+  // rows: 0 truth, 1 trajectory means, 2 GRPO, 3 Dr.GRPO, 4 episode return, 5 return-to-go (plain)
+  const { cosine, vs } = cosines.intervals([5, 4, 3, 2], { resamples: RESAMPLES, seed: SEED });
+  const ci = (i: Interval) => `${f2(i.estimate)} [${f2(i.low)}, ${f2(i.high)}]`;
+  return [
+    ...[1, 2, 3, 4, 5].map((r) => ci(cosine[r]!)),
+    ci(vs[0]![2]!), // GRPO − plain return
+    ci(vs[2]![2]!), // GRPO − Dr.GRPO: dividing by the group's std
+    ci(vs[1]![3]!), // Dr.GRPO − episode return: the group mean as baseline
+    ci(vs[0]![4]!), // episode return − return-to-go: one value per trajectory instead of per step
+    ci(vs[3]![1]!), // truth's trajectory means − GRPO
+    f2(share / GRADIENT_DRAWS),
+  ];
 }
+
+const f2 = (x: number | null) => (x === null ? '–' : x.toFixed(2));
 
 /** Each step's value replaced by its trajectory's mean (trajectories of `lengths`, in order). */
 function trajectoryMeans(values: Float64Array, lengths: number[]): Float64Array {
@@ -142,7 +159,12 @@ function mixTable(draws: TaskDraws[], label: string): string[] {
   });
 }
 
-main(process.argv[2] ?? 'errand-tiny').then(
+const [envArg, sizesArg, minArg] = process.argv.slice(2);
+main(
+  envArg ?? 'errand-tiny',
+  (sizesArg ?? '4,8,16').split(',').map(Number),
+  minArg === undefined ? -1 : Number(minArg),
+).then(
   () => process.exit(0),
   (e: unknown) => {
     process.stderr.write(`diagnose: ${(e as Error).message}\n`);

@@ -3,7 +3,8 @@ import { returnsToGo } from '../ppo-batch';
 import type { TextPolicy } from '../policy/text-policy';
 import type { TaskDraws } from './draws';
 import { QUALITY_ROWS, wireGroup, type BatchStep, type QualityRow } from './methods';
-import { cosine, policyGradient } from './policy-gradient';
+import { GradientCosines } from './gradient-cosine';
+import { taskGradients } from './policy-gradient';
 
 /** What the harness reports for one row at one snapshot and group size. */
 export interface RowQuality {
@@ -18,8 +19,14 @@ export interface RowQuality {
   /** Per target step across the K draws, on the truth's scale (each row rescaled to the truth's RMS). */
   bias2: Interval;
   variance: Interval;
-  /** Cosine between the policy gradient from the row's advantages and from the exact ones, per draw. */
-  gradientCosine: { mean: number | null; min: number | null; max: number | null };
+  /**
+   * Cosine between the policy gradient from the row's advantages and from the exact ones, mean over
+   * the first draws [interval over resampled tasks]; and that minus GRPO's and minus the plain
+   * return's, on the same resamples.
+   */
+  gradientCosine: Interval;
+  gradientCosineVsGrpo: Interval;
+  gradientCosineVsPlain: Interval;
 }
 
 export interface MeasureOptions {
@@ -36,7 +43,6 @@ interface Collected {
   /** Per task, per target step: the row's K estimates. */
   targetEstimates: number[][][];
   pooled: { a: number[]; t: number[] };
-  cosines: number[];
 }
 
 /**
@@ -54,12 +60,14 @@ export function measure(
     correlations: draws.map(() => []),
     targetEstimates: draws.map((d) => d.target.steps.map(() => [])),
     pooled: { a: [], t: [] },
-    cosines: [],
   }));
+  const cosines = new GradientCosines(QUALITY_ROWS.length, draws.length);
   for (let k = 0; k < K; k++) {
     const { trajectories, groups, steps, truth, decisions } = drawBatch(draws, k, options.gamma);
-    const exactGradient =
-      k < options.gradientDraws ? policyGradient(policy, decisions, truth) : undefined;
+    const offsets = taskOffsets(trajectories);
+    const exactGradients =
+      k < options.gradientDraws ? taskGradients(policy, decisions, truth, offsets) : undefined;
+    if (exactGradients) cosines.beginDraw(exactGradients);
     QUALITY_ROWS.forEach((row, r) => {
       const adv = row.advantages(groups, steps, options.gamma);
       const c = collected[r]!;
@@ -74,17 +82,24 @@ export function measure(
       });
       c.pooled.a.push(...adv);
       c.pooled.t.push(...truth);
-      if (exactGradient) {
-        // a row equal to the truth (the `truth` row) has the exact gradient: a backward pass saved
-        const gradient = sameValues(adv, truth)
-          ? exactGradient
-          : policyGradient(policy, decisions, adv);
-        const cos = cosine(gradient, exactGradient);
-        if (cos !== null) c.cosines.push(cos);
+      if (exactGradients) {
+        // a row equal to the truth (the `truth` row) has the exact gradients: backward passes saved
+        const gradients = sameValues(adv, truth)
+          ? exactGradients
+          : taskGradients(policy, decisions, adv, offsets);
+        cosines.addRow(r, gradients);
       }
     });
   }
-  return summarise(collected, draws, options);
+  return summarise(collected, cosines, draws, options);
+}
+
+/** Where each task's steps start in a draw's batch (task-major), and the end. */
+export function taskOffsets(trajectories: { steps: unknown[] }[][]): number[] {
+  const offsets = [0];
+  for (const ts of trajectories)
+    offsets.push(offsets.at(-1)! + ts.reduce((n, t) => n + t.steps.length, 0));
+  return offsets;
 }
 
 /** Draw k's batch: per task the target and its companions, as estimator input, steps and decisions. */
@@ -115,6 +130,7 @@ export function drawBatch(draws: TaskDraws[], k: number, gamma: number) {
 
 function summarise(
   collected: Collected[],
+  cosines: GradientCosines,
   draws: TaskDraws[],
   options: MeasureOptions,
 ): RowQuality[] {
@@ -125,6 +141,7 @@ function summarise(
     perTask(c.correlations.map((rs) => rs.map((x) => x ?? 0))),
   );
   const grpo = QUALITY_ROWS.findIndex((r) => r.name === 'grpo');
+  const plain = QUALITY_ROWS.findIndex((r) => r.kind === 'baseline-free');
   const biasVar = collected.map((c) => {
     // a common scale: each row's estimates times the factor that gives them the truth's RMS over the
     // target steps (every draw), so bias and variance are in the truth's units for every row
@@ -155,6 +172,10 @@ function summarise(
     { resamples: options.resamples, seed: options.seed },
   );
   const n = collected.length;
+  const gradient = cosines.intervals([grpo, plain], {
+    resamples: options.resamples,
+    seed: options.seed,
+  });
   return QUALITY_ROWS.map((row, r) => {
     const c = collected[r]!;
     return {
@@ -165,11 +186,9 @@ function summarise(
       pooledCorrelation: pearson(c.pooled.a, c.pooled.t),
       bias2: boot.scores[n + r]!,
       variance: boot.scores[2 * n + r]!,
-      gradientCosine: {
-        mean: c.cosines.length ? mean(c.cosines) : null,
-        min: c.cosines.length ? Math.min(...c.cosines) : null,
-        max: c.cosines.length ? Math.max(...c.cosines) : null,
-      },
+      gradientCosine: gradient.cosine[r]!,
+      gradientCosineVsGrpo: gradient.vs[0]![r]!,
+      gradientCosineVsPlain: gradient.vs[1]![r]!,
     };
   });
 }

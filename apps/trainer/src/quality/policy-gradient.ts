@@ -30,6 +30,28 @@ export function policyGradient(
   return out;
 }
 
+/**
+ * The batch's policy gradient split by task: one gradient per task over that task's steps
+ * (`offsets[i]` to `offsets[i + 1]`, task-major). They sum to the batch's gradient (up to float32
+ * rounding), so a resample of tasks sums them: what the gradient cosine's bootstrap resamples.
+ */
+export function taskGradients(
+  policy: TextPolicy,
+  steps: (Decision & { chosen: number })[],
+  advantages: ArrayLike<number>,
+  offsets: ArrayLike<number>,
+): Float64Array[] {
+  return Array.from({ length: offsets.length - 1 }, (_, i) => {
+    const from = offsets[i] as number;
+    const to = offsets[i + 1] as number;
+    return policyGradient(
+      policy,
+      steps.slice(from, to),
+      Array.prototype.slice.call(advantages, from, to) as number[],
+    );
+  });
+}
+
 /** Cosine of the angle between two vectors; null if either is zero. */
 export function cosine(a: Float64Array, b: Float64Array): number | null {
   let ab = 0;

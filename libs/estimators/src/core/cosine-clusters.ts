@@ -21,9 +21,14 @@ export interface Clusters {
  *
  * Cost: steps × clusters-per-group × dimension; the inner loop is a plain dot
  * product over a flat Float64Array of centroids.
+ *
+ * The distance is compared with ε plus `distanceRounding(d)`: a record whose embedding is identical
+ * to a cluster's members gets a distance that is 0 only up to float64 rounding (the centroid is a
+ * renormalised sum), and at ε = 0 it must still join.
  */
 export function cosineClusters(batch: ColumnarBatch, epsilon: number): Clusters {
   const d = batch.embeddingDim;
+  const radius = epsilon + distanceRounding(d);
   const bucketOf = new Int32Array(batch.stepCount);
   const distance = new Float64Array(batch.stepCount);
   const groupBucketOffsets = new Int32Array(batch.groupCount + 1);
@@ -35,7 +40,7 @@ export function cosineClusters(batch: ColumnarBatch, epsilon: number): Clusters 
     for (let k = lo; k < hi; k++) {
       const zero = unitVector(batch.embedding, k * d, d, phi);
       const best = zero ? -1 : clusters.nearest(phi);
-      if (best >= 0 && clusters.nearestDistance <= epsilon) {
+      if (best >= 0 && clusters.nearestDistance <= radius) {
         clusters.join(best, phi);
         bucketOf[k] = bucketCount + best;
         distance[k] = clusters.nearestDistance;
@@ -141,6 +146,19 @@ function addToCentroid(
   // Opposite members can cancel out (only with ε near 2); a zero centroid then matches nothing better than distance 1.
   const inv = ss === 0 ? 0 : 1 / Math.sqrt(ss);
   for (let j = 0; j < d; j++) centroids[offset + j] = at(sums, offset + j) * inv;
+}
+
+/**
+ * A bound on the float64 rounding of 1 − φ·ĉ for unit vectors of dimension d computed from the same
+ * float32 embedding: the dot product's d terms (at most d·u for unit vectors, u = 2⁻⁵³) plus the two
+ * normalisations (about (d/2 + 2)·u each), doubled for margin: (4d + 8)·u = (2d + 4)·Number.EPSILON,
+ * 1.5e-14 at d = 32. It is far below any distance ε is meant to resolve (1e-3 is an angle of 0.045
+ * rad; this is one of 2e-7 rad): besides rounding it absorbs only embeddings that differ in their last
+ * float32 bits. A tolerance in float32 ulps (1.2e-7 on the distance, an angle of 5e-4 rad) would merge
+ * embeddings that clearly differ: the distance is computed in float64.
+ */
+export function distanceRounding(d: number): number {
+  return (2 * d + 4) * Number.EPSILON;
 }
 
 /** Clusters whose members carry more than one distinct anchor text (what BiGPO merged beyond exact hashing). */

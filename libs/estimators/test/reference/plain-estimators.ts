@@ -221,7 +221,8 @@ export function cosineClustersReference(embeddings: number[][], eps: number): nu
       const d = 1 - phi.reduce((a, x, j) => a + x * centre[j]!, 0);
       if (d < bestDist) [best, bestDist] = [i, d];
     });
-    if (phi && best >= 0 && bestDist <= eps) {
+    // the same rounding allowance as the library's (docs/estimators.md §1.4.4)
+    if (phi && best >= 0 && bestDist <= eps + (2 * h.length + 4) * Number.EPSILON) {
       clusters[best]!.sum = clusters[best]!.sum.map((x, j) => x + phi[j]!);
       return best;
     }
