@@ -1,4 +1,5 @@
 import { runEstimateCli } from '../src/cli/estimate';
+import { getMethod } from '../src/registry/registry';
 import { KEY_BATCH } from './support/key-fixture';
 
 /** The `estimate` command in-process, with stdin/stdout/stderr captured. */
@@ -62,7 +63,7 @@ test('--list prints every method with its parameters; --json as data', async () 
     'gagpo',
     'bipace',
   ]) {
-    expect(text.stdout).toContain(`${m} (v1)`);
+    expect(text.stdout).toContain(`${m} (v${getMethod(m).version})`);
   }
   expect(text.stdout).toContain(
     '--param similarityThreshold=… (default absent; a number in (0, 1))',

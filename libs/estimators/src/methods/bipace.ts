@@ -32,7 +32,7 @@ const { at, intAt } = typedReads;
  */
 export const bipace = defineMethod({
   name: 'bipace',
-  version: '1',
+  version: '2', // 2: identical embeddings merge at ε = 0 (distanceRounding in cosine-clusters.ts)
   description:
     'BiPACE: hidden-state clusters as step groups, action-conditioned (Q − V) step baseline',
   paper: 'BiPACE, "Bisimulation-grouped, action-conditioned credit" (arXiv 2606.25556)',
