@@ -16,6 +16,7 @@ import {
   freshIterations,
   freshIterationSql,
   insertIterations,
+  insertRecomputed,
   type DecodedIteration,
   type FreshRow,
   type StoredIteration,
@@ -253,7 +254,7 @@ export class AdvantageSetsService {
   }
 
   store(set: StoredSet, rows: StoredIteration[]): Promise<void> {
-    return insertIterations(this.db.pool, set.runId, set.id, rows);
+    return insertRecomputed(this.db.pool, set.runId, set.id, rows);
   }
 
   /** The iterations of a set whose stored version is fresh (computed from their current log position). */

@@ -146,6 +146,36 @@ export async function insertIterations(
   );
 }
 
+/**
+ * insertIterations for a recompute job, committed without waiting for its WAL to reach the disk
+ * (synchronous_commit off for this transaction only). A job stores megabytes per chunk, and waiting
+ * for each flush made storing, not estimating, what a job of a fast method waited on. Safe because
+ * the rows are derived: a crash can lose only the last fraction of a second of them, the job's
+ * progress is recorded afterwards by an ordinary commit (whose flush covers every earlier commit, so
+ * progress never counts rows that were lost), and a missing version is computed again when read.
+ */
+export async function insertRecomputed(
+  pool: pg.Pool,
+  runId: string,
+  setId: string,
+  rows: StoredIteration[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  try {
+    await client.query('BEGIN; SET LOCAL synchronous_commit TO off');
+    await insertIterations(client, runId, setId, rows);
+    await client.query('COMMIT');
+  } catch (e) {
+    failure = e as Error;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release(failure); // a connection that failed is not reused
+  }
+}
+
 export function decodeStored(row: StoredIteration): DecodedIteration {
   return {
     iteration: row.iteration,
