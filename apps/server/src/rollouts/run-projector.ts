@@ -1,5 +1,10 @@
 import type { Outcome } from '@creditlab/estimators';
-import { STEP_FIELDS, type StepPayload, type ValidEvent } from '@creditlab/events';
+import {
+  STEP_FIELDS,
+  type StepColumns,
+  type StepPayload,
+  type ValidEvent,
+} from '@creditlab/events';
 import type pg from 'pg';
 import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
 import { IterationTally } from './iteration-tally';
@@ -38,9 +43,17 @@ export interface StepSlice extends RolloutRef {
   outcome?: Outcome;
   /** steps.appended states it; rollouts.appended continues the trajectory. */
   firstStepIndex?: number;
-  steps: StepPayload[];
+  /** Its steps: objects, or a run of the event's columns (the columnar form). */
+  steps: StepPayload[] | ColumnRange;
+  count: number;
   /** Where the slice sits in the event, for messages: `data.groups[0].trajectories[1]`. */
   path: string;
+}
+
+/** Steps `from` to `from + count` of an event's columns. */
+export interface ColumnRange {
+  columns: StepColumns;
+  from: number;
 }
 
 export type Fail = (position: number, path: string, reason: string) => never;
@@ -89,6 +102,7 @@ export class RunProjector {
   private readonly iterations: IterationTally;
   private readonly state: RunSummary;
   private steps = 0;
+  private readonly columnTextIds = new WeakMap<StepColumns, bigint[]>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -202,26 +216,91 @@ export class RunProjector {
         `trajectory "${slice.trajectoryKey}" has ${first} steps stored, so the next step index is ${first}, not ${slice.firstStepIndex}`,
       );
     }
-    slice.steps.forEach((step, j) => {
-      if (step.embedding) {
-        this.state.embeddingDim ??= step.embedding.length;
-        if (step.embedding.length !== this.state.embeddingDim) {
-          this.fail(
-            position,
-            `${slice.path}.steps[${j}].embedding`,
-            `has ${step.embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
-          );
-        }
-      }
-      traj.return += step.reward;
-      this.writeStepRow(rows, traj, first + j, seq, step);
-    });
-    traj.stepCount += slice.steps.length;
+    if (Array.isArray(slice.steps)) {
+      slice.steps.forEach((step, j) => {
+        this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
+        traj.return += step.reward;
+        this.writeStepRow(rows, traj, first + j, seq, step);
+      });
+    } else {
+      this.placeColumns(position, seq, slice.steps, slice.count, traj, first, rows);
+    }
+    traj.stepCount += slice.count;
     if (slice.outcome) traj.outcomeGiven = slice.outcome;
     traj.changed = true;
-    this.iterations.at(slice.iteration).stepCount += slice.steps.length;
-    this.steps += slice.steps.length;
-    return { firstStepIndex: first, stepCount: slice.steps.length };
+    this.iterations.at(slice.iteration).stepCount += slice.count;
+    this.steps += slice.count;
+    return { firstStepIndex: first, stepCount: slice.count };
+  }
+
+  /** One embedding's dimension against the run's (fixed by the first one stored). */
+  private checkEmbedding(
+    position: number,
+    path: string,
+    embedding: Float32Array | null | undefined,
+  ) {
+    if (!embedding) return;
+    this.state.embeddingDim ??= embedding.length;
+    if (embedding.length !== this.state.embeddingDim) {
+      this.fail(
+        position,
+        path,
+        `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
+      );
+    }
+  }
+
+  /** A columnar slice's rows, straight from the columns (no step object is made). */
+  private placeColumns(
+    position: number,
+    seq: number,
+    { columns: c, from }: ColumnRange,
+    count: number,
+    traj: TrajectoryState,
+    first: number,
+    rows: BinaryCopyRows,
+  ): void {
+    const ids = this.textIdsOf(c);
+    for (let j = 0; j < count; j++) {
+      const i = from + j;
+      const embedding = c.embedding?.[i] ?? undefined;
+      const logprobs = c.tokenLogprobs?.[i] ?? undefined;
+      this.checkEmbedding(position, `data.columns.embedding[${i}]`, embedding);
+      const reward = c.reward[i] as number;
+      traj.return += reward;
+      const next = c.nextState?.[i] ?? -1;
+      rows
+        .row(
+          STEP_COLUMNS.length,
+          FIXED_STEP_ROW_BYTES + (logprobs?.byteLength ?? 0) + (embedding?.byteLength ?? 0),
+        )
+        .bytes(this.runIdBytes)
+        .int4(traj.iteration)
+        .int4(traj.groupOrd)
+        .int4(traj.ord)
+        .int4(first + j)
+        .int8(seq)
+        .int8(ids[c.state[i] as number])
+        .int8(ids[c.action[i] as number])
+        .float8(reward)
+        .float8(present(c.nll?.[i]))
+        .bytes(float32Bytes(logprobs))
+        .bytes(float32Bytes(embedding))
+        .float8(present(c.value?.[i]))
+        .int8(next < 0 ? undefined : ids[next])
+        .float8(present(c.nextValue?.[i]))
+        .null();
+    }
+  }
+
+  /** The text ids of an event's text table, each resolved once per event. */
+  private textIdsOf(c: StepColumns): bigint[] {
+    let ids = this.columnTextIds.get(c);
+    if (!ids) {
+      ids = c.texts.map((t) => this.texts.id(t));
+      this.columnTextIds.set(c, ids);
+    }
+    return ids;
   }
 
   /** One `steps` row, its fields in STEP_COLUMNS order. */
@@ -287,19 +366,34 @@ export function slicesOf(event: ValidEvent): StepSlice[] {
         trajectoryKey: d.trajectoryId,
         firstStepIndex: d.firstStepIndex,
         steps: d.steps,
+        count: d.steps.length,
         path: 'data',
       },
     ];
   }
   if (event.type !== 'rollouts.appended') return [];
-  return event.data.groups.flatMap((g, gi) =>
+  const data = event.data;
+  const path = (gi: number, ti: number) => `data.groups[${gi}].trajectories[${ti}]`;
+  if ('columns' in data) {
+    let from = 0;
+    return data.groups.flatMap((g, gi) =>
+      g.trajectories.map((t, ti) => {
+        const steps = { columns: data.columns, from };
+        from += t.stepCount;
+        const ref = { iteration: data.iteration, groupKey: g.id, trajectoryKey: t.id };
+        return { ...ref, outcome: t.outcome, steps, count: t.stepCount, path: path(gi, ti) };
+      }),
+    );
+  }
+  return data.groups.flatMap((g, gi) =>
     g.trajectories.map((t, ti) => ({
-      iteration: event.data.iteration,
+      iteration: data.iteration,
       groupKey: g.id,
       trajectoryKey: t.id,
       outcome: t.outcome,
       steps: t.steps,
-      path: `data.groups[${gi}].trajectories[${ti}]`,
+      count: t.steps.length,
+      path: path(gi, ti),
     })),
   );
 }
@@ -324,6 +418,9 @@ function extraFieldsJson(s: StepPayload): string | undefined {
   if (extra.length === 0) return undefined;
   return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
 }
+
+/** A column's number, or undefined where the step has none (NaN in the columnar form). */
+const present = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? undefined : x);
 
 /** A float32 vector's bytes as stored (little-endian, the platform's order on every target we run). */
 function float32Bytes(xs: Float32Array | undefined): Uint8Array | undefined {
