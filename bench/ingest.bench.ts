@@ -166,7 +166,12 @@ async function runScenario(
   // The ceilings, measured right after on the same database.
   const logicalFile = path.join(dir, `${s.label}-logical.copy`);
   const storedFile = path.join(dir, `${s.label}-stored.copy`);
-  await writeLogicalRows(files, id, logicalFile);
+  // The same steps (the generator is seeded), as step objects, which the logical rows are read from.
+  const rowFiles = s.columnar
+    ? (await writeRequests(dir, { ...s, label: `${s.label}-rows`, columnar: false })).files
+    : files;
+  await writeLogicalRows(rowFiles, id, logicalFile);
+  if (s.columnar) for (const f of rowFiles) await rm(f);
   const client = await db.connect();
   try {
     const logical = await timeCopy(
@@ -208,11 +213,20 @@ async function runScenario(
   }
 }
 
-/** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them. */
+/** Which forms of the steps to send: `rows` (one object per step), `columnar`, or both. */
+const FORMS = (process.env.BENCH_INGEST_FORMS ?? 'rows,columnar').split(',');
+
+/** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them; each in every form. */
 function scenarios(): Scenario[] {
+  const both = (s: Scenario): Scenario[] => [
+    ...(FORMS.includes('rows') ? [s] : []),
+    ...(FORMS.includes('columnar')
+      ? [{ ...s, label: `${s.label}, columnar`, columnar: true }]
+      : []),
+  ];
   return [
-    ...SIZES.map((steps) => ({ label: `no-embeddings`, steps, embeddingDim: 0 })),
-    { label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 },
+    ...SIZES.flatMap((steps) => both({ label: 'no-embeddings', steps, embeddingDim: 0 })),
+    ...both({ label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 }),
   ];
 }
 
@@ -224,7 +238,9 @@ const WORKLOAD = (
 float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
 streamed through \`POST /v1/runs/{id}/events\` of a server process on ${database}, one request
 after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
-groups and trajectories, the event log and the COPY of the steps, commit.
+groups and trajectories, the event log and the COPY of the steps, commit. Scenarios marked "columnar" send
+the same steps with each event's steps as columns ([columnar steps](events.md#columnar-steps)) instead of one
+JSON object per step.
 
 Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
 would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
@@ -238,7 +254,7 @@ const SAME_WORKLOAD = (database: string) =>
 
 /** The command as run: the sizes and database that were asked for. */
 function commandLine(): string {
-  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS']
+  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS', 'BENCH_INGEST_FORMS']
     .filter((name) => process.env[name] !== undefined)
     .map((name) => `${name}=${process.env[name]} `);
   if (process.env.BENCH_DATABASE_URL !== undefined) env.push('BENCH_DATABASE_URL=… ');

@@ -14,6 +14,8 @@ export interface IngestScenario {
   label: string;
   steps: number;
   embeddingDim: number;
+  /** Steps sent as columns (docs/events.md, "Columnar steps") rather than one object each. */
+  columnar?: boolean;
 }
 
 /** Writes one NDJSON file per iteration-sized request; returns their paths and total size. */
@@ -29,7 +31,7 @@ export async function writeRequests(
     if (groupsInIteration === 0) return;
     const file = path.join(dir, `${s.label}-${files.length}.ndjson`);
     const out = createWriteStream(file);
-    for (const e of rolloutEvents(files.length, sink.batch, 2000))
+    for (const e of rolloutEvents(files.length, sink.batch, 2000, { columnar: s.columnar }))
       out.write(`${JSON.stringify(e)}\n`);
     await new Promise((r) => out.end(r));
     bytes += (await stat(file)).size;
