@@ -213,17 +213,16 @@ async function runScenario(
   }
 }
 
-/** Which forms of the steps to send: `rows` (one object per step), `columnar`, or both. */
+/** Which forms of the steps to send, in this order: `rows` (one object per step), `columnar`, or both. */
 const FORMS = (process.env.BENCH_INGEST_FORMS ?? 'rows,columnar').split(',');
 
 /** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them; each in every form. */
 function scenarios(): Scenario[] {
-  const both = (s: Scenario): Scenario[] => [
-    ...(FORMS.includes('rows') ? [s] : []),
-    ...(FORMS.includes('columnar')
-      ? [{ ...s, label: `${s.label}, columnar`, columnar: true }]
-      : []),
-  ];
+  // In the order given, so that either form can go first (the later one meets a larger database).
+  const both = (s: Scenario): Scenario[] =>
+    FORMS.map((form) =>
+      form === 'columnar' ? { ...s, label: `${s.label}, columnar`, columnar: true } : s,
+    );
   return [
     ...SIZES.flatMap((steps) => both({ label: 'no-embeddings', steps, embeddingDim: 0 })),
     ...both({ label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 }),
