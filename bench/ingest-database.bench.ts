@@ -116,6 +116,15 @@ const WRITES: {
       ),
   },
   {
+    kind: 'the same rows as a plain INSERT into a copy of trajectories with its keys (no upsert, no foreign key)',
+    write: (db, run, it) =>
+      db.query(
+        `INSERT INTO trajectories_plain (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])`,
+        [run, ...columnsOf(it.trajectories, 8)],
+      ),
+  },
+  {
     kind: 'iterations insert (ON CONFLICT update)',
     write: (db, run, it) =>
       db.query(
@@ -247,6 +256,7 @@ async function main(): Promise<void> {
     );
     const target = await createRun(server.url, 'bench replay');
     await db.query('CREATE TABLE steps_without_key (LIKE steps)');
+    await db.query('CREATE TABLE trajectories_plain (LIKE trajectories INCLUDING INDEXES)');
     const iterations: IterationRows[] = [];
     for (let i = 0; i < files.length; i++) iterations.push(await rowsOf(db, source, target, i));
     // Each text goes with the first iteration that uses it: the request that stored it.
