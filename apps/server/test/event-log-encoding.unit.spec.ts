@@ -1,3 +1,4 @@
+import { rolloutEvents } from '@creditlab/client';
 import { eventBodyHash, validateEvent, type ValidEvent } from '@creditlab/events';
 import { seededRandom } from '@creditlab/random';
 import { decodeStepsBody, wireEvent } from '../src/rollouts/event-body';
@@ -59,6 +60,27 @@ test('a step-bearing event put back together from its compact body validates to 
   const again = validated(wireEvent(stored(event)));
   expect(eventBodyHash(again.type, again.data)).toEqual(eventBodyHash(event.type, event.data));
   expect(again.data).toEqual(event.data);
+});
+
+test('steps sent as columns come back from the log as the same steps as sent one object each', () => {
+  const rand = seededRandom(11);
+  const groups = [0, 1].map((g) => ({
+    id: `g${g}`,
+    trajectories: [0, 1, 2].map((t) => ({
+      id: `g${g}/t${t}`,
+      ...(t === 1 ? { outcome: 'success' } : {}),
+      // Fields beyond rollout-batch/v1 go in the row form, so none here.
+      steps: Array.from({ length: 4 + t }, (_, i) => {
+        const { toolCall: _extra, ...step } = randomStep(rand, i);
+        return step;
+      }),
+    })),
+  }));
+  const [rows] = rolloutEvents(2, { groups });
+  const [columns] = rolloutEvents(2, { groups }, 2000, { columnar: true });
+  expect(columns!.data).toHaveProperty('columns');
+  const fromLog = validated(wireEvent(stored(validated(columns))));
+  expect(fromLog.data).toEqual(validated(rows).data);
 });
 
 test('the compact body is several times smaller than the steps as sent when texts recur', () => {
