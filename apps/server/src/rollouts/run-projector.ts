@@ -1,14 +1,10 @@
 import type { Outcome } from '@creditlab/estimators';
-import {
-  STEP_FIELDS,
-  type StepColumns,
-  type StepPayload,
-  type ValidEvent,
-} from '@creditlab/events';
+import type { StepPayload, ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
-import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
+import { uuidBytes } from './binary-copy-rows';
 import { IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
+import { StepRows, type ColumnRange } from './step-rows';
 import { TextDictionary } from './text-dictionary';
 
 export type RunStatus = 'running' | 'completed' | 'failed' | 'aborted';
@@ -50,34 +46,8 @@ export interface StepSlice extends RolloutRef {
   path: string;
 }
 
-/** Steps `from` to `from + count` of an event's columns. */
-export interface ColumnRange {
-  columns: StepColumns;
-  from: number;
-}
-
 export type Fail = (position: number, path: string, reason: string) => never;
 
-const STEP_COLUMNS = [
-  'run_id',
-  'iteration',
-  'group_ord',
-  'traj_ord',
-  'idx',
-  'seq',
-  'state_id',
-  'action_id',
-  'reward',
-  'nll',
-  'token_logprobs',
-  'embedding',
-  'value',
-  'next_state_id',
-  'next_value',
-  'extra',
-];
-/** What a step row's fixed-size fields take in a binary COPY: a uuid, four int4, eight 8-byte values. */
-const FIXED_STEP_ROW_BYTES = 16 + 4 * 4 + 8 * 8;
 /** Events whose iteration gets a row in `iterations` (rollouts, outcomes, metrics, evaluations). */
 const ITERATION_EVENTS = new Set([
   'rollouts.appended',
@@ -102,7 +72,6 @@ export class RunProjector {
   private readonly iterations: IterationTally;
   private readonly state: RunSummary;
   private steps = 0;
-  private readonly columnTextIds = new WeakMap<StepColumns, bigint[]>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -137,11 +106,11 @@ export class RunProjector {
     for (const i of created.groups) this.iterations.at(i).groupCount++;
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
-    const rows = new BinaryCopyRows();
+    const rows = new StepRows(this.runIdBytes, this.texts);
     const placed = batch.map((e) => this.apply(e, rows));
     await this.texts.save();
     await this.rollouts.save();
-    await rows.copyInto(this.client, 'steps', STEP_COLUMNS);
+    await rows.copyInto(this.client);
     await this.iterations.save();
     return placed;
   }
@@ -166,7 +135,7 @@ export class RunProjector {
 
   private apply(
     { seq, position, event, recordedAt }: SequencedEvent,
-    rows: BinaryCopyRows,
+    rows: StepRows,
   ): PlacedSlice[] {
     const iteration = iterationOf(event);
     const placed = slicesOf(event).map((slice) => this.placeSlice(position, seq, slice, rows));
@@ -194,12 +163,7 @@ export class RunProjector {
   }
 
   /** Checks a slice against what is stored and appends its COPY rows. */
-  private placeSlice(
-    position: number,
-    seq: number,
-    slice: StepSlice,
-    rows: BinaryCopyRows,
-  ): PlacedSlice {
+  private placeSlice(position: number, seq: number, slice: StepSlice, rows: StepRows): PlacedSlice {
     const traj = this.rollouts.find(slice.iteration, slice.trajectoryKey) as TrajectoryState;
     if (traj.groupKey !== slice.groupKey) {
       this.fail(
@@ -216,15 +180,7 @@ export class RunProjector {
         `trajectory "${slice.trajectoryKey}" has ${first} steps stored, so the next step index is ${first}, not ${slice.firstStepIndex}`,
       );
     }
-    if (Array.isArray(slice.steps)) {
-      slice.steps.forEach((step, j) => {
-        this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
-        traj.return += step.reward;
-        this.writeStepRow(rows, traj, first + j, seq, step);
-      });
-    } else {
-      this.placeColumns(position, seq, slice.steps, slice.count, traj, first, rows);
-    }
+    this.addSteps(position, seq, slice, traj, rows);
     traj.stepCount += slice.count;
     if (slice.outcome) traj.outcomeGiven = slice.outcome;
     traj.changed = true;
@@ -233,13 +189,38 @@ export class RunProjector {
     return { firstStepIndex: first, stepCount: slice.count };
   }
 
-  /** One embedding's dimension against the run's (fixed by the first one stored). */
-  private checkEmbedding(
+  /**
+   * The slice's rows, and its rewards added to the trajectory's return (in step order, whichever
+   * form, so that both forms give the same sum). A path is made only for an embedding to check.
+   */
+  private addSteps(
     position: number,
-    path: string,
-    embedding: Float32Array | null | undefined,
-  ) {
-    if (!embedding) return;
+    seq: number,
+    slice: StepSlice,
+    traj: TrajectoryState,
+    rows: StepRows,
+  ): void {
+    const first = traj.stepCount;
+    if (Array.isArray(slice.steps)) {
+      slice.steps.forEach((step, j) => {
+        if (step.embedding)
+          this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
+        traj.return += step.reward;
+        rows.step(traj, first + j, seq, step);
+      });
+      return;
+    }
+    const { columns: c, from } = slice.steps;
+    for (let i = from; i < from + slice.count; i++) {
+      const embedding = c.embedding?.[i];
+      if (embedding) this.checkEmbedding(position, `data.columns.embedding[${i}]`, embedding);
+      traj.return += c.reward[i] as number;
+    }
+    rows.columns(traj, first, seq, slice.steps, slice.count);
+  }
+
+  /** One embedding's dimension against the run's (fixed by the first one stored). */
+  private checkEmbedding(position: number, path: string, embedding: Float32Array): void {
     this.state.embeddingDim ??= embedding.length;
     if (embedding.length !== this.state.embeddingDim) {
       this.fail(
@@ -248,90 +229,6 @@ export class RunProjector {
         `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
       );
     }
-  }
-
-  /** A columnar slice's rows, straight from the columns (no step object is made). */
-  private placeColumns(
-    position: number,
-    seq: number,
-    { columns: c, from }: ColumnRange,
-    count: number,
-    traj: TrajectoryState,
-    first: number,
-    rows: BinaryCopyRows,
-  ): void {
-    const ids = this.textIdsOf(c);
-    for (let j = 0; j < count; j++) {
-      const i = from + j;
-      const embedding = c.embedding?.[i] ?? undefined;
-      const logprobs = c.tokenLogprobs?.[i] ?? undefined;
-      this.checkEmbedding(position, `data.columns.embedding[${i}]`, embedding);
-      const reward = c.reward[i] as number;
-      traj.return += reward;
-      const next = c.nextState?.[i] ?? -1;
-      rows
-        .row(
-          STEP_COLUMNS.length,
-          FIXED_STEP_ROW_BYTES + (logprobs?.byteLength ?? 0) + (embedding?.byteLength ?? 0),
-        )
-        .bytes(this.runIdBytes)
-        .int4(traj.iteration)
-        .int4(traj.groupOrd)
-        .int4(traj.ord)
-        .int4(first + j)
-        .int8(seq)
-        .int8(ids[c.state[i] as number])
-        .int8(ids[c.action[i] as number])
-        .float8(reward)
-        .float8(present(c.nll?.[i]))
-        .bytes(float32Bytes(logprobs))
-        .bytes(float32Bytes(embedding))
-        .float8(present(c.value?.[i]))
-        .int8(next < 0 ? undefined : ids[next])
-        .float8(present(c.nextValue?.[i]))
-        .null();
-    }
-  }
-
-  /** The text ids of an event's text table, each resolved once per event. */
-  private textIdsOf(c: StepColumns): bigint[] {
-    let ids = this.columnTextIds.get(c);
-    if (!ids) {
-      ids = c.texts.map((t) => this.texts.id(t));
-      this.columnTextIds.set(c, ids);
-    }
-    return ids;
-  }
-
-  /** One `steps` row, its fields in STEP_COLUMNS order. */
-  private writeStepRow(
-    rows: BinaryCopyRows,
-    traj: TrajectoryState,
-    idx: number,
-    seq: number,
-    s: StepPayload,
-  ): void {
-    const extra = extraFieldsJson(s);
-    const vectorBytes = (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
-    const extraBytes = extra === undefined ? 0 : 1 + Buffer.byteLength(extra);
-    rows
-      .row(STEP_COLUMNS.length, FIXED_STEP_ROW_BYTES + vectorBytes + extraBytes)
-      .bytes(this.runIdBytes)
-      .int4(traj.iteration)
-      .int4(traj.groupOrd)
-      .int4(traj.ord)
-      .int4(idx)
-      .int8(seq)
-      .int8(this.texts.id(s.state))
-      .int8(this.texts.id(s.action))
-      .float8(s.reward)
-      .float8(s.nll)
-      .bytes(float32Bytes(s.tokenLogprobs))
-      .bytes(float32Bytes(s.embedding))
-      .float8(s.value)
-      .int8(s.nextState === undefined ? undefined : this.texts.id(s.nextState))
-      .float8(s.nextValue)
-      .jsonb(extra);
   }
 
   private finishTrajectory(
@@ -410,19 +307,4 @@ function finishedRefs(batch: SequencedEvent[]): RolloutRef[] {
         ]
       : [],
   );
-}
-
-/** The step's fields beyond rollout-batch/v1, as JSON, when it has any. */
-function extraFieldsJson(s: StepPayload): string | undefined {
-  const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
-  if (extra.length === 0) return undefined;
-  return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
-}
-
-/** A column's number, or undefined where the step has none (NaN in the columnar form). */
-const present = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? undefined : x);
-
-/** A float32 vector's bytes as stored (little-endian, the platform's order on every target we run). */
-function float32Bytes(xs: Float32Array | undefined): Uint8Array | undefined {
-  return xs === undefined ? undefined : new Uint8Array(xs.buffer, xs.byteOffset, xs.byteLength);
 }
