@@ -6,32 +6,30 @@
  * for both and their ratio to docs/benchmarks.md, without and with
  * 256-dimensional embeddings.
  */
-import { rolloutEvents } from '@creditlab/client';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
-import {
-  generateRollouts,
-  JsonBatchSink,
-} from '../libs/estimators/test/support/synthetic-rollouts';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
+import { writeRequests, type IngestScenario } from './support/ingest-requests';
+import {
+  cpuSeconds,
+  databaseCpu,
+  databaseCpuSince,
+  walPosition,
+  walSince,
+} from './support/database-cost';
 import { postNdjsonStream } from './support/post-ndjson';
 import { ADMIN_KEY } from '../test/support/test-server';
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
-const TASKS_PER_ITERATION = 16; // 16 tasks × G = 8 rollouts × ≤ 50 steps per request, as a trainer sends them
 
-interface Scenario {
-  label: string;
-  steps: number;
-  embeddingDim: number;
-}
+type Scenario = IngestScenario;
 
 interface Result extends Scenario {
   requests: number;
@@ -50,63 +48,6 @@ interface Result extends Scenario {
   /** COPY of the rows the server stored (text ids) into a copy of its steps table. */
   storedCopySeconds: number;
   distinctTexts: number;
-}
-
-/** Writes one NDJSON file per iteration-sized request; returns their paths and total size. */
-async function writeRequests(
-  dir: string,
-  s: Scenario,
-): Promise<{ files: string[]; bytes: number }> {
-  const files: string[] = [];
-  let bytes = 0;
-  let sink = new JsonBatchSink();
-  let groupsInIteration = 0;
-  const flush = async () => {
-    if (groupsInIteration === 0) return;
-    const file = path.join(dir, `${s.label}-${files.length}.ndjson`);
-    const out = createWriteStream(file);
-    for (const e of rolloutEvents(files.length, sink.batch, 2000))
-      out.write(`${JSON.stringify(e)}\n`);
-    await new Promise((r) => out.end(r));
-    bytes += (await stat(file)).size;
-    files.push(file);
-    sink = new JsonBatchSink();
-    groupsInIteration = 0;
-  };
-  // Route the generator's groups into per-iteration batches.
-  const router = {
-    beginGroup: (id: string) => sink.beginGroup(id),
-    beginTrajectory: (id: string, o?: 'success' | 'failure' | 'truncated') =>
-      sink.beginTrajectory(id, o),
-    addStep: (step: Parameters<JsonBatchSink['addStep']>[0]) => sink.addStep(step),
-    endTrajectory: () => undefined,
-    endGroup: () => {
-      groupsInIteration++;
-    },
-  };
-  let written = 0;
-  let seed = 1;
-  while (written < s.steps) {
-    generateRollouts(
-      router,
-      {
-        groups: TASKS_PER_ITERATION,
-        groupSize: 8,
-        maxSteps: 50,
-        statesPerGroup: 20,
-        textLength: 200,
-        embeddingDim: s.embeddingDim || 8,
-        withoutEmbeddings: s.embeddingDim === 0,
-      },
-      seed++,
-    );
-    written += sink.batch.groups.reduce(
-      (n, g) => n + g.trajectories.reduce((m, t) => m + t.steps.length, 0),
-      0,
-    );
-    await flush();
-  }
-  return { files, bytes };
 }
 
 /** Text-format COPY escaping (backslash, tab, newline, carriage return). */
@@ -158,56 +99,6 @@ async function writeLogicalRows(files: string[], runId: string, out: string): Pr
     if (!sink.write(chunk)) await once(sink, 'drain');
   }
   await new Promise((r) => sink.end(r));
-}
-
-/** Where PostgreSQL's write-ahead log is: the bytes written between two readings are the database's write cost. */
-async function walPosition(db: pg.Pool | pg.PoolClient): Promise<string> {
-  return (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn() AS lsn')).rows[0]!.lsn;
-}
-
-async function walSince(db: pg.Pool | pg.PoolClient, from: string): Promise<number> {
-  const res = await db.query<{ n: string }>(
-    'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS n',
-    [from],
-  );
-  return Number(res.rows[0]!.n);
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-async function cpuSeconds(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-}
-
-/** CPU seconds so far of each PostgreSQL process (postmaster and every child: backends, WAL writer, …). */
-async function databaseCpu(dataDir: string | undefined): Promise<Map<number, number>> {
-  if (dataDir === undefined) return new Map();
-  const postmaster = Number(
-    (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0],
-  );
-  const cpu = new Map([[postmaster, await cpuSeconds(postmaster)]]);
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const ppid = Number(stat.split(') ')[1]?.split(' ')[1]);
-    if (ppid === postmaster) cpu.set(Number(entry), await cpuSeconds(Number(entry)).catch(() => 0));
-  }
-  return cpu;
-}
-
-/**
- * PostgreSQL's CPU seconds since `before`: each process's growth (a process that ended meanwhile,
- * such as an autovacuum worker, is left out rather than counted negative).
- */
-async function databaseCpuSince(
-  dataDir: string | undefined,
-  before: Map<number, number>,
-): Promise<number> {
-  if (dataDir === undefined) return NaN; // a PostgreSQL elsewhere: its CPU is not ours to see
-  let total = 0;
-  for (const [pid, seconds] of await databaseCpu(dataDir))
-    total += seconds - (before.get(pid) ?? 0);
-  return total;
 }
 
 interface Measured {
@@ -275,7 +166,12 @@ async function runScenario(
   // The ceilings, measured right after on the same database.
   const logicalFile = path.join(dir, `${s.label}-logical.copy`);
   const storedFile = path.join(dir, `${s.label}-stored.copy`);
-  await writeLogicalRows(files, id, logicalFile);
+  // The same steps (the generator is seeded), as step objects, which the logical rows are read from.
+  const rowFiles = s.columnar
+    ? (await writeRequests(dir, { ...s, label: `${s.label}-rows`, columnar: false })).files
+    : files;
+  await writeLogicalRows(rowFiles, id, logicalFile);
+  if (s.columnar) for (const f of rowFiles) await rm(f);
   const client = await db.connect();
   try {
     const logical = await timeCopy(
@@ -317,11 +213,19 @@ async function runScenario(
   }
 }
 
-/** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them. */
+/** Which forms of the steps to send, in this order: `rows` (one object per step), `columnar`, or both. */
+const FORMS = (process.env.BENCH_INGEST_FORMS ?? 'rows,columnar').split(',');
+
+/** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them; each in every form. */
 function scenarios(): Scenario[] {
+  // In the order given, so that either form can go first (the later one meets a larger database).
+  const both = (s: Scenario): Scenario[] =>
+    FORMS.map((form) =>
+      form === 'columnar' ? { ...s, label: `${s.label}, columnar`, columnar: true } : s,
+    );
   return [
-    ...SIZES.map((steps) => ({ label: `no-embeddings`, steps, embeddingDim: 0 })),
-    { label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 },
+    ...SIZES.flatMap((steps) => both({ label: 'no-embeddings', steps, embeddingDim: 0 })),
+    ...both({ label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 }),
   ];
 }
 
@@ -333,7 +237,9 @@ const WORKLOAD = (
 float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
 streamed through \`POST /v1/runs/{id}/events\` of a server process on ${database}, one request
 after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
-groups and trajectories, the event log and the COPY of the steps, commit.
+groups and trajectories, the event log and the COPY of the steps, commit. Scenarios marked "columnar" send
+the same steps with each event's steps as columns ([columnar steps](events.md#columnar-steps)) instead of one
+JSON object per step.
 
 Two ceilings are measured right after, in the same database. **Logical COPY** loads the same steps as a lab
 would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
@@ -347,7 +253,7 @@ const SAME_WORKLOAD = (database: string) =>
 
 /** The command as run: the sizes and database that were asked for. */
 function commandLine(): string {
-  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS']
+  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS', 'BENCH_INGEST_FORMS']
     .filter((name) => process.env[name] !== undefined)
     .map((name) => `${name}=${process.env[name]} `);
   if (process.env.BENCH_DATABASE_URL !== undefined) env.push('BENCH_DATABASE_URL=… ');

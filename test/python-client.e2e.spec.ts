@@ -44,6 +44,7 @@ test.each([
   ['test_units.py', 'connection resolution, event splitting, compact floats, spool'],
   ['test_conformance.py', 'every conformance fixture through the client'],
   ['test_compact.py', 'embeddings and token log-probs as base64 float32'],
+  ['test_columnar.py', 'log_rollouts with the steps as columns'],
   ['test_verl_agent.py', 'the verl-agent adapter on shuffled, padded rows'],
   ['test_runs.py', 'runs, logging calls, with-block failure, resume, compare'],
   ['test_retries_and_spool.py', 'a server killed mid-request; spooling while it is gone'],

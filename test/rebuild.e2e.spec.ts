@@ -34,6 +34,13 @@ beforeAll(async () => {
   const batches = fixtureBatches().filter(([name]) => name.startsWith('verl-agent'));
   for (const [i, [, batch]] of batches.entries())
     await client.appendEvents(fixtures.id, rolloutEvents(i, batch, 11));
+  // The same rollouts with their steps sent as columns (the log keeps them as sent).
+  const columnar = await client.createRun({ name: 'columnar', env: 'fixtures', method: 'gigpo' });
+  for (const [i, [, batch]] of batches.entries()) {
+    const events = rolloutEvents(i, batch, 11, { columnar: true });
+    expect(events.every((e) => 'columns' in e.data)).toBe(true);
+    await client.appendEvents(columnar.id, events);
+  }
   const streamed = await client.createRun({ name: 'streamed', env: 'e', method: 'grpo' });
   const step = (r: number) => ({
     state: `room ${r % 3}`,
@@ -76,7 +83,7 @@ beforeAll(async () => {
     { CREDITLAB_URL: server.url, CREDITLAB_API_KEY: ADMIN_KEY },
   );
   expect(trained.code).toBe(0);
-  runs.push(fixtures.id, streamed.id, trained.stdout.trim());
+  runs.push(fixtures.id, streamed.id, trained.stdout.trim(), columnar.id);
 });
 
 afterAll(async () => {

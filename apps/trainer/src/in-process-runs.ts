@@ -91,6 +91,8 @@ function decoded(event: ClientEvent): { iteration: number; groups: WireGroup[] }
   const valid = validateEvent(event);
   if (!valid.ok) throw new Error(`${valid.issue.path}: ${valid.issue.message}`);
   if (valid.event.type !== 'rollouts.appended') throw new Error(`not rollouts: ${event.type}`);
+  if ('columns' in valid.event.data)
+    throw new Error('in-process runs take rollouts as step objects');
   const vector = (v: Float32Array | undefined) => v && Array.from(v);
   return {
     iteration: valid.event.data.iteration,

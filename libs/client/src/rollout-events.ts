@@ -1,15 +1,12 @@
 import type { ClientEvent } from '@creditlab/events';
 import { newEventId } from './creditlab-client';
+import { float32Base64 } from './float32-base64';
+import { stepColumns, type RowTrajectory } from './step-columns';
+
+export { float32Base64 };
 
 interface BatchLike {
   groups: { id: string; trajectories: { id: string; outcome?: string; steps: object[] }[] }[];
-}
-
-/** Vectors travel as base64 of little-endian float32: 3 to 5 times fewer bytes than JSON numbers. */
-export function float32Base64(values: ArrayLike<number>): string {
-  const f32 = values instanceof Float32Array ? values : Float32Array.from(values);
-  // Float32Array is in the machine's byte order; every platform Node runs on is little-endian.
-  return Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength).toString('base64');
 }
 
 /** A step with its vectors (embedding, token log-probs) in the compact wire form. */
@@ -25,22 +22,37 @@ export function compactStep<S extends object>(step: S): S {
   };
 }
 
+export interface RolloutEventOptions {
+  /**
+   * Send each event's steps as columns (docs/events.md, "Columnar rollouts"): fewer bytes, and the
+   * server handles no object per step. An event whose steps the columns cannot carry (fields
+   * beyond rollout-batch/v1) goes in the row form.
+   */
+  columnar?: boolean;
+}
+
 /**
  * One iteration's rollout batch (rollout-batch/v1) as `rollouts.appended`
  * events of at most `maxSteps` steps each: whole trajectories stay together
  * unless one alone is larger, in which case it continues in the next event. Vectors are sent in
  * the compact form (base64 float32).
  */
-export function rolloutEvents(iteration: number, batch: BatchLike, maxSteps = 2000): ClientEvent[] {
+export function rolloutEvents(
+  iteration: number,
+  batch: BatchLike,
+  maxSteps = 2000,
+  options: RolloutEventOptions = {},
+): ClientEvent[] {
   const events: ClientEvent[] = [];
-  let groups: BatchLike['groups'] = [];
+  let groups: { id: string; trajectories: RowTrajectory[] }[] = [];
   let size = 0;
   const emit = () => {
     if (size === 0) return;
+    const columnar = options.columnar ? stepColumns(groups) : null;
     events.push({
       id: newEventId(),
       type: 'rollouts.appended',
-      data: { iteration, groups },
+      data: columnar ? { iteration, ...columnar } : { iteration, groups },
     } as ClientEvent);
     groups = [];
     size = 0;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ColumnarRolloutsData } from './step-columns';
 
 /**
  * The events a run's stream holds (docs/events.md), as
@@ -145,9 +146,13 @@ export type ClientEvent = {
   [T in ClientEventType]: { id: string; type: T; data: z.input<(typeof eventDataSchemas)[T]> };
 }[ClientEventType];
 
-/** One event after validation: vectors decoded, ids in lower case (run.created: written by the server). */
+/**
+ * One event after validation: vectors decoded, ids in lower case (run.created: written by the
+ * server). `rollouts.appended` comes in two forms: steps as objects, or as columns (step-columns.ts).
+ */
 export type ValidEvent =
   | { [T in ClientEventType]: { id: string; type: T; data: EventData<T> } }[ClientEventType]
+  | { id: string; type: 'rollouts.appended'; data: ColumnarRolloutsData }
   | { id: string; type: 'run.created'; data: RunCreatedData };
 
 export const runInputSchema = z.object({

@@ -2,3 +2,4 @@ export * from './event-schemas';
 export * from './validate-event';
 export * from './storable-json';
 export * from './event-body-hash';
+export * from './step-columns';

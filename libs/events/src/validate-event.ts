@@ -5,6 +5,12 @@ import {
   runCreatedSchema,
   type ValidEvent,
 } from './event-schemas';
+import {
+  ColumnIssue,
+  columnarRolloutsSkeleton,
+  parseStepColumns,
+  type ColumnarRolloutsData,
+} from './step-columns';
 import { findUnstorable } from './storable-json';
 
 /** Why one event is invalid: the field path inside the event and what is wrong there. */
@@ -53,6 +59,8 @@ export function validateEvent(
       },
     };
   }
+  if (type === 'rollouts.appended' && isColumnar(env.data.data))
+    return validateColumnarRollouts(env.data.id.toLowerCase(), env.data.data);
   const schema = eventDataSchemas[type as keyof typeof eventDataSchemas];
   const data = schema.safeParse(env.data.data);
   if (!data.success) return { ok: false, issue: firstIssue(data.error, ['data']) };
@@ -86,4 +94,28 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     return `required ${issue.expected} is missing`;
   }
   return issue.message;
+}
+
+/** Whether a rollouts.appended event's data is in the columnar form (it has `columns`). */
+function isColumnar(data: unknown): boolean {
+  return typeof data === 'object' && data !== null && 'columns' in data;
+}
+
+/** The columnar rollouts.appended: the skeleton by zod, the columns as typed arrays. */
+function validateColumnarRollouts(id: string, value: unknown): EventValidation {
+  const skeleton = columnarRolloutsSkeleton.safeParse(value);
+  if (!skeleton.success) return { ok: false, issue: firstIssue(skeleton.error, ['data']) };
+  let n = 0;
+  for (const g of skeleton.data.groups) for (const t of g.trajectories) n += t.stepCount;
+  try {
+    const columns = parseStepColumns(skeleton.data.columns, n);
+    const data: ColumnarRolloutsData = { ...skeleton.data, columns };
+    return { ok: true, event: { id, type: 'rollouts.appended', data } };
+  } catch (e) {
+    if (!(e instanceof ColumnIssue)) throw e;
+    return {
+      ok: false,
+      issue: { path: formatPath(['data', 'columns', ...e.path]), message: e.message },
+    };
+  }
 }

@@ -83,7 +83,7 @@ export class AppendSession {
     }
     this.seenIds.set(event.id, { hash, position: item.position });
     this.pending.push({ position: item.position, event, body, hash });
-    this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.steps.length, 0);
+    this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.count, 0);
     if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS)
       await this.startFlush();
   }

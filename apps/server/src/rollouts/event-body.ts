@@ -1,4 +1,10 @@
-import { canonicalJson, STEP_FIELDS, type StepPayload } from '@creditlab/events';
+import {
+  canonicalJson,
+  STEP_FIELDS,
+  type ColumnarRolloutsData,
+  type StepPayload,
+  type WireStepColumns,
+} from '@creditlab/events';
 
 /**
  * The body of a step-bearing event, as the log keeps it (`events.body`): the event's steps, one
@@ -21,12 +27,57 @@ export function encodeStepsBody(slices: StepPayload[][]): Buffer {
   return Buffer.from(JSON.stringify(body), 'utf8');
 }
 
-/** The slices of a stored body (either version), as step objects a client could have sent. */
+/** The wire columns in the order the body writes them (a digest's input: the order is fixed). */
+const WIRE_COLUMNS = [
+  'texts',
+  'state',
+  'action',
+  'reward',
+  'nll',
+  'value',
+  'nextValue',
+  'nextState',
+  'tokenLogprobs',
+  'embedding',
+] as const satisfies readonly (keyof WireStepColumns)[];
+
+/**
+ * The body of a columnar rollouts.appended (version 3): the columns as the client sent them (after
+ * validation), in a fixed key order, with each trajectory's step count. Nothing is encoded step by
+ * step: its numbers and vectors are already base64, its texts already once each.
+ */
+export function encodeColumnarBody(data: ColumnarRolloutsData): Buffer {
+  const body: Record<string, unknown> = {
+    v: 3,
+    n: data.groups.flatMap((g) => g.trajectories.map((t) => t.stepCount)),
+  };
+  const wire = data.columns.wire;
+  for (const name of WIRE_COLUMNS) if (wire[name] !== undefined) body[name] = wire[name];
+  return Buffer.from(JSON.stringify(body), 'utf8');
+}
+
+/** The slices of a stored body (any version), as step objects a client could have sent. */
 export function decodeStepsBody(body: Buffer | null): Record<string, unknown>[][] {
   if (body === null) return [];
-  const parsed = JSON.parse(body.toString('utf8')) as CompactBody | Record<string, unknown>[][];
+  const parsed = JSON.parse(body.toString('utf8')) as
+    CompactBody | ColumnarBody | Record<string, unknown>[][];
   if (Array.isArray(parsed)) return parsed; // version 1
+  if (parsed.v === 3) return columnarSlices(parsed);
   return parsed.slices.map((slice) => steps(slice, parsed.texts));
+}
+
+interface ColumnarBody extends WireStepColumns {
+  v: 3;
+  /** Each trajectory's step count, in the event's order. */
+  n: number[];
+}
+
+/** A version 3 body's steps, cut into its trajectories. */
+function columnarSlices(body: ColumnarBody): Record<string, unknown>[][] {
+  const { v: _v, n, texts, ...columns } = body;
+  const all = steps({ ...columns, n: n.reduce((a, b) => a + b, 0) }, texts);
+  let from = 0;
+  return n.map((count) => all.slice(from, (from += count)));
 }
 
 interface CompactBody {
@@ -35,24 +86,15 @@ interface CompactBody {
   slices: SliceColumns[];
 }
 
-/** One slice's steps as columns; an optional column is left out when no step has it. */
-interface SliceColumns {
+/**
+ * One slice's steps as columns, as in the columnar wire form (texts apart); an optional column is
+ * left out when no step has it.
+ */
+type SliceColumns = Omit<WireStepColumns, 'texts'> & {
   n: number;
-  state: number[];
-  action: number[];
-  /** base64 float64 */
-  reward: string;
-  /** base64 float64; NaN where the step has none (a valid event never holds NaN) */
-  nll?: string;
-  value?: string;
-  nextValue?: string;
-  /** text index, −1 where the step has none */
-  nextState?: number[];
-  tokenLogprobs?: (string | null)[];
-  embedding?: (string | null)[];
   /** fields beyond rollout-batch/v1, as canonical JSON (keys sorted: the body is a digest's input) */
   extra?: (string | null)[];
-}
+};
 
 class TextTable {
   readonly list: string[] = [];

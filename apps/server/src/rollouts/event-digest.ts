@@ -1,6 +1,6 @@
-import { canonicalJson, eventBodyHash, type ValidEvent } from '@creditlab/events';
+import { canonicalJson, eventBodyHash, type StepPayload, type ValidEvent } from '@creditlab/events';
 import { createHash } from 'node:crypto';
-import { encodeStepsBody } from './event-body';
+import { encodeColumnarBody, encodeStepsBody } from './event-body';
 import { slicesOf } from './run-projector';
 
 /**
@@ -8,8 +8,10 @@ import { slicesOf } from './run-projector';
  * events), or null.
  */
 export function bodyOf(event: ValidEvent): Buffer | null {
+  if (event.type === 'rollouts.appended' && 'columns' in event.data)
+    return encodeColumnarBody(event.data);
   return event.type === 'rollouts.appended' || event.type === 'steps.appended'
-    ? encodeStepsBody(slicesOf(event).map((s) => s.steps))
+    ? encodeStepsBody(slicesOf(event).map((s) => s.steps as StepPayload[]))
     : null;
 }
 
@@ -46,6 +48,10 @@ function skeleton(event: ValidEvent): unknown {
     return rest;
   }
   if (event.type !== 'rollouts.appended') return event.data;
+  if ('columns' in event.data) {
+    const { columns: _columns, ...rest } = event.data; // trajectories name their stepCount
+    return rest;
+  }
   return {
     iteration: event.data.iteration,
     groups: event.data.groups.map((g) => ({

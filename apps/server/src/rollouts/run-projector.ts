@@ -1,9 +1,10 @@
 import type { Outcome } from '@creditlab/estimators';
-import { STEP_FIELDS, type StepPayload, type ValidEvent } from '@creditlab/events';
+import type { StepPayload, ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
-import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
+import { uuidBytes } from './binary-copy-rows';
 import { IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
+import { StepRows, type ColumnRange } from './step-rows';
 import { TextDictionary } from './text-dictionary';
 
 export type RunStatus = 'running' | 'completed' | 'failed' | 'aborted';
@@ -38,33 +39,15 @@ export interface StepSlice extends RolloutRef {
   outcome?: Outcome;
   /** steps.appended states it; rollouts.appended continues the trajectory. */
   firstStepIndex?: number;
-  steps: StepPayload[];
+  /** Its steps: objects, or a run of the event's columns (the columnar form). */
+  steps: StepPayload[] | ColumnRange;
+  count: number;
   /** Where the slice sits in the event, for messages: `data.groups[0].trajectories[1]`. */
   path: string;
 }
 
 export type Fail = (position: number, path: string, reason: string) => never;
 
-const STEP_COLUMNS = [
-  'run_id',
-  'iteration',
-  'group_ord',
-  'traj_ord',
-  'idx',
-  'seq',
-  'state_id',
-  'action_id',
-  'reward',
-  'nll',
-  'token_logprobs',
-  'embedding',
-  'value',
-  'next_state_id',
-  'next_value',
-  'extra',
-];
-/** What a step row's fixed-size fields take in a binary COPY: a uuid, four int4, eight 8-byte values. */
-const FIXED_STEP_ROW_BYTES = 16 + 4 * 4 + 8 * 8;
 /** Events whose iteration gets a row in `iterations` (rollouts, outcomes, metrics, evaluations). */
 const ITERATION_EVENTS = new Set([
   'rollouts.appended',
@@ -123,11 +106,11 @@ export class RunProjector {
     for (const i of created.groups) this.iterations.at(i).groupCount++;
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
-    const rows = new BinaryCopyRows();
+    const rows = new StepRows(this.runIdBytes, this.texts);
     const placed = batch.map((e) => this.apply(e, rows));
     await this.texts.save();
     await this.rollouts.save();
-    await rows.copyInto(this.client, 'steps', STEP_COLUMNS);
+    await rows.copyInto(this.client);
     await this.iterations.save();
     return placed;
   }
@@ -152,7 +135,7 @@ export class RunProjector {
 
   private apply(
     { seq, position, event, recordedAt }: SequencedEvent,
-    rows: BinaryCopyRows,
+    rows: StepRows,
   ): PlacedSlice[] {
     const iteration = iterationOf(event);
     const placed = slicesOf(event).map((slice) => this.placeSlice(position, seq, slice, rows));
@@ -180,12 +163,7 @@ export class RunProjector {
   }
 
   /** Checks a slice against what is stored and appends its COPY rows. */
-  private placeSlice(
-    position: number,
-    seq: number,
-    slice: StepSlice,
-    rows: BinaryCopyRows,
-  ): PlacedSlice {
+  private placeSlice(position: number, seq: number, slice: StepSlice, rows: StepRows): PlacedSlice {
     const traj = this.rollouts.find(slice.iteration, slice.trajectoryKey) as TrajectoryState;
     if (traj.groupKey !== slice.groupKey) {
       this.fail(
@@ -202,57 +180,55 @@ export class RunProjector {
         `trajectory "${slice.trajectoryKey}" has ${first} steps stored, so the next step index is ${first}, not ${slice.firstStepIndex}`,
       );
     }
-    slice.steps.forEach((step, j) => {
-      if (step.embedding) {
-        this.state.embeddingDim ??= step.embedding.length;
-        if (step.embedding.length !== this.state.embeddingDim) {
-          this.fail(
-            position,
-            `${slice.path}.steps[${j}].embedding`,
-            `has ${step.embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
-          );
-        }
-      }
-      traj.return += step.reward;
-      this.writeStepRow(rows, traj, first + j, seq, step);
-    });
-    traj.stepCount += slice.steps.length;
+    this.addSteps(position, seq, slice, traj, rows);
+    traj.stepCount += slice.count;
     if (slice.outcome) traj.outcomeGiven = slice.outcome;
     traj.changed = true;
-    this.iterations.at(slice.iteration).stepCount += slice.steps.length;
-    this.steps += slice.steps.length;
-    return { firstStepIndex: first, stepCount: slice.steps.length };
+    this.iterations.at(slice.iteration).stepCount += slice.count;
+    this.steps += slice.count;
+    return { firstStepIndex: first, stepCount: slice.count };
   }
 
-  /** One `steps` row, its fields in STEP_COLUMNS order. */
-  private writeStepRow(
-    rows: BinaryCopyRows,
-    traj: TrajectoryState,
-    idx: number,
+  /**
+   * The slice's rows, and its rewards added to the trajectory's return (in step order, whichever
+   * form, so that both forms give the same sum). A path is made only for an embedding to check.
+   */
+  private addSteps(
+    position: number,
     seq: number,
-    s: StepPayload,
+    slice: StepSlice,
+    traj: TrajectoryState,
+    rows: StepRows,
   ): void {
-    const extra = extraFieldsJson(s);
-    const vectorBytes = (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
-    const extraBytes = extra === undefined ? 0 : 1 + Buffer.byteLength(extra);
-    rows
-      .row(STEP_COLUMNS.length, FIXED_STEP_ROW_BYTES + vectorBytes + extraBytes)
-      .bytes(this.runIdBytes)
-      .int4(traj.iteration)
-      .int4(traj.groupOrd)
-      .int4(traj.ord)
-      .int4(idx)
-      .int8(seq)
-      .int8(this.texts.id(s.state))
-      .int8(this.texts.id(s.action))
-      .float8(s.reward)
-      .float8(s.nll)
-      .bytes(float32Bytes(s.tokenLogprobs))
-      .bytes(float32Bytes(s.embedding))
-      .float8(s.value)
-      .int8(s.nextState === undefined ? undefined : this.texts.id(s.nextState))
-      .float8(s.nextValue)
-      .jsonb(extra);
+    const first = traj.stepCount;
+    if (Array.isArray(slice.steps)) {
+      slice.steps.forEach((step, j) => {
+        if (step.embedding)
+          this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
+        traj.return += step.reward;
+        rows.step(traj, first + j, seq, step);
+      });
+      return;
+    }
+    const { columns: c, from } = slice.steps;
+    for (let i = from; i < from + slice.count; i++) {
+      const embedding = c.embedding?.[i];
+      if (embedding) this.checkEmbedding(position, `data.columns.embedding[${i}]`, embedding);
+      traj.return += c.reward[i] as number;
+    }
+    rows.columns(traj, first, seq, slice.steps, slice.count);
+  }
+
+  /** One embedding's dimension against the run's (fixed by the first one stored). */
+  private checkEmbedding(position: number, path: string, embedding: Float32Array): void {
+    this.state.embeddingDim ??= embedding.length;
+    if (embedding.length !== this.state.embeddingDim) {
+      this.fail(
+        position,
+        path,
+        `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
+      );
+    }
   }
 
   private finishTrajectory(
@@ -287,19 +263,34 @@ export function slicesOf(event: ValidEvent): StepSlice[] {
         trajectoryKey: d.trajectoryId,
         firstStepIndex: d.firstStepIndex,
         steps: d.steps,
+        count: d.steps.length,
         path: 'data',
       },
     ];
   }
   if (event.type !== 'rollouts.appended') return [];
-  return event.data.groups.flatMap((g, gi) =>
+  const data = event.data;
+  const path = (gi: number, ti: number) => `data.groups[${gi}].trajectories[${ti}]`;
+  if ('columns' in data) {
+    let from = 0;
+    return data.groups.flatMap((g, gi) =>
+      g.trajectories.map((t, ti) => {
+        const steps = { columns: data.columns, from };
+        from += t.stepCount;
+        const ref = { iteration: data.iteration, groupKey: g.id, trajectoryKey: t.id };
+        return { ...ref, outcome: t.outcome, steps, count: t.stepCount, path: path(gi, ti) };
+      }),
+    );
+  }
+  return data.groups.flatMap((g, gi) =>
     g.trajectories.map((t, ti) => ({
-      iteration: event.data.iteration,
+      iteration: data.iteration,
       groupKey: g.id,
       trajectoryKey: t.id,
       outcome: t.outcome,
       steps: t.steps,
-      path: `data.groups[${gi}].trajectories[${ti}]`,
+      count: t.steps.length,
+      path: path(gi, ti),
     })),
   );
 }
@@ -316,16 +307,4 @@ function finishedRefs(batch: SequencedEvent[]): RolloutRef[] {
         ]
       : [],
   );
-}
-
-/** The step's fields beyond rollout-batch/v1, as JSON, when it has any. */
-function extraFieldsJson(s: StepPayload): string | undefined {
-  const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
-  if (extra.length === 0) return undefined;
-  return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
-}
-
-/** A float32 vector's bytes as stored (little-endian, the platform's order on every target we run). */
-function float32Bytes(xs: Float32Array | undefined): Uint8Array | undefined {
-  return xs === undefined ? undefined : new Uint8Array(xs.buffer, xs.byteOffset, xs.byteLength);
 }

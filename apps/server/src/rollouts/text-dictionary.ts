@@ -1,9 +1,12 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type pg from 'pg';
 
-/** A text's id: the first 8 bytes of its SHA-256 as a signed bigint, derived from the text alone. */
+/**
+ * A text's id: the first 8 bytes of its SHA-256 (of its UTF-8) as a signed bigint, derived from the
+ * text alone. The one-shot `hash` makes no Hash object per text (ingest hashes every new text).
+ */
 export function textId(text: string): bigint {
-  return createHash('sha256').update(text).digest().readBigInt64BE(0);
+  return hash('sha256', text, 'buffer').readBigInt64BE(0);
 }
 
 /**

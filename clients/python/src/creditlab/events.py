@@ -136,6 +136,14 @@ class StepEncoder:
         return text[:-1] + "".join(spliced) + "}" if spliced else text
 
     def _floats(self, name: str, value: Any, where: str):
+        values = self._checked_floats(name, value, where)
+        return encode_f32(values, where) if self.compact else to_list(values)
+
+    def vector_base64(self, name: str, value: Any, where: str) -> str:
+        """A step's embedding or token log-probs, checked, as base64 little-endian float32."""
+        return encode_f32(self._checked_floats(name, value, where), where)
+
+    def _checked_floats(self, name: str, value: Any, where: str) -> Sequence[float]:
         values = finite_floats(value, where)
         if name == "embedding":
             if len(values) == 0:
@@ -146,7 +154,7 @@ class StepEncoder:
                 raise InvalidInput(
                     f"{where}: has {len(values)} dimensions, but this run's embeddings have {self.embedding_dim}"
                 )
-        return encode_f32(values, where) if self.compact else to_list(values)
+        return values
 
 
 # ---- step-bearing events, split by size --------------------------------------------------------
@@ -216,10 +224,7 @@ def rollout_lines(
     iteration_: int, groups: Any, encoder: StepEncoder, max_event_bytes: int
 ) -> List[bytes]:
     """`rollouts.appended` events for a batch (rollout-batch/v1 groups), as few as the size limit allows."""
-    if isinstance(groups, Mapping) and "groups" in groups:
-        groups = groups["groups"]
-    if not isinstance(groups, Sequence) or isinstance(groups, (str, bytes)):
-        raise InvalidInput("groups: must be a list of groups (or a rollout-batch/v1 document)")
+    groups = batch_groups(groups)
     lines: List[bytes] = []
     event = _RolloutEvent(iteration_)
 
@@ -238,11 +243,7 @@ def rollout_lines(
         event.open_group(gid)
         for ti, traj in enumerate(_list(group.get("trajectories"), f"{where}.trajectories")):
             twhere = f"{where}.trajectories[{ti}]"
-            if not isinstance(traj, Mapping):
-                raise InvalidInput(f"{twhere}: must be a mapping with id, outcome and steps")
-            head = {"id": key(traj.get("id"), f"{twhere}.id")}
-            if outcome(traj.get("outcome"), f"{twhere}.outcome"):
-                head["outcome"] = traj["outcome"]
+            head = trajectory_head(traj, twhere)
             head_text = _dumps(head)[:-1]
             room(len(head_text) + _TRAJECTORY, 1)
             event.open_trajectory(head_text)
@@ -253,6 +254,25 @@ def rollout_lines(
     if event.groups:
         lines.append(event.render())
     return lines
+
+
+def batch_groups(groups: Any) -> Sequence:
+    """The groups of a batch given as a list of groups or as a rollout-batch/v1 document."""
+    if isinstance(groups, Mapping) and "groups" in groups:
+        groups = groups["groups"]
+    if not isinstance(groups, Sequence) or isinstance(groups, (str, bytes)):
+        raise InvalidInput("groups: must be a list of groups (or a rollout-batch/v1 document)")
+    return groups
+
+
+def trajectory_head(traj: Any, where: str) -> dict:
+    """A trajectory's id and outcome (if given), checked."""
+    if not isinstance(traj, Mapping):
+        raise InvalidInput(f"{where}: must be a mapping with id, outcome and steps")
+    head = {"id": key(traj.get("id"), f"{where}.id")}
+    if outcome(traj.get("outcome"), f"{where}.outcome"):
+        head["outcome"] = traj["outcome"]
+    return head
 
 
 def steps_lines(

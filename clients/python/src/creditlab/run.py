@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from . import events as ev
 from .advantages import from_document
+from .columnar import columnar_lines
 from .errors import CreditlabError, InvalidInput
 from .sender import OfflineSink
 
@@ -52,7 +53,11 @@ class Run:
     def log_rollouts(self, iteration: int, groups: Any) -> None:
         """A batch of rollouts: rollout-batch/v1 groups (or the whole document); split into as many events as the size limit needs."""
         it = ev.iteration(iteration)
-        lines = ev.rollout_lines(it, groups, self._encoder, self._client.max_event_bytes)
+        lines = None
+        if self._client.columnar_steps:
+            lines = columnar_lines(it, groups, self._encoder, self._client.max_event_bytes)
+        if lines is None:
+            lines = ev.rollout_lines(it, groups, self._encoder, self._client.max_event_bytes)
         counts = self._counts(it)
         for group in groups["groups"] if isinstance(groups, Mapping) else groups:
             for traj in group["trajectories"]:

@@ -1,0 +1,351 @@
+/**
+ * `npx tsx bench/ingest-database.bench.ts`: where PostgreSQL's time per ingested step goes. A
+ * synthetic run is ingested over HTTP (iterations not packed, so nothing runs in the background),
+ * then every kind of write ingest makes is replayed alone, with the server's own statement, on the
+ * rows the server stored, into a second run: one transaction per iteration, as a request is one.
+ * For each kind: PostgreSQL's CPU per step (all its processes, from /proc) and the WAL per step. The
+ * packing of iterations for recompute (CREDITLAB_PACK_ITERATIONS=on-complete) is the server's own
+ * code run on the replayed run. Writes its section of docs/benchmarks.md.
+ */
+import { createReadStream } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { packRun } from '../apps/server/src/advantages/iteration-packing';
+import { fmt, machineLine, writeSection } from './support/bench-report';
+import { startBenchServer } from './support/bench-server';
+import { databaseCpu, databaseCpuSince, walPosition, walSince } from './support/database-cost';
+import { writeRequests } from './support/ingest-requests';
+import { postNdjsonStream } from './support/post-ndjson';
+import { ADMIN_KEY } from '../test/support/test-server';
+
+const STEPS = Number(process.env.BENCH_INGEST_DB_STEPS ?? 200_000);
+
+interface Cost {
+  kind: string;
+  cpuSeconds: number;
+  walBytes: number;
+}
+
+/** One iteration's stored rows, as the server wrote them, ready to write again into another run. */
+interface IterationRows {
+  iteration: number;
+  groups: unknown[][];
+  trajectories: unknown[][];
+  iterations: unknown[][];
+  texts: unknown[][];
+  events: unknown[][];
+  /** The steps as one binary COPY stream, the run id replaced. */
+  steps: Buffer;
+}
+
+/** The column arrays of `rows` (each row a list of fields), for unnest parameters. */
+const columnsOf = (rows: unknown[][], n: number) =>
+  Array.from({ length: n }, (_, k) => rows.map((r) => r[k]));
+
+async function rowsOf(db: pg.PoolClient, runId: string, target: string, iteration: number) {
+  const q = async (sql: string) =>
+    (await db.query({ text: sql, values: [runId, iteration], rowMode: 'array' })).rows;
+  const chunks: Buffer[] = [];
+  await pipeline(
+    db.query(
+      copyTo(`COPY (SELECT '${target}'::uuid, iteration, group_ord, traj_ord, idx, seq, state_id,
+        action_id, reward, nll, token_logprobs, embedding, value, next_state_id, next_value, extra
+        FROM steps WHERE run_id = '${runId}' AND iteration = ${iteration}
+        ORDER BY group_ord, traj_ord, idx) TO STDOUT (FORMAT binary)`),
+    ),
+    new Writable({
+      write: (c: Buffer, _e, done) => {
+        chunks.push(c);
+        done();
+      },
+    }),
+  );
+  return {
+    iteration,
+    groups: await q(
+      'SELECT iteration, ord, key FROM rollout_groups WHERE run_id = $1 AND iteration = $2',
+    ),
+    trajectories: await q(`SELECT iteration, group_ord, ord, key, outcome, outcome_given,
+      step_count, return FROM trajectories WHERE run_id = $1 AND iteration = $2`),
+    iterations: await q(`SELECT iteration, group_count, trajectory_count, step_count, inputs_seq,
+      metrics::text, evaluation_success_rate, last_seq FROM iterations WHERE run_id = $1 AND iteration = $2`),
+    texts: [],
+    events: await q(`SELECT seq, gen_random_uuid(), type, iteration, data::text, step_count,
+      body_hash, body FROM events WHERE run_id = $1 AND iteration = $2 ORDER BY seq`),
+    steps: Buffer.concat(chunks),
+  } satisfies IterationRows;
+}
+
+/** Each kind of write, with the statement the server uses for it (append-session, run-projector). */
+const WRITES: {
+  kind: string;
+  write: (db: pg.PoolClient, run: string, it: IterationRows) => Promise<unknown>;
+}[] = [
+  {
+    kind: 'request: BEGIN, lock the run row, duplicate-id check, run summary, COMMIT',
+    write: async (db, run, it) => {
+      await db.query('SELECT * FROM runs WHERE id = $1 FOR UPDATE', [run]);
+      await db.query(
+        'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])',
+        [run, it.events.map((e) => e[1])],
+      );
+      await db.query('UPDATE runs SET last_seq = last_seq WHERE id = $1', [run]);
+    },
+  },
+  {
+    kind: 'rollout_groups insert',
+    write: (db, run, it) =>
+      db.query(
+        `INSERT INTO rollout_groups (run_id, iteration, ord, key)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`,
+        [run, ...columnsOf(it.groups, 3)],
+      ),
+  },
+  {
+    kind: 'trajectories insert (ON CONFLICT update)',
+    write: (db, run, it) =>
+      db.query(
+        `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
+         ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
+           outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`,
+        [run, ...columnsOf(it.trajectories, 8)],
+      ),
+  },
+  {
+    kind: 'the same rows as a plain INSERT into a copy of trajectories with its keys (no upsert, no foreign key)',
+    write: (db, run, it) =>
+      db.query(
+        `INSERT INTO trajectories_plain (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])`,
+        [run, ...columnsOf(it.trajectories, 8)],
+      ),
+  },
+  {
+    kind: 'iterations insert (ON CONFLICT update)',
+    write: (db, run, it) =>
+      db.query(
+        `INSERT INTO iterations (run_id, iteration, group_count, trajectory_count, step_count, inputs_seq,
+                                 metrics, evaluation_success_rate, last_seq)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::bigint[], $7::jsonb[],
+                                  $8::float8[], $9::bigint[])
+         ON CONFLICT (run_id, iteration) DO UPDATE SET step_count = EXCLUDED.step_count`,
+        [run, ...columnsOf(it.iterations, 8)],
+      ),
+  },
+  {
+    kind: 'texts insert (ON CONFLICT DO NOTHING)',
+    write: (db, run, it) =>
+      it.texts.length === 0
+        ? Promise.resolve()
+        : db.query(
+            `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+             ON CONFLICT DO NOTHING`,
+            [run, ...columnsOf(it.texts, 2)],
+          ),
+  },
+  {
+    kind: 'steps binary COPY (primary key)',
+    write: (db, _run, it) =>
+      pipeline(
+        Readable.from([it.steps]),
+        db.query(copyFrom('COPY steps FROM STDIN (FORMAT binary)')),
+      ),
+  },
+  {
+    kind: 'the same COPY into a copy of steps without its primary key',
+    write: (db, _run, it) =>
+      pipeline(
+        Readable.from([it.steps]),
+        db.query(copyFrom('COPY steps_without_key FROM STDIN (FORMAT binary)')),
+      ),
+  },
+  {
+    kind: 'events insert (data, digest, body)',
+    write: (db, run, it) => insertEvents(db, run, it.events),
+  },
+];
+
+/** The server's events INSERT (append-session.ts): bodies and digests as two binary parameters. */
+async function insertEvents(db: pg.PoolClient, run: string, events: unknown[][]): Promise<void> {
+  if (events.length === 0) return;
+  const bodies = events.map((e) => e[7] as Buffer | null);
+  const from: number[] = [];
+  let at = 1;
+  for (const b of bodies) {
+    from.push(at);
+    at += b?.length ?? 0;
+  }
+  await db.query(
+    `INSERT INTO events (run_id, seq, id, type, iteration, data, step_count, body_hash, body, recorded_at)
+     SELECT $1, u.seq, u.id, u.type, u.iteration, u.data, u.step_count,
+            substring($11::bytea FROM (u.n::int - 1) * 32 + 1 FOR 32),
+            CASE WHEN u.body_length >= 0 THEN substring($10::bytea FROM u.body_from FOR u.body_length) END,
+            now()
+     FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::jsonb[], $7::int[],
+                 $8::int[], $9::int[])
+          WITH ORDINALITY AS u(seq, id, type, iteration, data, step_count, body_from, body_length, n)`,
+    [
+      run,
+      ...columnsOf(events, 6),
+      from,
+      bodies.map((b) => (b === null ? -1 : b.length)),
+      Buffer.concat(bodies.filter((b): b is Buffer => b !== null)),
+      Buffer.concat(events.map((e) => e[6] as Buffer)),
+    ],
+  );
+}
+
+async function createRun(url: string, name: string): Promise<string> {
+  const res = await fetch(`${url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` },
+    body: JSON.stringify({ name, env: 'synthetic', method: 'gigpo' }),
+  });
+  if (!res.ok) throw new Error(`creating a run: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** Runs `work` and returns PostgreSQL's CPU and WAL it cost. */
+async function measure(
+  db: pg.PoolClient,
+  pgDir: string | undefined,
+  kind: string,
+  work: () => Promise<unknown>,
+): Promise<Cost> {
+  await db.query('CHECKPOINT'); // every kind starts with clean pages, so none pays another's full-page writes
+  const wal = await walPosition(db);
+  const cpu = await databaseCpu(pgDir);
+  await work();
+  return {
+    kind,
+    cpuSeconds: await databaseCpuSince(pgDir, cpu),
+    walBytes: await walSince(db, wal),
+  };
+}
+
+async function main(): Promise<void> {
+  const bench = await startBenchServer({ CREDITLAB_PACK_ITERATIONS: 'on-read' });
+  const { server, dir, pgDataDir } = bench;
+  const db = await bench.pool.connect();
+  const costs: Cost[] = [];
+  let steps = 0;
+  try {
+    const { files } = await writeRequests(dir, {
+      label: 'db-breakdown',
+      steps: STEPS,
+      embeddingDim: 0,
+    });
+    const source = await createRun(server.url, 'bench source');
+    costs.push(
+      await measure(db, pgDataDir, 'whole HTTP ingest (reference)', async () => {
+        for (const f of files)
+          await postNdjsonStream(
+            `${server.url}/v1/runs/${source}/events`,
+            createReadStream(f),
+            (await stat(f)).size,
+          );
+      }),
+    );
+    for (const f of files) await rm(f);
+    steps = Number(
+      (await db.query('SELECT count(*) FROM steps WHERE run_id = $1', [source])).rows[0].count,
+    );
+    const target = await createRun(server.url, 'bench replay');
+    await db.query('CREATE TABLE steps_without_key (LIKE steps)');
+    await db.query('CREATE TABLE trajectories_plain (LIKE trajectories INCLUDING INDEXES)');
+    const iterations: IterationRows[] = [];
+    for (let i = 0; i < files.length; i++) iterations.push(await rowsOf(db, source, target, i));
+    // Each text goes with the first iteration that uses it: the request that stored it.
+    const texts = await db.query<{ id: string; text: string; first: number }>(
+      `SELECT t.id::text AS id, t.text, f.first FROM texts t JOIN (
+         SELECT id, min(iteration) AS first FROM (
+           SELECT state_id AS id, iteration FROM steps WHERE run_id = $1
+           UNION ALL SELECT action_id, iteration FROM steps WHERE run_id = $1
+           UNION ALL SELECT next_state_id, iteration FROM steps WHERE run_id = $1) s
+         GROUP BY id) f ON f.id = t.id
+       WHERE t.run_id = $1`,
+      [source],
+    );
+    for (const t of texts.rows) iterations[t.first]?.texts.push([t.id, t.text]);
+    for (const { kind, write } of WRITES) {
+      costs.push(
+        await measure(db, pgDataDir, kind, async () => {
+          for (const it of iterations) {
+            await db.query('BEGIN');
+            await write(db, target, it);
+            await db.query('COMMIT');
+          }
+        }),
+      );
+    }
+    await db.query(`UPDATE runs SET status = 'completed', last_iteration = $2 WHERE id = $1`, [
+      target,
+      iterations.length - 1,
+    ]);
+    costs.push(
+      await measure(db, pgDataDir, 'packing every iteration for recompute (on-complete)', () =>
+        packRun(bench.pool, target),
+      ),
+    );
+  } finally {
+    db.release();
+    await bench.close();
+  }
+  report(costs, steps);
+}
+
+function report(costs: Cost[], steps: number): void {
+  const perStep = (c: Cost) => `${fmt((c.cpuSeconds / steps) * 1e6, 2)} µs`;
+  for (const c of costs)
+    console.log(`${c.kind}: ${perStep(c)}, WAL ${fmt(c.walBytes / steps, 0)} B/step`);
+  const [whole, ...kinds] = costs as [Cost, ...Cost[]];
+  const ingestKinds = kinds.filter(
+    (c) => !c.kind.startsWith('the same') && !c.kind.startsWith('packing'),
+  );
+  const sum = ingestKinds.reduce(
+    (a, c) => ({
+      ...a,
+      cpuSeconds: a.cpuSeconds + c.cpuSeconds,
+      walBytes: a.walBytes + c.walBytes,
+    }),
+    {
+      kind: 'sum of the kinds above',
+      cpuSeconds: 0,
+      walBytes: 0,
+    },
+  );
+  const row = (c: Cost) => `| ${c.kind} | ${perStep(c)} | ${fmt(c.walBytes / steps, 0)} B |`;
+  writeSection(
+    'ingest-database',
+    `
+## Where the database's time per ingested step goes (\`npx tsx bench/ingest-database.bench.ts\`)
+
+Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
+Command: \`npx tsx bench/ingest-database.bench.ts\` (\`BENCH_INGEST_DB_STEPS\`, default 200,000); ${steps.toLocaleString('en')} steps without embeddings.
+
+The ingest benchmark's workload is sent over HTTP (iterations not packed), then each kind of write is
+replayed alone with the server's own statement on the rows the server stored, into a second run, one
+transaction per iteration (a request is one), after a CHECKPOINT. PostgreSQL's CPU (all its processes,
+from /proc) and WAL per step, whatever else the machine does:
+
+| write | database CPU per step | WAL per step |
+|---|---:|---:|
+${row(whole)}
+${ingestKinds.map(row).join('\n')}
+${row(sum)}
+${kinds
+  .filter((c) => !ingestKinds.includes(c))
+  .map(row)
+  .join('\n')}
+`,
+  );
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,91 @@
+"""
+`log_rollouts` with columnar_steps=True sends the steps as columns (docs/events.md, "Columnar steps"): the
+server stores the same steps and computes the same advantages as from the row form, in fewer bytes; events
+split by size continue their trajectory; a bad step is refused at the call, naming it, as in the row form.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import creditlab
+from creditlab import columnar
+from conftest import conformance_fixtures, load
+
+STEPS_QUERY = """query($id: ID!) { run(id: $id) { groups(iteration: 0, first: 100) { nodes { id trajectories {
+  id outcome steps { state action reward nll value nextState nextValue embedding tokenLogprobs } } } } } }"""
+
+
+def batch_with_gaps() -> dict:
+    """A conformance batch with embeddings, token log-probs on some steps and nll on others."""
+    batch = load(conformance_fixtures("spec")[1])["batch"]
+    rng = np.random.default_rng(3)
+    for k, s in enumerate(st for g in batch["groups"] for t in g["trajectories"] for st in t["steps"]):
+        s["embedding"] = rng.standard_normal(8).tolist()
+        if k % 2:
+            s["tokenLogprobs"] = (-rng.random(3)).tolist()
+        if k % 3 == 0:
+            s["nll"] = float(rng.random())
+        else:
+            s.pop("nll", None)
+    return batch
+
+
+def logged(server, tmp_path, batch: dict, columnar_steps: bool, **options):
+    spool = str(tmp_path / f"c{columnar_steps}")
+    client = creditlab.Client(*server, spool_dir=spool, columnar_steps=columnar_steps, **options)
+    run = client.create_run(name=f"columnar={columnar_steps}", env="fixtures", method="gigpo")
+    run.log_rollouts(0, batch)
+    run.finish()
+    groups = client.graphql(STEPS_QUERY, {"id": run.id})["run"]["groups"]["nodes"]
+    advantages = {m: run.advantages(0, m, record=False)[0].tolist() for m in ("gigpo", "bipace")}
+    bytes_sent = run.stats.bytes
+    client.close()
+    return groups, advantages, bytes_sent
+
+
+def test_columnar_steps_store_what_rows_store_in_fewer_bytes(server, tmp_path):
+    batch = batch_with_gaps()
+    lines = columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 8 << 20)
+    assert lines is not None and all("columns" in json.loads(line)["data"] for line in lines)
+    rows = logged(server, tmp_path, batch, False)
+    cols = logged(server, tmp_path, batch, True)
+    assert any(s["nll"] is None for g in rows[0] for t in g["trajectories"] for s in t["steps"])
+    assert cols[0] == rows[0]
+    assert cols[1] == rows[1]
+    assert cols[2] < rows[2], (cols[2], rows[2])
+
+
+def test_events_split_by_size_continue_their_trajectories(server, tmp_path):
+    batch = batch_with_gaps()
+    lines = columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 1500)
+    assert len(lines) > 3 and all(len(line) <= 1500 for line in lines)
+    assert logged(server, tmp_path, batch, True, max_event_bytes=1500)[0] == logged(server, tmp_path, batch, False)[0]
+
+
+def test_float64_columns_without_numpy_are_the_same_bytes(monkeypatch):
+    values = [0.1, -2.5, 1e300, float("nan")]
+    with_numpy = columnar.f64_base64(values)
+    monkeypatch.setattr(columnar, "HAS_NUMPY", False)
+    assert columnar.f64_base64(values) == with_numpy
+
+
+def test_a_bad_step_is_refused_at_the_call_naming_it(client):
+    run = client.create_run(name="bad columnar", env="e", method="grpo")
+    client.columnar_steps = True
+    steps = [{"state": "s", "action": "a", "reward": 0.0}, {"state": "s", "action": "a", "reward": float("inf")}]
+    with pytest.raises(creditlab.InvalidInput, match=r"groups\[0\]\.trajectories\[0\]\.steps\[1\]\.reward"):
+        run.log_rollouts(0, [{"id": "g", "trajectories": [{"id": "t", "steps": steps}]}])
+    bad_dim = [{"state": "s", "action": "a", "reward": 0.0, "embedding": e} for e in ([1.0, 2.0], [1.0])]
+    with pytest.raises(creditlab.InvalidInput, match=r"steps\[1\]\.embedding: has 1 dimensions"):
+        run.log_rollouts(1, [{"id": "g", "trajectories": [{"id": "t", "steps": bad_dim}]}])
+    run.finish()
+
+
+def test_a_batch_with_fields_beyond_v1_goes_as_rows():
+    step = {"state": "s", "action": "a", "reward": 1, "toolCall": "x"}
+    batch = [{"id": "g", "trajectories": [{"id": "t", "steps": [step]}]}]
+    assert columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 8 << 20) is None

@@ -1,0 +1,220 @@
+import { z } from 'zod';
+import { MAX_INT32 } from './event-schemas';
+
+/**
+ * The columnar form of `rollouts.appended` (docs/events.md, "Columnar rollouts"): the event's steps
+ * as one set of columns instead of one JSON object per step — the form the log stores. Trajectories
+ * name how many steps they have (`stepCount`) and take consecutive runs of the columns, in the
+ * order the event names them. Numbers are base64 little-endian float64, vectors base64
+ * little-endian float32 (one string per step, or null), states and actions indices into `texts`.
+ */
+export interface WireStepColumns {
+  texts: string[];
+  state: number[];
+  action: number[];
+  reward: string;
+  /** NaN where a step has none. */
+  nll?: string;
+  value?: string;
+  nextValue?: string;
+  /** A text index, or −1 where the step has no next state. */
+  nextState?: number[];
+  tokenLogprobs?: (string | null)[];
+  embedding?: (string | null)[];
+}
+
+/** The columns after validation: decoded into typed arrays, with the wire form kept for the log. */
+export interface StepColumns {
+  n: number;
+  texts: string[];
+  state: Int32Array;
+  action: Int32Array;
+  reward: Float64Array;
+  nll?: Float64Array;
+  value?: Float64Array;
+  nextValue?: Float64Array;
+  nextState?: Int32Array;
+  tokenLogprobs?: (Float32Array | null)[];
+  embedding?: (Float32Array | null)[];
+  wire: WireStepColumns;
+}
+
+const key = z.string().min(1).max(512);
+
+/** The event's data apart from its columns (zod: per trajectory, never per step). */
+export const columnarRolloutsSkeleton = z.strictObject({
+  iteration: z.number().int().min(0).max(MAX_INT32),
+  groups: z.array(
+    z.strictObject({
+      id: key,
+      trajectories: z.array(
+        z.strictObject({
+          id: key,
+          outcome: z.enum(['success', 'failure', 'truncated']).optional(),
+          stepCount: z.number().int().min(0).max(MAX_INT32),
+        }),
+      ),
+    }),
+  ),
+  columns: z.unknown(),
+});
+
+export type ColumnarRolloutsData = Omit<z.output<typeof columnarRolloutsSkeleton>, 'columns'> & {
+  columns: StepColumns;
+};
+
+/** A column's problem: its path below `data.columns` and what is wrong. */
+export class ColumnIssue extends Error {
+  constructor(
+    readonly path: PropertyKey[],
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const NUMBER_COLUMNS = ['reward', 'nll', 'value', 'nextValue'] as const;
+const INDEX_COLUMNS = ['state', 'action', 'nextState'] as const;
+const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;
+const KNOWN = new Set<string>(['texts', ...NUMBER_COLUMNS, ...INDEX_COLUMNS, ...VECTOR_COLUMNS]);
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Checks `value` as the columns of `n` steps and decodes them; throws a ColumnIssue naming the
+ * column and, where one step is at fault, its index (`reward[17]`). Every check is a loop over a
+ * typed array or a list of numbers: no object is made per step.
+ */
+export function parseStepColumns(value: unknown, n: number): StepColumns {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ColumnIssue([], 'must be an object of columns');
+  const wire = value as Record<string, unknown>;
+  for (const name of Object.keys(wire))
+    if (!KNOWN.has(name))
+      throw new ColumnIssue([name], `unknown column; the columns are ${[...KNOWN].join(', ')}`);
+  const texts = wire.texts;
+  if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string'))
+    throw new ColumnIssue(['texts'], 'must be an array of strings');
+  const out: StepColumns = {
+    n,
+    texts: texts as string[],
+    state: indexColumn(wire, 'state', n, texts.length, false) as Int32Array,
+    action: indexColumn(wire, 'action', n, texts.length, false) as Int32Array,
+    nextState: indexColumn(wire, 'nextState', n, texts.length, true),
+    reward: numberColumn(wire, 'reward', n) as Float64Array,
+    wire: wire as unknown as WireStepColumns,
+  };
+  if (out.reward === undefined) throw new ColumnIssue(['reward'], 'required column is missing');
+  for (const name of ['nll', 'value', 'nextValue'] as const) {
+    const column = numberColumn(wire, name, n);
+    if (column) out[name] = column;
+  }
+  for (const name of VECTOR_COLUMNS) {
+    const column = vectorColumn(wire, name, n);
+    if (column) out[name] = column;
+  }
+  return out;
+}
+
+function indexColumn(
+  wire: Record<string, unknown>,
+  name: (typeof INDEX_COLUMNS)[number],
+  n: number,
+  texts: number,
+  optional: boolean,
+): Int32Array | undefined {
+  const column = wire[name];
+  if (column === undefined) {
+    if (optional) return undefined;
+    throw new ColumnIssue([name], 'required column is missing');
+  }
+  if (!Array.isArray(column)) throw new ColumnIssue([name], 'must be an array of text indices');
+  lengthIs(name, column.length, n);
+  const lowest = optional ? -1 : 0;
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const x: unknown = column[i];
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < lowest || x >= texts) {
+      throw new ColumnIssue(
+        [name, i],
+        `must be an index into texts (0 to ${texts - 1}${optional ? ', or −1 for none' : ''}), not ${JSON.stringify(x)}`,
+      );
+    }
+    out[i] = x;
+  }
+  return out;
+}
+
+function numberColumn(
+  wire: Record<string, unknown>,
+  name: (typeof NUMBER_COLUMNS)[number],
+  n: number,
+): Float64Array | undefined {
+  const column = wire[name];
+  if (column === undefined) return undefined;
+  const bytes = base64Bytes(name, column, 'little-endian float64 values');
+  if (bytes.length !== n * 8)
+    throw new ColumnIssue(
+      [name],
+      `has ${bytes.length} bytes, but ${n} steps of float64 take ${n * 8}`,
+    );
+  // Copied out: a Buffer's offset in its pool need not be 8-byte aligned.
+  const values = new Float64Array(n);
+  new Uint8Array(values.buffer).set(bytes);
+  // NaN in an optional column is a step without that number, as in the log; reward has no gaps.
+  const gapsAllowed = name !== 'reward';
+  for (let i = 0; i < n; i++) {
+    const x = values[i] as number;
+    if (!Number.isFinite(x) && !(gapsAllowed && Number.isNaN(x)))
+      throw new ColumnIssue(
+        [name, i],
+        gapsAllowed ? 'must be finite (NaN for a step without one)' : 'must be finite',
+      );
+  }
+  return values;
+}
+
+function vectorColumn(
+  wire: Record<string, unknown>,
+  name: (typeof VECTOR_COLUMNS)[number],
+  n: number,
+): (Float32Array | null)[] | undefined {
+  const column = wire[name];
+  if (column === undefined) return undefined;
+  if (!Array.isArray(column))
+    throw new ColumnIssue([name], 'must be an array with one base64 string (or null) per step');
+  lengthIs(name, column.length, n);
+  const out: (Float32Array | null)[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const item: unknown = column[i];
+    if (item === null) {
+      out[i] = null;
+      continue;
+    }
+    const bytes = base64Bytes(name, item, 'little-endian float32 values', i);
+    if (bytes.length % 4 !== 0 || (name === 'embedding' && bytes.length === 0))
+      throw new ColumnIssue(
+        [name, i],
+        `has ${bytes.length} bytes; a vector is a non-empty multiple of 4 bytes (float32)`,
+      );
+    const values = new Float32Array(bytes.length / 4);
+    new Uint8Array(values.buffer).set(bytes);
+    const bad = values.findIndex((x) => !Number.isFinite(x));
+    if (bad >= 0) throw new ColumnIssue([name, i], `value ${bad} is not a finite number`);
+    out[i] = values;
+  }
+  return out;
+}
+
+function base64Bytes(name: string, value: unknown, what: string, i?: number): Buffer {
+  if (typeof value !== 'string' || !BASE64.test(value) || value.length % 4 === 1)
+    throw new ColumnIssue(i === undefined ? [name] : [name, i], `must be base64 of ${what}`);
+  return Buffer.from(value, 'base64');
+}
+
+function lengthIs(name: string, length: number, n: number): void {
+  if (length !== n)
+    throw new ColumnIssue(
+      [name],
+      `has ${length} values, but the trajectories' stepCount add up to ${n}`,
+    );
+}

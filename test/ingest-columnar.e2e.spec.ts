@@ -1,0 +1,229 @@
+import { float64Base64, newEventId, rolloutEvents } from '@creditlab/client';
+import type { ClientEvent } from '@creditlab/events';
+import pg from 'pg';
+import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
+import { rowCounts } from './support/row-counts';
+import { serverForFile } from './support/file-server';
+import { api, gql } from './support/test-server';
+
+/**
+ * The columnar form of rollouts.appended (docs/events.md, "Columnar rollouts"): the same steps sent
+ * as columns are stored, read back and estimated exactly as when sent one object per step; bad
+ * columns are refused naming the line and the column down to the step, and nothing is stored.
+ */
+const ctx = serverForFile();
+
+async function query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+  const c = new pg.Client({ connectionString: ctx.server.databaseUrl });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+/** Every projected row of a run, without the run id (which differs between the two runs). */
+async function projection(runId: string): Promise<Record<string, Record<string, unknown>[]>> {
+  const of = (table: string, order: string) =>
+    query(`SELECT * FROM ${table} WHERE run_id = $1 ORDER BY ${order}`, [runId]).then((rows) =>
+      rows.map(({ run_id: _run, ...row }) => row),
+    );
+  return {
+    steps: await of('steps', 'iteration, group_ord, traj_ord, idx'),
+    trajectories: await of('trajectories', 'iteration, group_ord, ord'),
+    groups: await of('rollout_groups', 'iteration, ord'),
+    iterations: await of('iterations', 'iteration'),
+    texts: await of('texts', 'id'),
+  };
+}
+
+const EVENTS_QUERY = `query($id: ID!) { run(id: $id) { embeddingDim events(first: 100) {
+  nodes { seq type iteration data stepCount } } } }`;
+
+async function advantages(runId: string, iteration: number, method: string): Promise<number[]> {
+  const res = await api(
+    `${ctx.server.url}/v1/runs/${runId}/iterations/${iteration}/advantages?method=${method}`,
+    { headers: { accept: 'application/octet-stream' } },
+  );
+  expect(res.status).toBe(200);
+  return Array.from(new Float32Array(await res.arrayBuffer()));
+}
+
+test('the same steps sent as columns and as objects are stored, read back and estimated alike', async () => {
+  const batches = [0, 1].map((seed) =>
+    syntheticBatchJson(
+      {
+        groups: 3,
+        groupSize: 4,
+        maxSteps: 12,
+        statesPerGroup: 5,
+        textLength: 20,
+        embeddingDim: 4,
+        withOptionalFields: true,
+      },
+      seed,
+    ),
+  );
+  const rows = await ctx.client.createRun({ name: 'rows', env: 'e', method: 'gigpo' });
+  const columns = await ctx.client.createRun({ name: 'columns', env: 'e', method: 'gigpo' });
+  for (const [i, batch] of batches.entries()) {
+    // 7 steps per event at most: trajectories continue across events in both forms.
+    await ctx.client.appendEvents(rows.id, rolloutEvents(i, batch, 7));
+    const columnar = rolloutEvents(i, batch, 7, { columnar: true });
+    expect(columnar.every((e) => 'columns' in e.data)).toBe(true);
+    await ctx.client.appendEvents(columns.id, columnar);
+  }
+  const stored = await projection(rows.id);
+  expect(stored.steps!.some((s) => s.nll === null)).toBe(true);
+  expect(stored.steps!.length).toBeGreaterThan(40);
+  expect(await projection(columns.id)).toEqual(stored);
+
+  const read = async (id: string) => (await gql(ctx.server, EVENTS_QUERY, { id })).data;
+  expect(await read(columns.id)).toEqual(await read(rows.id));
+  for (const method of ['gigpo', 'bipace', 'ppo-gae'])
+    for (const iteration of [0, 1])
+      expect(await advantages(columns.id, iteration, method)).toEqual(
+        await advantages(rows.id, iteration, method),
+      );
+});
+
+/** A valid columnar event of two trajectories of 10 steps, with every kind of column. */
+function columnarEvent(): ClientEvent & { data: { columns: Record<string, unknown> } } {
+  const f32 = (xs: number[]) => Buffer.from(new Float32Array(xs).buffer).toString('base64');
+  const range = <T>(f: (i: number) => T) => Array.from({ length: 20 }, (_, i) => f(i));
+  return {
+    id: newEventId(),
+    type: 'rollouts.appended',
+    data: {
+      iteration: 0,
+      groups: [
+        {
+          id: 'g',
+          trajectories: [
+            { id: 'a', stepCount: 10 },
+            { id: 'b', outcome: 'success', stepCount: 10 },
+          ],
+        },
+      ],
+      columns: {
+        texts: ['room 0', 'room 1', 'go', 'look'],
+        state: range((i) => i % 2),
+        action: range((i) => 2 + (i % 2)),
+        reward: float64Base64(range((i) => (i === 19 ? 1 : 0))),
+        nll: float64Base64(range((i) => (i % 3 ? 0.5 : NaN))),
+        value: float64Base64(range((i) => i / 20)),
+        nextState: range((i) => (i % 10 === 9 ? -1 : (i + 1) % 2)),
+        tokenLogprobs: range((i) => (i % 2 ? f32([-0.5, -1]) : null)),
+        embedding: range((i) => f32([i, 1, 0, 0])),
+      },
+    },
+  } as never;
+}
+
+const f64 = (xs: number[]) => float64Base64(xs);
+const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
+  ['reward of the wrong length', (c) => (c.reward = f64([1, 2])), 'reward', /has 16 bytes/],
+  [
+    'a non-finite reward',
+    (c) => (c.reward = f64([...Array(17).fill(0), Infinity, 0, 0])),
+    'reward[17]',
+    /must be finite$/,
+  ],
+  ['a NaN reward', (c) => (c.reward = f64([NaN, ...Array(19).fill(0)])), 'reward[0]', /finite/],
+  [
+    'an infinite value',
+    (c) => (c.value = f64([...Array(3).fill(0), -Infinity, ...Array(16).fill(0)])),
+    'value[3]',
+    /finite/,
+  ],
+  ['bad base64', (c) => (c.nll = 'not base64!'), 'nll', /must be base64/],
+  [
+    'a state index out of range',
+    (c) => ((c.state as number[])[2] = 4),
+    'state[2]',
+    /index into texts \(0 to 3\)/,
+  ],
+  ['an action column too short', (c) => (c.action = [2, 3]), 'action', /has 2 values.*20/],
+  ['a next state below −1', (c) => ((c.nextState as number[])[0] = -2), 'nextState[0]', /−1/],
+  [
+    'an embedding of another dimension',
+    (c) => ((c.embedding as string[])[5] = Buffer.alloc(12).toString('base64')),
+    'embedding[5]',
+    /has 3 dimensions, but this run's embeddings have 4/,
+  ],
+  [
+    'an embedding not a multiple of 4 bytes',
+    (c) => ((c.embedding as string[])[1] = 'AAAAAAA='),
+    'embedding[1]',
+    /multiple of 4 bytes/,
+  ],
+  [
+    'a non-finite token log-prob',
+    (c) =>
+      ((c.tokenLogprobs as string[])[1] = Buffer.from(new Float32Array([NaN]).buffer).toString(
+        'base64',
+      )),
+    'tokenLogprobs[1]',
+    /value 0 is not a finite number/,
+  ],
+  ['an unknown column', (c) => (c.rewards = 'AAAA'), 'rewards', /unknown column/],
+  ['no reward column', (c) => delete c.reward, 'reward', /required/],
+];
+
+test.each(BAD)(
+  'a columnar event with %s is refused naming line and column; nothing is stored',
+  async (_what, spoil, path, reason) => {
+    const { id } = await ctx.client.createRun({ name: 'bad columns', env: 'e', method: 'gigpo' });
+    const before = await rowCounts(ctx.server.databaseUrl);
+    const event = columnarEvent();
+    spoil(event.data.columns);
+    const metrics = {
+      id: newEventId(),
+      type: 'metrics.logged',
+      data: { iteration: 0, metrics: { loss: 1 } },
+    };
+    const res = await ctx.post(id, [metrics, event]);
+    const body = (await res.json()) as Record<string, string | number>;
+    expect(res.status).toBe(400);
+    expect(body).toMatchObject({ error: 'INVALID_EVENT', line: 2, path: `data.columns.${path}` });
+    expect(body.message).toMatch(
+      new RegExp(`^line 2: data\\.columns\\.${path.replace(/[[\]]/g, '\\$&')}: `),
+    );
+    expect(body.reason).toMatch(reason);
+    expect(await rowCounts(ctx.server.databaseUrl)).toEqual(before);
+  },
+);
+
+test('a trajectory that gives both steps and a stepCount is refused', async () => {
+  const { id } = await ctx.client.createRun({ name: 'mixed', env: 'e', method: 'gigpo' });
+  const event = columnarEvent();
+  (event.data as unknown as { groups: { trajectories: object[] }[] }).groups[0]!.trajectories[0] = {
+    id: 'a',
+    stepCount: 10,
+    steps: [],
+  };
+  const res = await ctx.post(id, [event]);
+  expect(res.status).toBe(400);
+  expect(await res.json()).toMatchObject({ line: 1, path: 'data.groups[0].trajectories[0]' });
+});
+
+test('a columnar event sent again is a duplicate; its id with other columns is a conflict', async () => {
+  const { id } = await ctx.client.createRun({ name: 'retry', env: 'e', method: 'gigpo' });
+  const event = columnarEvent();
+  expect(await (await ctx.post(id, [event])).json()).toEqual({
+    accepted: 1,
+    duplicates: 0,
+    lastSeq: 2,
+  });
+  const before = await rowCounts(ctx.server.databaseUrl);
+  const again = await ctx.post(id, [event]);
+  expect(await again.json()).toEqual({ accepted: 0, duplicates: 1, lastSeq: 2 });
+  const changed = columnarEvent();
+  changed.id = event.id;
+  changed.data.columns.reward = f64([...Array(19).fill(0), 2]);
+  const conflict = await ctx.post(id, [changed]);
+  expect(conflict.status).toBe(409);
+  expect(await conflict.json()).toMatchObject({ line: 1, path: 'id' });
+  expect(await rowCounts(ctx.server.databaseUrl)).toEqual(before);
+});
