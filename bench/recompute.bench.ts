@@ -307,9 +307,14 @@ for a busy machine to schedule both sides): a chunk now goes as one task per thr
 (2026-12-01): they were 16 iterations, so a run of small iterations (here about 1,500 steps each) paid a chunk's
 fixed costs (a read's round trips, a hand-over to the threads and back, a store, a progress notice) 43 times for
 1M steps, which made GiGPO's job 1.37 s against an aim of 0.49 s. Chunks are now sized by steps (${chunksOf(run.sizes).length} here); a
-timeline of the GiGPO job, logged on a loaded machine (load 10), showed the estimate of each chunk then
-dominating, the first chunk's slower than the rest (420 ms against 40–250 ms; why was not settled: the same
-pattern did not reproduce reliably in the pool alone). What is left is mostly the
+timeline of the GiGPO job (logged per chunk, a one-off instrumentation) then showed the job waiting on storing
+the previous chunk, not on estimating: about 3 MB per chunk of float32 advantages and five diagnostics, each
+commit waiting for its WAL to be flushed. Chunks are now committed without that wait (derived rows; see
+docs/architecture.md, "Jobs"); in back-to-back runs at load 2–3 the GiGPO job took 1.35 and 1.96 s with the
+wait and 0.84 and 0.96 s without it. What keeps GiGPO above its aim now is that storing still takes 60–130 ms
+per 3 MB chunk while the estimator threads occupy both cores (the last chunk, stored when they are idle, takes
+about 20 ms per 2 MB): PostgreSQL writing 24 MB of TOAST for 1M steps competes with the estimators for CPU.
+Beyond that, what is left is mostly the
 estimators on two threads sharing two cores with the server's main thread and PostgreSQL (in a 200k-step
 Gated-BEPO job, their own time in the threads was 1.5–5× the library's alone), then the queue and the job's own
 statements before and after.
