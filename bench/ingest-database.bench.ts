@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/ingest-database.bench.ts`: where PostgreSQL's time per ingested step goes. A
+ * `npm run bench:ingest-database`: where PostgreSQL's time per ingested step goes. A
  * synthetic run is ingested over HTTP (iterations not packed, so nothing runs in the background),
  * then every kind of write ingest makes is replayed alone, with the server's own statement, on the
  * rows the server stored, into a second run: one transaction per iteration, as a request is one.
@@ -322,10 +322,10 @@ function report(costs: Cost[], steps: number): void {
   writeSection(
     'ingest-database',
     `
-## Where the database's time per ingested step goes (\`npx tsx bench/ingest-database.bench.ts\`)
+## Where the database's time per ingested step goes (\`npm run bench:ingest-database\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`npx tsx bench/ingest-database.bench.ts\` (\`BENCH_INGEST_DB_STEPS\`, default 200,000); ${steps.toLocaleString('en')} steps without embeddings.
+Command: \`npm run bench:ingest-database\` (\`BENCH_INGEST_DB_STEPS\`, default 200,000); ${steps.toLocaleString('en')} steps without embeddings.
 
 The ingest benchmark's workload is sent over HTTP (iterations not packed), then each kind of write is
 replayed alone with the server's own statement on the rows the server stored, into a second run, one
