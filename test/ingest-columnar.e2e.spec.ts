@@ -168,6 +168,13 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
     /value 0 is not a finite number/,
   ],
   ['an unknown column', (c) => (c.rewards = 'AAAA'), 'rewards', /unknown column/],
+  [
+    'a text no step uses (it would be stored for nothing)',
+    (c) => (c.texts as string[]).push('never used'),
+    'texts[4]',
+    /is no step's state, action or next state/,
+  ],
+  ['a text that is not a string', (c) => ((c.texts as unknown[])[1] = 7), 'texts[1]', /string/],
   ['no reward column', (c) => delete c.reward, 'reward', /required/],
 ];
 

@@ -91,18 +91,22 @@ export function parseStepColumns(value: unknown, n: number): StepColumns {
   for (const name of Object.keys(wire))
     if (!KNOWN.has(name))
       throw new ColumnIssue([name], `unknown column; the columns are ${[...KNOWN].join(', ')}`);
-  const texts = wire.texts;
-  if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string'))
-    throw new ColumnIssue(['texts'], 'must be an array of strings');
+  const texts = textsColumn(wire.texts);
   const out: StepColumns = {
     n,
-    texts: texts as string[],
+    texts,
     state: indexColumn(wire, 'state', n, texts.length, false) as Int32Array,
     action: indexColumn(wire, 'action', n, texts.length, false) as Int32Array,
     nextState: indexColumn(wire, 'nextState', n, texts.length, true),
     reward: numberColumn(wire, 'reward', n) as Float64Array,
     wire: wire as unknown as WireStepColumns,
   };
+  const unused = unusedText(texts.length, [out.state, out.action, out.nextState]);
+  if (unused >= 0)
+    throw new ColumnIssue(
+      ['texts', unused],
+      "is no step's state, action or next state; send only the texts the steps use",
+    );
   if (out.reward === undefined) throw new ColumnIssue(['reward'], 'required column is missing');
   for (const name of ['nll', 'value', 'nextValue'] as const) {
     const column = numberColumn(wire, name, n);
@@ -113,6 +117,30 @@ export function parseStepColumns(value: unknown, n: number): StepColumns {
     if (column) out[name] = column;
   }
   return out;
+}
+
+function textsColumn(texts: unknown): string[] {
+  if (!Array.isArray(texts)) throw new ColumnIssue(['texts'], 'must be an array of strings');
+  const bad = texts.findIndex((t) => typeof t !== 'string');
+  if (bad >= 0) throw new ColumnIssue(['texts', bad], 'must be a string');
+  return texts as string[];
+}
+
+/**
+ * The first text no step refers to, or −1. Each text becomes a row of the run's dictionary and
+ * stays in the log, so one that no step uses would be stored for nothing (and the row form, which
+ * a rebuild replays, would not store it: the projections would differ).
+ */
+function unusedText(texts: number, columns: (Int32Array | undefined)[]): number {
+  const used = new Uint8Array(texts);
+  for (const column of columns) {
+    if (!column) continue;
+    for (let i = 0; i < column.length; i++) {
+      const t = column[i] as number;
+      if (t >= 0) used[t] = 1;
+    }
+  }
+  return used.indexOf(0);
 }
 
 function indexColumn(
