@@ -95,6 +95,52 @@ test('steps.appended one step at a time, then trajectory.finished, round-trips t
   expectSameBatch(await readIteration(server, id, 0), batch);
 });
 
+test('a trajectory continued across write chunks and requests keeps its length, return and outcome', async () => {
+  // 2,600 steps in one request cross the server's 2,000-step write chunk: the trajectory's row is
+  // inserted by the first chunk and updated by the second. The next request continues it, and adds a
+  // new trajectory to the same group, so one save both updates a row and inserts one.
+  const big = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 1000 });
+  const { id } = await big.createRun({ name: 'long', env: 'fixtures', method: 'grpo' });
+  const steps = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, j) => {
+      const k = from + j;
+      return { state: `s${k % 7}`, action: `a${k % 3}`, reward: k % 10 === 0 ? 1 : 0 };
+    });
+  const append = (trajectoryId: string, from: number, to: number): ClientEvent[] =>
+    Array.from({ length: Math.ceil((to - from) / 100) }, (_, c) => ({
+      id: newEventId(),
+      type: 'steps.appended',
+      data: {
+        iteration: 0,
+        groupId: 'g',
+        trajectoryId,
+        firstStepIndex: from + 100 * c,
+        steps: steps(from + 100 * c, Math.min(to, from + 100 * (c + 1))),
+      },
+    }));
+  await big.appendEvents(id, append('long', 0, 2600));
+  await big.appendEvents(id, [
+    ...append('long', 2600, 2700),
+    ...append('short', 0, 5),
+    {
+      id: newEventId(),
+      type: 'trajectory.finished',
+      data: { iteration: 0, groupId: 'g', trajectoryId: 'long', outcome: 'truncated' },
+    },
+  ]);
+  const [group] = await readIteration(server, id, 0);
+  const [long, short] = group!.trajectories;
+  expect(long).toMatchObject({
+    id: 'long',
+    length: 2700,
+    outcome: 'truncated',
+    outcomeGiven: true,
+  });
+  expect(long!.return).toBe(270);
+  expect(long!.steps.map((x) => x.index)).toEqual([...Array(2700).keys()]);
+  expect(short).toMatchObject({ id: 'short', length: 5, outcome: 'success', outcomeGiven: false });
+});
+
 test('fields beyond rollout-batch/v1 are kept as sent', async () => {
   const { id } = await client.createRun({ name: 'extra', env: 'e', method: 'grpo' });
   const step = { state: 's', action: 'a', reward: 1, trueAdvantage: 0.25, info: { room: 3 } };
