@@ -20,13 +20,15 @@ import { fmt, machineLine, median, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 import { readBatchesByRows } from './support/row-reader-baseline';
 import { BENCH_ITERATION as ITERATION, ingestRun } from './support/synthetic-ingest';
-import { CHUNK_ITERATIONS, chunkIterations } from '../apps/server/src/jobs/recompute-chunks';
+import {
+  CHUNK_ITERATIONS,
+  chunkIterations,
+  DEFAULT_CHUNK_STEPS as CHUNK_STEPS,
+} from '../apps/server/src/jobs/recompute-chunks';
 
 const RUN_STEPS = Number(process.env.BENCH_RECOMPUTE_STEPS ?? 1_000_000);
 const COMPARE_STEPS = Number(process.env.BENCH_COMPARE_STEPS ?? 100_000);
 const ONLINE_ITERATIONS = 5;
-/** The server's default CREDITLAB_RECOMPUTE_CHUNK_STEPS. */
-const CHUNK_STEPS = 131_072;
 const METHODS = ['gigpo', 'gated-bepo'];
 
 /** Iteration numbers 0..n-1 in the chunks the recompute job reads them in (`sizes`: steps per iteration). */

@@ -1,5 +1,6 @@
 import { credentialsPath } from '@creditlab/credentials';
 import { z } from 'zod';
+import { DEFAULT_CHUNK_STEPS } from '../jobs/recompute-chunks';
 
 /**
  * Every setting of the server, read once from the environment, typed and
@@ -49,7 +50,7 @@ const schema = z.object({
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CREDITLAB_PACK_ITERATIONS: z.enum(['on-complete', 'on-read']).default('on-complete'),
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
-  CREDITLAB_RECOMPUTE_CHUNK_STEPS: z.coerce.number().int().min(1).default(131_072),
+  CREDITLAB_RECOMPUTE_CHUNK_STEPS: z.coerce.number().int().min(1).default(DEFAULT_CHUNK_STEPS),
   CREDITLAB_JOB_POLL_SECONDS: z.coerce.number().min(0.1).default(0.5),
   CREDITLAB_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(900),
   CREDITLAB_JOB_MAINTENANCE_SECONDS: z.coerce.number().int().min(1).default(60),

@@ -19,6 +19,9 @@ export interface ChunkLimits {
  */
 export const CHUNK_ITERATIONS = 256;
 
+/** CREDITLAB_RECOMPUTE_CHUNK_STEPS's default. */
+export const DEFAULT_CHUNK_STEPS = 131_072;
+
 /** `iterations` in order, cut into consecutive chunks within `limits`; `steps(i)` is iteration i's step count. */
 export function chunkIterations(
   iterations: readonly number[],
