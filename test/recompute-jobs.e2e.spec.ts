@@ -1,4 +1,5 @@
-import { columnarBatchFromJson, estimate } from '@creditlab/estimators';
+import { columnarBatchFromJson, estimate, getMethod } from '@creditlab/estimators';
+import pg from 'pg';
 import { gql, spawnServer, startTestServer, type ServerProcess, api } from './support/test-server';
 import { syntheticRun } from './support/synthetic-run';
 
@@ -102,6 +103,87 @@ test('a job computes every complete iteration; the set equals the library; askin
   expect(sets.data!.run.advantageSets).toEqual([
     { id: job.advantageSetId, iterations: [0, 1, 2, 3] },
   ]);
+});
+
+/** A method's diagnostics as the API serves them: float32, null for NaN, booleans as booleans. */
+function servedDiagnostics(method: string, diagnostics: Record<string, ArrayLike<number>>) {
+  const kinds = new Map(getMethod(method).diagnostics.map((d) => [d.name, d.kind]));
+  return Object.fromEntries(
+    Object.entries(diagnostics).map(([name, xs]) => [
+      name,
+      Array.from(xs, (x) =>
+        Number.isNaN(x) ? null : kinds.get(name) === 'boolean' ? x !== 0 : Math.fround(x),
+      ),
+    ]),
+  );
+}
+
+/** Which iterations of a set are stored without diagnostics (a job's versions, not yet asked for). */
+async function withoutDiagnostics(setId: string): Promise<number[]> {
+  const db = new pg.Client({ connectionString: server.databaseUrl });
+  await db.connect();
+  try {
+    const res = await db.query<{ iteration: number }>(
+      'SELECT iteration FROM advantage_set_iterations WHERE set_id = $1 AND diagnostics IS NULL ORDER BY iteration',
+      [setId],
+    );
+    return res.rows.map((r) => r.iteration);
+  } finally {
+    await db.end();
+  }
+}
+
+test('a job stores no diagnostics; the first read that asks computes the library’s and keeps them', async () => {
+  const { id, batches } = await syntheticRun(server.url, 4);
+  const job = await recompute(server.url, id, { name: 'gigpo' });
+  expect(await waitFor(server.url, job.id, finished)).toMatchObject({ status: 'COMPLETED' });
+  expect(await withoutDiagnostics(job.advantageSetId)).toEqual([0, 1, 2]);
+  const direct = (i: number) => estimate(columnarBatchFromJson(batches[i]), 'gigpo');
+
+  // Advantages alone are the job's version, over REST and GraphQL.
+  expect(await storedAdvantages(server.url, id, 1, { method: 'gigpo' })).toEqual(
+    Array.from(direct(1).advantages, Math.fround),
+  );
+  // Diagnostics over REST: computed now (not reused), equal to the library's, then stored.
+  const res = await api(
+    `${server.url}/v1/runs/${id}/iterations/0/advantages?method=gigpo&diagnostics=true`,
+  );
+  expect(res.headers.get('x-creditlab-reused')).toBe('false');
+  const doc = (await res.json()) as {
+    groups: { trajectories: { advantages: number[]; diagnostics: Record<string, unknown[]> }[] }[];
+  };
+  const trajectories = doc.groups.flatMap((g) => g.trajectories);
+  const served = Object.fromEntries(
+    Object.keys(trajectories[0]!.diagnostics).map((name) => [
+      name,
+      trajectories.flatMap((t) => t.diagnostics[name]!),
+    ]),
+  );
+  expect(served).toEqual(servedDiagnostics('gigpo', direct(0).diagnostics));
+  expect(trajectories.flatMap((t) => t.advantages)).toEqual(
+    Array.from(direct(0).advantages, Math.fround),
+  );
+  expect(await withoutDiagnostics(job.advantageSetId)).toEqual([1, 2]);
+  const again = await api(
+    `${server.url}/v1/runs/${id}/iterations/0/advantages?method=gigpo&diagnostics=true`,
+  );
+  expect(again.headers.get('x-creditlab-reused')).toBe('true');
+
+  // Diagnostics over GraphQL, step by step, beside the advantage of the same step.
+  type Steps = { steps: { advantage: number; diagnostics: Record<string, unknown> }[] }[];
+  const steps = await gql<{ run: { groups: { nodes: { trajectories: Steps }[] } } }>(
+    server,
+    `query($id: ID!) { run(id: $id) { groups(iteration: 2, first: 100) { nodes { trajectories {
+       steps { advantage(method: { name: "gigpo" }) diagnostics(method: { name: "gigpo" }) } } } } } }`,
+    { id },
+  );
+  expect(steps.errors).toBeUndefined();
+  const flat = steps.data!.run.groups.nodes.flatMap((g) => g.trajectories.flatMap((t) => t.steps));
+  const expected = servedDiagnostics('gigpo', direct(2).diagnostics);
+  expect(flat.map((s) => s.advantage)).toEqual(Array.from(direct(2).advantages, Math.fround));
+  for (const name of Object.keys(expected))
+    expect(flat.map((s) => s.diagnostics[name])).toEqual(expected[name]);
+  expect(await withoutDiagnostics(job.advantageSetId)).toEqual([1]);
 });
 
 test('a job that cannot succeed fails with the estimator’s message', async () => {

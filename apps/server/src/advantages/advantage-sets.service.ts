@@ -154,7 +154,8 @@ export class AdvantageSetsService {
    * stands: a stored version is used only if it was computed from the current log position (late
    * steps, trajectories or outcomes make it stale); otherwise the iteration is read, estimated, and
    * the new version stored (if the set is stored) — or, with `store: 'caller'`, returned as
-   * `unstored` for the caller to write in a transaction of its own. The check for a stored version,
+   * `unstored` for the caller to write in a transaction of its own. With `diagnostics`, a stored
+   * version without them (a job's) counts as missing: computing it again fills them in. The check for a stored version,
    * the shape and the steps come from one snapshot, in two round trips when it must compute.
    */
   async iteration(
@@ -239,10 +240,12 @@ export class AdvantageSetsService {
   ): Promise<StoredIteration[]> {
     const read = iterations.map((i) => snapshots.get(i));
     const ready = read.filter((s): s is IterationSnapshot => Boolean(s?.batch));
+    // Without diagnostics: a job's versions are stored without them (computed when first asked for).
     const outs = await this.estimators.runMany(
       ready.map((s) => s.batch as ColumnarBatch),
       set.method,
       set.params,
+      { diagnostics: false },
     );
     // The first failure in iteration order, whichever thread finished first: the same input, the same message.
     let at = 0;
@@ -294,7 +297,10 @@ export class AdvantageSetsService {
       inputsSeq: snapshot.inputsSeq,
       stepCount: (snapshot.batch as ColumnarBatch).stepCount,
       advantages: asBuffer(out.advantages),
-      diagnostics: { ...out.diagnostics, values: asBuffer(out.diagnostics.values) },
+      diagnostics: out.diagnostics && {
+        ...out.diagnostics,
+        values: asBuffer(out.diagnostics.values),
+      },
       summary: out.summary,
       computeMs: out.ms,
     };

@@ -14,7 +14,8 @@ export interface StoredIteration {
   inputsSeq: number;
   stepCount: number;
   advantages: Buffer;
-  diagnostics: StoredDiagnostics;
+  /** null: not kept (a recompute job's version); computed and filled in when first asked for. */
+  diagnostics: StoredDiagnostics | null;
   summary: Record<string, unknown>;
   computeMs: number;
 }
@@ -34,9 +35,9 @@ export interface FreshRow {
   inputs_seq: string;
   step_count: number;
   advantages: Buffer;
-  names: string[];
-  kinds: DiagnosticKind[];
-  diagnostics: Buffer;
+  names: string[] | null;
+  kinds: DiagnosticKind[] | null;
+  diagnostics: Buffer | null;
   summary: Record<string, unknown>;
   compute_ms: number;
 }
@@ -66,23 +67,29 @@ export function freshIterationSql(
      WHERE it.run_id = '${runId}' AND it.iteration = ${iteration}`;
 }
 
-/** A row of `freshIterationSql`, decoded. */
+/**
+ * A row of `freshIterationSql`, decoded; undefined when diagnostics are wanted and the version was
+ * stored without them (a recompute job's), so that the caller computes them.
+ */
 export function decodeFresh(
   row: FreshRow,
   iteration: number,
   withDiagnostics: boolean,
-): DecodedIteration {
+): DecodedIteration | undefined {
+  let diagnostics: Diagnostics = {};
+  if (withDiagnostics) {
+    if (row.names === null || row.kinds === null || row.diagnostics === null) return undefined;
+    diagnostics = decodeDiagnostics(
+      { names: row.names, kinds: row.kinds, values: row.diagnostics },
+      row.step_count,
+    );
+  }
   return {
     iteration,
     inputsSeq: Number(row.inputs_seq),
     stepCount: row.step_count,
     advantages: unpackFloat32Array(row.advantages),
-    diagnostics: withDiagnostics
-      ? decodeDiagnostics(
-          { names: row.names, kinds: row.kinds, values: row.diagnostics },
-          row.step_count,
-        )
-      : {},
+    diagnostics,
     summary: row.summary,
     computeMs: row.compute_ms,
   };
@@ -107,7 +114,8 @@ export async function freshIterations(
 }
 
 /**
- * Stores computed versions, one statement for any number of them; a version stored already stays.
+ * Stores computed versions, one statement for any number of them; a version stored already stays,
+ * except that one stored without diagnostics gets them when a version with them comes.
  * One VALUES row per version rather than unnest() over arrays: node-postgres sends a Buffer
  * parameter as binary, but an array of Buffers as a hex text literal (twice the bytes, parsed
  * again by the server), which made storing a 1M-step set cost more than estimating it.
@@ -127,9 +135,9 @@ export async function insertIterations(
       r.inputsSeq,
       r.stepCount,
       r.advantages,
-      r.diagnostics.names,
-      r.diagnostics.kinds,
-      r.diagnostics.values,
+      r.diagnostics?.names ?? null,
+      r.diagnostics?.kinds ?? null,
+      r.diagnostics?.values ?? null,
       JSON.stringify(r.summary),
       r.computeMs,
     );
@@ -141,7 +149,10 @@ export async function insertIterations(
        (run_id, set_id, iteration, inputs_seq, step_count, advantages, diagnostic_names, diagnostic_kinds, diagnostics,
         summary, compute_ms)
      VALUES ${tuples.join(', ')}
-     ON CONFLICT (run_id, set_id, iteration, inputs_seq) DO NOTHING`,
+     ON CONFLICT (run_id, set_id, iteration, inputs_seq) DO UPDATE
+       SET diagnostic_names = EXCLUDED.diagnostic_names, diagnostic_kinds = EXCLUDED.diagnostic_kinds,
+           diagnostics = EXCLUDED.diagnostics
+       WHERE advantage_set_iterations.diagnostics IS NULL AND EXCLUDED.diagnostics IS NOT NULL`,
     values,
   );
 }
@@ -182,7 +193,7 @@ export function decodeStored(row: StoredIteration): DecodedIteration {
     inputsSeq: row.inputsSeq,
     stepCount: row.stepCount,
     advantages: unpackFloat32Array(row.advantages),
-    diagnostics: decodeDiagnostics(row.diagnostics, row.stepCount),
+    diagnostics: row.diagnostics ? decodeDiagnostics(row.diagnostics, row.stepCount) : {},
     summary: row.summary,
     computeMs: row.computeMs,
   };

@@ -87,8 +87,9 @@ export class AdvantagesController {
       { name: q.method, params: q.params },
       hasRole(caller, 'write') ? 'any' : 'defaults-only',
     );
-    const it = await this.sets.iteration(set, iteration);
-    return this.answer(set, it, q.diagnostics === 'true', req, res);
+    const withDiagnostics = q.diagnostics === 'true' && !wantsBinary(req);
+    const it = await this.sets.iteration(set, iteration, { diagnostics: withDiagnostics });
+    return this.answer(set, it, withDiagnostics, req, res);
   }
 
   @Post()
@@ -105,7 +106,11 @@ export class AdvantagesController {
     await this.scope.assertRun(caller, runId);
     const b = parse(consumeSchema, body ?? {}, 'body');
     const set = await this.sets.ensureSet(runId, { name: b.method, params: b.params });
-    const it = await this.sets.iteration(set, iteration, { store: 'caller' });
+    const withDiagnostics = b.diagnostics && !wantsBinary(req);
+    const it = await this.sets.iteration(set, iteration, {
+      store: 'caller',
+      diagnostics: withDiagnostics,
+    });
     // A version computed now is stored with the event, in its transaction: one commit, not two.
     const store = it.unstored;
     await this.appender.appendOne(
@@ -124,7 +129,7 @@ export class AdvantagesController {
       },
       store && ((client) => insertIterations(client, runId, set.id, [store])),
     );
-    return this.answer(set, it, b.diagnostics, req, res);
+    return this.answer(set, it, withDiagnostics, req, res);
   }
 
   /** Raw little-endian float32 in canonical step order when asked for, else advantages/v1 JSON. */
@@ -138,7 +143,7 @@ export class AdvantagesController {
     if (set.id !== null) res.setHeader('X-Creditlab-Advantage-Set', set.id);
     res.setHeader('X-Creditlab-Reused', String(it.reused));
     res.setHeader('X-Creditlab-Inputs-Seq', String(it.inputsSeq));
-    if ((req.headers.accept ?? '').includes('application/octet-stream')) {
+    if (wantsBinary(req)) {
       res.setHeader('X-Creditlab-Steps', String(it.stepCount));
       return new StreamableFile(
         Buffer.from(it.advantages.buffer, it.advantages.byteOffset, it.advantages.byteLength),
@@ -156,4 +161,9 @@ function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z
   throw new DomainError(ErrorCode.InvalidInput, `${issue.path || where}: ${issue.message}`, {
     path: issue.path,
   });
+}
+
+/** Raw float32 advantages rather than the JSON document (which alone can carry diagnostics). */
+function wantsBinary(req: Request): boolean {
+  return (req.headers.accept ?? '').includes('application/octet-stream');
 }

@@ -64,7 +64,7 @@ export class StepAdvantagesResolver {
     @Context() ctx: Record<string, unknown>,
     @Caller() caller: Principal,
   ): Promise<number> {
-    const it = await this.loader(ctx, caller).load({
+    const it = await this.loader(ctx, caller, 'advantages').load({
       runId: step.runId,
       iteration: step.iteration,
       method: toRequest(method),
@@ -82,7 +82,7 @@ export class StepAdvantagesResolver {
     @Context() ctx: Record<string, unknown>,
     @Caller() caller: Principal,
   ): Promise<Record<string, unknown>> {
-    const it = await this.loader(ctx, caller).load({
+    const it = await this.loader(ctx, caller, 'diagnostics').load({
       runId: step.runId,
       iteration: step.iteration,
       method: toRequest(method),
@@ -95,10 +95,18 @@ export class StepAdvantagesResolver {
     );
   }
 
-  /** One (run, iteration, method) read per request, shared by every step that asks. */
-  private loader(ctx: Record<string, unknown>, caller: Principal): AdvantageLoader {
+  /**
+   * One (run, iteration, method) read per request, shared by every step that asks; advantages and
+   * diagnostics apart, since a version a job stored has no diagnostics until someone asks for them.
+   */
+  private loader(
+    ctx: Record<string, unknown>,
+    caller: Principal,
+    what: 'advantages' | 'diagnostics',
+  ): AdvantageLoader {
     const storage = storageOf(caller);
-    return (ctx.advantageLoader ??= new DataLoader<
+    const loaders = (ctx.advantageLoaders ??= {}) as Partial<Record<typeof what, AdvantageLoader>>;
+    return (loaders[what] ??= new DataLoader<
       { runId: string; iteration: number; method: MethodRequest },
       IterationAdvantages,
       string
@@ -106,7 +114,9 @@ export class StepAdvantagesResolver {
       async (keys) =>
         Promise.all(
           keys.map(async (k) =>
-            this.sets.iteration(await this.sets.openSet(k.runId, k.method, storage), k.iteration),
+            this.sets.iteration(await this.sets.openSet(k.runId, k.method, storage), k.iteration, {
+              diagnostics: what === 'diagnostics',
+            }),
           ),
         ),
       {

@@ -13,13 +13,15 @@ export interface EstimateTask {
   batches: ColumnarBatch[];
   method: string;
   params: Record<string, unknown>;
+  /** Whether to send the diagnostics back (a recompute job does not store them). */
+  diagnostics: boolean;
 }
 
 /** An estimate as it is stored: float32 advantages and diagnostics, packed here, off the event loop. */
 export interface PackedEstimate {
   /** Little-endian float32 (a Buffer in the worker, a Uint8Array once it has crossed threads). */
   advantages: Uint8Array;
-  diagnostics: Omit<StoredDiagnostics, 'values'> & { values: Uint8Array };
+  diagnostics: (Omit<StoredDiagnostics, 'values'> & { values: Uint8Array }) | null;
   summary: MethodSummary;
   /** The estimator's own time. */
   ms: number;
@@ -30,7 +32,9 @@ export type EstimateReply =
 
 /** Runs in a worker thread: the task's batches one after the other, each reply in their order. */
 export default function runEstimates(task: EstimateTask): EstimateReply[] {
-  return task.batches.map((batch) => runEstimate(batch, task.method, task.params));
+  return task.batches.map((batch) =>
+    runEstimate(batch, task.method, task.params, task.diagnostics),
+  );
 }
 
 /** One estimator on one batch, bad input reported as data (errors do not cross threads intact). */
@@ -38,6 +42,7 @@ function runEstimate(
   batch: ColumnarBatch,
   method: string,
   params: Record<string, unknown>,
+  withDiagnostics: boolean,
 ): EstimateReply {
   const t0 = performance.now();
   try {
@@ -47,7 +52,9 @@ function runEstimate(
     return {
       ok: true,
       advantages: packFloat32Array(result.advantages),
-      diagnostics: encodeDiagnostics(result.diagnostics, kinds, batch.stepCount),
+      diagnostics: withDiagnostics
+        ? encodeDiagnostics(result.diagnostics, kinds, batch.stepCount)
+        : null,
       summary: result.summary,
       ms,
     };

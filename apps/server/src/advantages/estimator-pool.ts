@@ -28,7 +28,7 @@ export class EstimatorPool implements OnModuleDestroy {
     method: string,
     params: Record<string, unknown>,
   ): Promise<PackedEstimate> {
-    const [out] = await this.runMany([batch], method, params);
+    const [out] = await this.runMany([batch], method, params, { diagnostics: true });
     if (out instanceof EstimatorInputError) throw out;
     return out as PackedEstimate;
   }
@@ -42,11 +42,17 @@ export class EstimatorPool implements OnModuleDestroy {
     batches: ColumnarBatch[],
     method: string,
     params: Record<string, unknown>,
+    { diagnostics }: { diagnostics: boolean },
   ): Promise<(PackedEstimate | EstimatorInputError)[]> {
     const tasks = Math.min(this.threads, batches.length);
     const replies = await Promise.all(
       Array.from({ length: tasks }, (_, t) =>
-        this.pool.run({ batches: batches.filter((_, i) => i % tasks === t), method, params }),
+        this.pool.run({
+          batches: batches.filter((_, i) => i % tasks === t),
+          method,
+          params,
+          diagnostics,
+        }),
       ),
     );
     return batches.map((_, i) => {
