@@ -1,3 +1,4 @@
+import { float32Base64, float64Base64 } from './base64-numbers';
 import type { WireStepColumns } from './step-columns';
 
 /**
@@ -58,19 +59,6 @@ export function encodeStepColumns(
   for (const key of VECTOR_COLUMNS)
     if (steps.some((s) => s[key] !== undefined)) out[key] = steps.map((s) => vectorBase64(s[key]));
   return out;
-}
-
-/** Numbers as base64 of little-endian float64 (exact); NaN for a missing one. */
-export function float64Base64(values: ArrayLike<number | undefined>): string {
-  const f64 = Float64Array.from(values, (x) => (x === undefined ? NaN : x));
-  return Buffer.from(f64.buffer, f64.byteOffset, f64.byteLength).toString('base64');
-}
-
-/** Vectors travel as base64 of little-endian float32: 3 to 5 times fewer bytes than JSON numbers. */
-export function float32Base64(values: ArrayLike<number>): string {
-  const f32 = values instanceof Float32Array ? values : Float32Array.from(values);
-  // Float32Array is in the machine's byte order; every platform Node runs on is little-endian.
-  return Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength).toString('base64');
 }
 
 function vectorBase64(v: ArrayLike<number> | string | undefined): string | null {

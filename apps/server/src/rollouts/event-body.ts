@@ -1,6 +1,7 @@
 import {
   canonicalJson,
   encodeStepColumns,
+  float64Values,
   STEP_FIELDS,
   TextTable,
   type ColumnarRolloutsData,
@@ -106,10 +107,10 @@ function columns(steps: StepPayload[], texts: TextTable): SliceColumns {
 }
 
 function steps(c: SliceColumns, texts: string[]): Record<string, unknown>[] {
-  const reward = float64Values(c.reward);
-  const nll = c.nll === undefined ? undefined : float64Values(c.nll);
-  const value = c.value === undefined ? undefined : float64Values(c.value);
-  const nextValue = c.nextValue === undefined ? undefined : float64Values(c.nextValue);
+  const reward = float64Column(c.reward);
+  const nll = c.nll === undefined ? undefined : float64Column(c.nll);
+  const value = c.value === undefined ? undefined : float64Column(c.value);
+  const nextValue = c.nextValue === undefined ? undefined : float64Column(c.nextValue);
   const out: Record<string, unknown>[] = new Array(c.n);
   for (let i = 0; i < c.n; i++) {
     const step: Record<string, unknown> = {
@@ -146,12 +147,8 @@ function extraOf(step: StepPayload): string | null {
   return extra && canonicalJson(extra);
 }
 
-function float64Values(b64: string): Float64Array {
-  const bytes = Buffer.from(b64, 'base64');
-  // Copied out: a Buffer's offset in its pool need not be 8-byte aligned.
-  const values = new Float64Array(bytes.length / 8);
-  new Uint8Array(values.buffer).set(bytes);
-  return values;
+function float64Column(b64: string): Float64Array {
+  return float64Values(Buffer.from(b64, 'base64'));
 }
 
 interface StoredSlice {
