@@ -1,8 +1,9 @@
 /**
  * `npm run bench:ingest-database`: where PostgreSQL's time per ingested step goes. A
  * synthetic run is ingested over HTTP (iterations not packed, so nothing runs in the background),
- * then every kind of write ingest makes is replayed alone, with the server's own statement, on the
- * rows the server stored, into a second run: one transaction per iteration, as a request is one.
+ * then every kind of write ingest makes is replayed alone, with the server's own statement (imported
+ * from the rollouts modules, so the two cannot drift apart), on the rows the server stored, into a
+ * second run: one transaction per iteration, as a request is one.
  * For each kind: PostgreSQL's CPU per step (all its processes, from /proc) and the WAL per step. The
  * packing of iterations for recompute (CREDITLAB_PACK_ITERATIONS=on-complete) is the server's own
  * code run on the replayed run. Writes its section of docs/benchmarks.md.
@@ -14,6 +15,18 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { packRun } from '../apps/server/src/advantages/iteration-packing';
+import { STORED_EVENT_IDS_SQL } from '../apps/server/src/rollouts/append-session';
+import { binaryCopySql } from '../apps/server/src/rollouts/binary-copy-rows';
+import { insertEvents, type EventRow } from '../apps/server/src/rollouts/events-insert';
+import { UPSERT_ITERATIONS_SQL } from '../apps/server/src/rollouts/iteration-tally';
+import {
+  INSERT_GROUPS_SQL,
+  UPSERT_TRAJECTORIES_SQL,
+} from '../apps/server/src/rollouts/rollout-index';
+import { lockRun } from '../apps/server/src/rollouts/run-lock';
+import { runSummaryUpdate } from '../apps/server/src/rollouts/run-projector';
+import { STEP_COLUMNS } from '../apps/server/src/rollouts/step-rows';
+import { INSERT_TEXTS_SQL } from '../apps/server/src/rollouts/text-dictionary';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 import { databaseCpu, databaseCpuSince, walPosition, walSince } from './support/database-cost';
@@ -36,8 +49,8 @@ interface IterationRows {
   trajectories: unknown[][];
   iterations: unknown[][];
   texts: unknown[][];
-  events: unknown[][];
-  /** The steps as one binary COPY stream, the run id replaced. */
+  events: EventRow[];
+  /** The steps as one binary COPY stream (the server's columns), the run id replaced. */
   steps: Buffer;
 }
 
@@ -49,10 +62,11 @@ async function rowsOf(db: pg.PoolClient, runId: string, target: string, iteratio
   const q = async (sql: string) =>
     (await db.query({ text: sql, values: [runId, iteration], rowMode: 'array' })).rows;
   const chunks: Buffer[] = [];
+  // The columns ingest's COPY writes, in its order, the run's id replaced by the target's.
+  const columns = STEP_COLUMNS.map((c) => (c === 'run_id' ? `'${target}'::uuid` : c));
   await pipeline(
     db.query(
-      copyTo(`COPY (SELECT '${target}'::uuid, iteration, group_ord, traj_ord, idx, seq, state_id,
-        action_id, reward, nll, token_logprobs, embedding, value, next_state_id, next_value, extra
+      copyTo(`COPY (SELECT ${columns.join(', ')}
         FROM steps WHERE run_id = '${runId}' AND iteration = ${iteration}
         ORDER BY group_ord, traj_ord, idx) TO STDOUT (FORMAT binary)`),
     ),
@@ -73,13 +87,18 @@ async function rowsOf(db: pg.PoolClient, runId: string, target: string, iteratio
     iterations: await q(`SELECT iteration, group_count, trajectory_count, step_count, inputs_seq,
       metrics::text, evaluation_success_rate, last_seq FROM iterations WHERE run_id = $1 AND iteration = $2`),
     texts: [],
-    events: await q(`SELECT seq, gen_random_uuid(), type, iteration, data::text, step_count,
-      body_hash, body FROM events WHERE run_id = $1 AND iteration = $2 ORDER BY seq`),
+    events: (
+      await q(`SELECT seq, gen_random_uuid(), type, iteration, data::text, step_count,
+      body_hash, body FROM events WHERE run_id = $1 AND iteration = $2 ORDER BY seq`)
+    ).map(
+      ([seq, id, type, it, data, stepCount, hash, body]) =>
+        ({ seq: Number(seq), id, type, iteration: it, data, stepCount, hash, body }) as EventRow,
+    ),
     steps: Buffer.concat(chunks),
   } satisfies IterationRows;
 }
 
-/** Each kind of write, with the statement the server uses for it (append-session, run-projector). */
+/** Each kind of write, with the statement the server uses for it (imported from its modules). */
 const WRITES: {
   kind: string;
   write: (db: pg.PoolClient, run: string, it: IterationRows) => Promise<unknown>;
@@ -87,116 +106,70 @@ const WRITES: {
   {
     kind: 'request: BEGIN, lock the run row, duplicate-id check, run summary, COMMIT',
     write: async (db, run, it) => {
-      await db.query('SELECT * FROM runs WHERE id = $1 FOR UPDATE', [run]);
+      const locked = await lockRun(db, run);
+      if (!locked) throw new Error(`run ${run} is gone`);
+      await db.query(STORED_EVENT_IDS_SQL, [run, it.events.map((e) => e.id)]);
+      const lastSeq = it.events.at(-1)?.seq ?? locked.run.lastSeq;
       await db.query(
-        'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])',
-        [run, it.events.map((e) => e[1])],
+        runSummaryUpdate(run, { ...locked.run, lastSeq, lastIteration: it.iteration }),
       );
-      await db.query('UPDATE runs SET last_seq = last_seq WHERE id = $1', [run]);
     },
   },
   {
     kind: 'rollout_groups insert',
-    write: (db, run, it) =>
-      db.query(
-        `INSERT INTO rollout_groups (run_id, iteration, ord, key)
-         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`,
-        [run, ...columnsOf(it.groups, 3)],
-      ),
+    write: (db, run, it) => db.query(INSERT_GROUPS_SQL, [run, ...columnsOf(it.groups, 3)]),
   },
   {
     kind: 'trajectories insert (ON CONFLICT update)',
     write: (db, run, it) =>
-      db.query(
-        `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
-         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
-         ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
-           outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`,
-        [run, ...columnsOf(it.trajectories, 8)],
-      ),
+      db.query(UPSERT_TRAJECTORIES_SQL, [run, ...columnsOf(it.trajectories, 8)]),
   },
   {
     kind: 'the same rows as a plain INSERT into a copy of trajectories with its keys (no upsert, no foreign key)',
     write: (db, run, it) =>
-      db.query(
-        `INSERT INTO trajectories_plain (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
-         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])`,
-        [run, ...columnsOf(it.trajectories, 8)],
-      ),
+      db.query(plainInsert(UPSERT_TRAJECTORIES_SQL, 'trajectories', 'trajectories_plain'), [
+        run,
+        ...columnsOf(it.trajectories, 8),
+      ]),
   },
   {
     kind: 'iterations insert (ON CONFLICT update)',
-    write: (db, run, it) =>
-      db.query(
-        `INSERT INTO iterations (run_id, iteration, group_count, trajectory_count, step_count, inputs_seq,
-                                 metrics, evaluation_success_rate, last_seq)
-         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::bigint[], $7::jsonb[],
-                                  $8::float8[], $9::bigint[])
-         ON CONFLICT (run_id, iteration) DO UPDATE SET step_count = EXCLUDED.step_count`,
-        [run, ...columnsOf(it.iterations, 8)],
-      ),
+    write: (db, run, it) => db.query(UPSERT_ITERATIONS_SQL, [run, ...columnsOf(it.iterations, 8)]),
   },
   {
     kind: 'texts insert (ON CONFLICT DO NOTHING)',
     write: (db, run, it) =>
       it.texts.length === 0
         ? Promise.resolve()
-        : db.query(
-            `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
-             ON CONFLICT DO NOTHING`,
-            [run, ...columnsOf(it.texts, 2)],
-          ),
+        : db.query(INSERT_TEXTS_SQL, [run, ...columnsOf(it.texts, 2)]),
   },
   {
     kind: 'steps binary COPY (primary key)',
     write: (db, _run, it) =>
-      pipeline(
-        Readable.from([it.steps]),
-        db.query(copyFrom('COPY steps FROM STDIN (FORMAT binary)')),
-      ),
+      pipeline(Readable.from([it.steps]), db.query(copyFrom(binaryCopySql('steps', STEP_COLUMNS)))),
   },
   {
     kind: 'the same COPY into a copy of steps without its primary key',
     write: (db, _run, it) =>
       pipeline(
         Readable.from([it.steps]),
-        db.query(copyFrom('COPY steps_without_key FROM STDIN (FORMAT binary)')),
+        db.query(copyFrom(binaryCopySql('steps_without_key', STEP_COLUMNS))),
       ),
   },
   {
     kind: 'events insert (data, digest, body)',
-    write: (db, run, it) => insertEvents(db, run, it.events),
+    write: (db, run, it) => insertEvents(db, run, it.events, new Date()),
   },
 ];
 
-/** The server's events INSERT (append-session.ts): bodies and digests as two binary parameters. */
-async function insertEvents(db: pg.PoolClient, run: string, events: unknown[][]): Promise<void> {
-  if (events.length === 0) return;
-  const bodies = events.map((e) => e[7] as Buffer | null);
-  const from: number[] = [];
-  let at = 1;
-  for (const b of bodies) {
-    from.push(at);
-    at += b?.length ?? 0;
-  }
-  await db.query(
-    `INSERT INTO events (run_id, seq, id, type, iteration, data, step_count, body_hash, body, recorded_at)
-     SELECT $1, u.seq, u.id, u.type, u.iteration, u.data, u.step_count,
-            substring($11::bytea FROM (u.n::int - 1) * 32 + 1 FOR 32),
-            CASE WHEN u.body_length >= 0 THEN substring($10::bytea FROM u.body_from FOR u.body_length) END,
-            now()
-     FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::jsonb[], $7::int[],
-                 $8::int[], $9::int[])
-          WITH ORDINALITY AS u(seq, id, type, iteration, data, step_count, body_from, body_length, n)`,
-    [
-      run,
-      ...columnsOf(events, 6),
-      from,
-      bodies.map((b) => (b === null ? -1 : b.length)),
-      Buffer.concat(bodies.filter((b): b is Buffer => b !== null)),
-      Buffer.concat(events.map((e) => e[6] as Buffer)),
-    ],
-  );
+/** The server's upsert of `table` as a plain INSERT into `into`: what the upsert costs. */
+function plainInsert(upsert: string, table: string, into: string): string {
+  const sql = upsert
+    .replace(`INSERT INTO ${table} (`, `INSERT INTO ${into} (`)
+    .replace(/\s*ON CONFLICT[\s\S]*$/, '');
+  if (!sql.startsWith(`INSERT INTO ${into} (`) || sql.includes('ON CONFLICT'))
+    throw new Error(`not an upsert of ${table}: ${upsert}`);
+  return sql;
 }
 
 async function createRun(url: string, name: string): Promise<string> {

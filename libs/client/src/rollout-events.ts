@@ -1,6 +1,5 @@
-import type { ClientEvent } from '@creditlab/events';
+import { float32Base64, type ClientEvent } from '@creditlab/events';
 import { newEventId } from './creditlab-client';
-import { float32Base64 } from './float32-base64';
 import { stepColumns, type RowTrajectory } from './step-columns';
 
 export { float32Base64 };

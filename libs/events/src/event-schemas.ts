@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { float32Values } from './base64-numbers';
 import type { ColumnarRolloutsData } from './step-columns';
 
 /**
@@ -33,9 +34,7 @@ export const float32Vector = z
       });
       return z.NEVER;
     }
-    // One copy into an aligned array (the platforms Node runs on are little-endian, like the wire).
-    const values = new Float32Array(bytes.length / 4);
-    new Uint8Array(values.buffer).set(bytes);
+    const values = float32Values(bytes);
     const bad = values.findIndex((x) => !Number.isFinite(x));
     if (bad >= 0) {
       ctx.addIssue({ code: 'custom', input: v, message: `value ${bad} is not a finite number` });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { float32Values, float64Values } from './base64-numbers';
 import { MAX_INT32 } from './event-schemas';
 
 /**
@@ -185,9 +186,7 @@ function numberColumn(
       [name],
       `has ${bytes.length} bytes, but ${n} steps of float64 take ${n * 8}`,
     );
-  // Copied out: a Buffer's offset in its pool need not be 8-byte aligned.
-  const values = new Float64Array(n);
-  new Uint8Array(values.buffer).set(bytes);
+  const values = float64Values(bytes);
   // NaN in an optional column is a step without that number, as in the log; reward has no gaps.
   const gapsAllowed = name !== 'reward';
   for (let i = 0; i < n; i++) {
@@ -224,8 +223,7 @@ function vectorColumn(
         [name, i],
         `has ${bytes.length} bytes; a vector is a non-empty multiple of 4 bytes (float32)`,
       );
-    const values = new Float32Array(bytes.length / 4);
-    new Uint8Array(values.buffer).set(bytes);
+    const values = float32Values(bytes);
     const bad = values.findIndex((x) => !Number.isFinite(x));
     if (bad >= 0) throw new ColumnIssue([name, i], `value ${bad} is not a finite number`);
     out[i] = values;

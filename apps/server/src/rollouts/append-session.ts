@@ -2,6 +2,7 @@ import { validateEvent, type ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { bodyOf, eventDigest, sameEvent } from './event-digest';
+import { insertEvents, type EventRow } from './events-insert';
 import {
   RunProjector,
   slicesOf,
@@ -22,6 +23,13 @@ export interface AppendResult {
   duplicates: number;
   lastSeq: number;
 }
+
+/**
+ * The events of a chunk already in the log (retries): the run id and the chunk's event ids. Exported
+ * for bench:ingest-database, which measures it alone.
+ */
+export const STORED_EVENT_IDS_SQL =
+  'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])';
 
 /** Flush to the database every this many steps (or events), so memory stays bounded. */
 const FLUSH_STEPS = 2000;
@@ -129,32 +137,11 @@ export class AppendSession {
       return { seq: ++seq, position, event, recordedAt: this.now };
     });
     const placed = await this.projector.project(sequenced);
-    // Bodies and hashes go as two binary parameters cut apart in SQL: an array of bytea would
-    // travel as hex text that PostgreSQL parses back, which costs more than the rest of the insert.
-    const bodies = packBodies(batch.map((p) => p.body));
-    await this.client.query(
-      `INSERT INTO events (run_id, seq, id, type, iteration, data, step_count, body_hash, body, recorded_at)
-       SELECT $1, u.seq, u.id, u.type, u.iteration, u.data, u.step_count,
-              substring($11::bytea FROM (u.n::int - 1) * ${HASH_BYTES} + 1 FOR ${HASH_BYTES}),
-              CASE WHEN u.body_length >= 0 THEN substring($10::bytea FROM u.body_from FOR u.body_length) END,
-              $12
-       FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::jsonb[], $7::int[],
-                   $8::int[], $9::int[])
-            WITH ORDINALITY AS u(seq, id, type, iteration, data, step_count, body_from, body_length, n)`,
-      [
-        this.runId,
-        sequenced.map((e) => e.seq),
-        sequenced.map((e) => e.event.id),
-        sequenced.map((e) => e.event.type),
-        sequenced.map((e) => ('iteration' in e.event.data ? e.event.data.iteration : null)),
-        sequenced.map((e, n) => JSON.stringify(storedData(e.event, placed[n] as PlacedSlice[]))),
-        placed.map((slices) => slices.reduce((sum, s) => sum + s.stepCount, 0)),
-        bodies.from,
-        bodies.length,
-        bodies.bytes,
-        Buffer.concat(batch.map((p) => p.hash)),
-        this.now,
-      ],
+    await insertEvents(
+      this.client,
+      this.runId,
+      sequenced.map((e, n) => eventRow(e, placed[n] as PlacedSlice[], batch[n] as Pending)),
+      this.now,
     );
     this.accepted += batch.length;
   }
@@ -167,7 +154,7 @@ export class AppendSession {
   private async dropStoredDuplicates(batch: Pending[]): Promise<Pending[]> {
     if (batch.length === 0) return batch;
     const stored = await this.client.query<{ id: string; seq: string; body_hash: Buffer | null }>(
-      'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])',
+      STORED_EVENT_IDS_SQL,
       [this.runId, batch.map((p) => p.event.id)],
     );
     if (stored.rowCount === 0) return batch;
@@ -225,27 +212,18 @@ export class AppendSession {
   }
 }
 
-/** The SHA-256 event digest's size. */
-const HASH_BYTES = 32;
-
-/**
- * The events' bodies end to end, with each one's 1-based start and length (−1 for an event
- * without a body), for one binary parameter.
- */
-function packBodies(bodies: (Buffer | null)[]): {
-  bytes: Buffer;
-  from: number[];
-  length: number[];
-} {
-  const from: number[] = [];
-  const length: number[] = [];
-  let at = 1;
-  for (const body of bodies) {
-    from.push(at);
-    length.push(body === null ? -1 : body.length);
-    at += body?.length ?? 0;
-  }
-  return { bytes: Buffer.concat(bodies.filter((b): b is Buffer => b !== null)), from, length };
+/** The log's row of a sequenced event. */
+function eventRow(e: SequencedEvent, placed: PlacedSlice[], p: Pending): EventRow {
+  return {
+    seq: e.seq,
+    id: e.event.id,
+    type: e.event.type,
+    iteration: 'iteration' in e.event.data ? e.event.data.iteration : null,
+    data: JSON.stringify(storedData(e.event, placed)),
+    stepCount: placed.reduce((sum, s) => sum + s.stepCount, 0),
+    hash: p.hash,
+    body: p.body,
+  };
 }
 
 /** The event's data as stored: step-bearing events name their slices (steps are in the body). */

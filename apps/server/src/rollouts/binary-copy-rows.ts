@@ -99,9 +99,7 @@ export class BinaryCopyRows {
     if (this.rowCount === 0) return;
     this.seal();
     this.chunks.push(TRAILER);
-    const sink = client.query(
-      copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN (FORMAT binary)`),
-    );
+    const sink = client.query(copyFrom(binaryCopySql(table, columns)));
     await pipeline(Readable.from(this.chunks), sink);
   }
 
@@ -115,6 +113,11 @@ export class BinaryCopyRows {
     if (this.at > 0) this.chunks.push(this.buf.subarray(0, this.at));
     this.at = 0;
   }
+}
+
+/** The COPY statement the rows are written with (bench:ingest-database replays it too). */
+export function binaryCopySql(table: string, columns: readonly string[]): string {
+  return `COPY ${table} (${columns.join(', ')}) FROM STDIN (FORMAT binary)`;
 }
 
 /** A uuid's 16 bytes, for a binary COPY field. */

@@ -1,6 +1,9 @@
 import {
   canonicalJson,
+  encodeStepColumns,
+  float64Values,
   STEP_FIELDS,
+  TextTable,
   type ColumnarRolloutsData,
   type StepPayload,
   type WireStepColumns,
@@ -96,46 +99,18 @@ type SliceColumns = Omit<WireStepColumns, 'texts'> & {
   extra?: (string | null)[];
 };
 
-class TextTable {
-  readonly list: string[] = [];
-  private readonly index = new Map<string, number>();
-
-  of(text: string): number {
-    let i = this.index.get(text);
-    if (i === undefined) {
-      i = this.list.length;
-      this.list.push(text);
-      this.index.set(text, i);
-    }
-    return i;
-  }
-}
-
 function columns(steps: StepPayload[], texts: TextTable): SliceColumns {
-  const out: SliceColumns = {
-    n: steps.length,
-    state: steps.map((s) => texts.of(s.state)),
-    action: steps.map((s) => texts.of(s.action)),
-    reward: float64Column(steps.map((s) => s.reward)),
-  };
-  const numbers = ['nll', 'value', 'nextValue'] as const;
-  for (const key of numbers)
-    if (steps.some((s) => s[key] !== undefined)) out[key] = float64Column(steps.map((s) => s[key]));
-  if (steps.some((s) => s.nextState !== undefined))
-    out.nextState = steps.map((s) => (s.nextState === undefined ? -1 : texts.of(s.nextState)));
-  for (const key of ['tokenLogprobs', 'embedding'] as const)
-    if (steps.some((s) => s[key] !== undefined))
-      out[key] = steps.map((s) => (s[key] === undefined ? null : float32Base64(s[key])));
+  const out: SliceColumns = { n: steps.length, ...encodeStepColumns(steps, texts) };
   const extras = steps.map(extraOf);
   if (extras.some((e) => e !== null)) out.extra = extras;
   return out;
 }
 
 function steps(c: SliceColumns, texts: string[]): Record<string, unknown>[] {
-  const reward = float64Values(c.reward);
-  const nll = c.nll === undefined ? undefined : float64Values(c.nll);
-  const value = c.value === undefined ? undefined : float64Values(c.value);
-  const nextValue = c.nextValue === undefined ? undefined : float64Values(c.nextValue);
+  const reward = float64Column(c.reward);
+  const nll = c.nll === undefined ? undefined : float64Column(c.nll);
+  const value = c.value === undefined ? undefined : float64Column(c.value);
+  const nextValue = c.nextValue === undefined ? undefined : float64Column(c.nextValue);
   const out: Record<string, unknown>[] = new Array(c.n);
   for (let i = 0; i < c.n; i++) {
     const step: Record<string, unknown> = {
@@ -172,21 +147,9 @@ function extraOf(step: StepPayload): string | null {
   return extra && canonicalJson(extra);
 }
 
-function float64Column(xs: (number | undefined)[]): string {
-  const values = Float64Array.from(xs, (x) => (x === undefined ? NaN : x));
-  return Buffer.from(values.buffer).toString('base64');
+function float64Column(b64: string): Float64Array {
+  return float64Values(Buffer.from(b64, 'base64'));
 }
-
-function float64Values(b64: string): Float64Array {
-  const bytes = Buffer.from(b64, 'base64');
-  // Copied out: a Buffer's offset in its pool need not be 8-byte aligned.
-  const values = new Float64Array(bytes.length / 8);
-  new Uint8Array(values.buffer).set(bytes);
-  return values;
-}
-
-const float32Base64 = (xs: Float32Array) =>
-  Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength).toString('base64');
 
 interface StoredSlice {
   id: string;

@@ -15,6 +15,19 @@ export interface IterationRow {
 }
 
 /**
+ * The statement `save` writes with (exported for bench:ingest-database, which measures it alone):
+ * the run id, then one array per column after it.
+ */
+export const UPSERT_ITERATIONS_SQL = `INSERT INTO iterations (run_id, iteration, group_count, trajectory_count, step_count, inputs_seq,
+                         metrics, evaluation_success_rate, last_seq)
+  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::bigint[], $7::jsonb[],
+                          $8::float8[], $9::bigint[])
+  ON CONFLICT (run_id, iteration) DO UPDATE SET group_count = EXCLUDED.group_count,
+    trajectory_count = EXCLUDED.trajectory_count, step_count = EXCLUDED.step_count,
+    inputs_seq = EXCLUDED.inputs_seq, metrics = EXCLUDED.metrics,
+    evaluation_success_rate = EXCLUDED.evaluation_success_rate, last_seq = EXCLUDED.last_seq`;
+
+/**
  * What each iteration holds and the log position its estimator inputs reflect, loaded when an
  * append first touches an iteration and written back with one statement per chunk.
  */
@@ -88,27 +101,17 @@ export class IterationTally {
   async save(): Promise<void> {
     const dirty = [...this.rows.values()].filter((r) => r.dirty);
     if (dirty.length === 0) return;
-    await this.client.query(
-      `INSERT INTO iterations (run_id, iteration, group_count, trajectory_count, step_count, inputs_seq,
-                               metrics, evaluation_success_rate, last_seq)
-       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::bigint[], $7::jsonb[],
-                                $8::float8[], $9::bigint[])
-       ON CONFLICT (run_id, iteration) DO UPDATE SET group_count = EXCLUDED.group_count,
-         trajectory_count = EXCLUDED.trajectory_count, step_count = EXCLUDED.step_count,
-         inputs_seq = EXCLUDED.inputs_seq, metrics = EXCLUDED.metrics,
-         evaluation_success_rate = EXCLUDED.evaluation_success_rate, last_seq = EXCLUDED.last_seq`,
-      [
-        this.runId,
-        dirty.map((r) => r.iteration),
-        dirty.map((r) => r.groupCount),
-        dirty.map((r) => r.trajectoryCount),
-        dirty.map((r) => r.stepCount),
-        dirty.map((r) => r.inputsSeq),
-        dirty.map((r) => JSON.stringify(r.metrics)),
-        dirty.map((r) => r.evaluationSuccessRate),
-        dirty.map((r) => r.lastSeq),
-      ],
-    );
+    await this.client.query(UPSERT_ITERATIONS_SQL, [
+      this.runId,
+      dirty.map((r) => r.iteration),
+      dirty.map((r) => r.groupCount),
+      dirty.map((r) => r.trajectoryCount),
+      dirty.map((r) => r.stepCount),
+      dirty.map((r) => r.inputsSeq),
+      dirty.map((r) => JSON.stringify(r.metrics)),
+      dirty.map((r) => r.evaluationSuccessRate),
+      dirty.map((r) => r.lastSeq),
+    ]);
     for (const r of dirty) r.dirty = false;
   }
 }

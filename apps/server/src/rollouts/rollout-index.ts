@@ -29,6 +29,17 @@ export interface RolloutRef {
   trajectoryKey: string;
 }
 
+/**
+ * The statements `save` writes with (exported for bench:ingest-database, which measures each alone):
+ * parameters are the run id, then one array per column after it.
+ */
+export const INSERT_GROUPS_SQL = `INSERT INTO rollout_groups (run_id, iteration, ord, key)
+  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`;
+export const UPSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
+  ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
+    outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`;
+
 const k = (iteration: number, key: string) => `${iteration}\u0000${key}`;
 
 /**
@@ -99,37 +110,27 @@ export class RolloutIndex {
   async save(): Promise<void> {
     const newGroups = [...this.groups.values()].filter((g) => !g.stored);
     if (newGroups.length > 0) {
-      await this.client.query(
-        `INSERT INTO rollout_groups (run_id, iteration, ord, key)
-         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`,
-        [
-          this.runId,
-          newGroups.map((g) => g.iteration),
-          newGroups.map((g) => g.ord),
-          newGroups.map((g) => g.key),
-        ],
-      );
+      await this.client.query(INSERT_GROUPS_SQL, [
+        this.runId,
+        newGroups.map((g) => g.iteration),
+        newGroups.map((g) => g.ord),
+        newGroups.map((g) => g.key),
+      ]);
       for (const g of newGroups) g.stored = true;
     }
     const changed = [...this.trajectories.values()].filter((t) => t.changed);
     if (changed.length === 0) return;
-    await this.client.query(
-      `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
-       SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
-       ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
-         outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`,
-      [
-        this.runId,
-        changed.map((t) => t.iteration),
-        changed.map((t) => t.groupOrd),
-        changed.map((t) => t.ord),
-        changed.map((t) => t.key),
-        changed.map((t) => resolveOutcome(t.outcomeGiven ?? undefined, t.return)),
-        changed.map((t) => t.outcomeGiven !== null),
-        changed.map((t) => t.stepCount),
-        changed.map((t) => t.return),
-      ],
-    );
+    await this.client.query(UPSERT_TRAJECTORIES_SQL, [
+      this.runId,
+      changed.map((t) => t.iteration),
+      changed.map((t) => t.groupOrd),
+      changed.map((t) => t.ord),
+      changed.map((t) => t.key),
+      changed.map((t) => resolveOutcome(t.outcomeGiven ?? undefined, t.return)),
+      changed.map((t) => t.outcomeGiven !== null),
+      changed.map((t) => t.stepCount),
+      changed.map((t) => t.return),
+    ]);
     for (const t of changed) t.changed = false;
   }
 

@@ -19,6 +19,26 @@ export interface RunSummary {
   finishedAt: Date | null;
 }
 
+/**
+ * The statement that writes a run's summary columns (`finish`; exported for
+ * bench:ingest-database, which measures it alone).
+ */
+export function runSummaryUpdate(runId: string, s: RunSummary): pg.QueryConfig {
+  return {
+    text: `UPDATE runs SET last_seq = $2, last_iteration = $3, embedding_dim = $4, status = $5,
+         summary = $6::jsonb, finished_at = $7 WHERE id = $1`,
+    values: [
+      runId,
+      s.lastSeq,
+      s.lastIteration,
+      s.embeddingDim,
+      s.status,
+      s.summary === null ? null : JSON.stringify(s.summary),
+      s.finishedAt,
+    ],
+  };
+}
+
 /** An event with its place in the log. */
 export interface SequencedEvent {
   seq: number;
@@ -117,20 +137,7 @@ export class RunProjector {
 
   /** Writes the run's summary columns. */
   async finish(): Promise<void> {
-    const s = this.state;
-    await this.client.query(
-      `UPDATE runs SET last_seq = $2, last_iteration = $3, embedding_dim = $4, status = $5,
-         summary = $6::jsonb, finished_at = $7 WHERE id = $1`,
-      [
-        this.runId,
-        s.lastSeq,
-        s.lastIteration,
-        s.embeddingDim,
-        s.status,
-        s.summary === null ? null : JSON.stringify(s.summary),
-        s.finishedAt,
-      ],
-    );
+    await this.client.query(runSummaryUpdate(this.runId, this.state));
   }
 
   private apply(

@@ -3,7 +3,8 @@ import type pg from 'pg';
 import { BinaryCopyRows } from './binary-copy-rows';
 import type { TextDictionary } from './text-dictionary';
 
-const STEP_COLUMNS = [
+/** The `steps` columns ingest writes, in the order of its COPY rows. */
+export const STEP_COLUMNS = [
   'run_id',
   'iteration',
   'group_ord',

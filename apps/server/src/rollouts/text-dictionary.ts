@@ -10,6 +10,13 @@ export function textId(text: string): bigint {
 }
 
 /**
+ * The statement `save` writes with (exported for bench:ingest-database, which measures it alone):
+ * the run id, the texts' ids (as decimal text) and the texts.
+ */
+export const INSERT_TEXTS_SQL = `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+  ON CONFLICT DO NOTHING`;
+
+/**
  * The run's dictionary of state and action texts: each distinct text is stored once per run and
  * steps reference it by id. Ids come from the texts themselves, so resolving needs no round trip
  * and a rebuild gives every text the same id; writing the texts new to this session costs one
@@ -40,10 +47,10 @@ export class TextDictionary {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    await this.client.query(
-      `INSERT INTO texts (run_id, id, text) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
-       ON CONFLICT DO NOTHING`,
-      [this.runId, batch.map(([id]) => String(id)), batch.map(([, text]) => text)],
-    );
+    await this.client.query(INSERT_TEXTS_SQL, [
+      this.runId,
+      batch.map(([id]) => String(id)),
+      batch.map(([, text]) => text),
+    ]);
   }
 }
