@@ -39,61 +39,134 @@ export function pearson(a: ArrayLike<number>, b: ArrayLike<number>): number | nu
   return saa === 0 || sbb === 0 ? null : sab / Math.sqrt(saa * sbb);
 }
 
-const INDEX_BITS = 2 ** 21;
-
 /**
- * Ranks 1..n, ties sharing their average rank. Each value's float32 bits are
- * mapped to an order-preserving integer and packed with its index into one
- * float64 (exact below 2^53), so a single native typed-array sort orders
- * values and remembers where they came from: no comparator callbacks, which
- * matters at 100k steps. Larger inputs fall back to binary search.
+ * Ranks 1..n, ties sharing their average rank, values compared as float32 (what advantages are
+ * stored as; −0 ties with +0). The order comes from a radix sort of order-preserving integer keys:
+ * linear in n, which matters at 100k steps, where a comparison sort of the values was most of a
+ * `compare` call.
  */
 export function ranks(x: ArrayLike<number>): Float64Array {
-  const n = x.length;
-  if (n >= INDEX_BITS) return ranksBySearch(x);
-  const bits = new Uint32Array(new Float32Array(1).buffer);
-  const f = new Float32Array(bits.buffer);
-  const packed = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    f[0] = (x[i] as number) === 0 ? 0 : (x[i] as number); // -0 ties with +0
-    const b = bits[0] as number;
-    const key = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
-    packed[i] = key * INDEX_BITS + i;
-  }
-  packed.sort();
+  return ranksFromOrder(float32Keys(x), null);
+}
+
+/**
+ * The ranks of x pooled and within each of its groups (steps `offsets[g] .. offsets[g+1]-1`), from
+ * one sort. The sort is stable and groups are contiguous, so among equal values each group's steps
+ * come together: the order of the whole run serves every group.
+ */
+export function pooledAndGroupRanks(
+  x: ArrayLike<number>,
+  offsets: Int32Array,
+): { ranks: Float64Array; groupRanks: Float64Array } {
+  const groupOf = new Int32Array(x.length);
+  for (let g = 0; g + 1 < offsets.length; g++)
+    groupOf.fill(g, offsets[g] as number, offsets[g + 1] as number);
+  const keys = float32Keys(x);
+  const grouped = { groupOf, ranks: new Float64Array(x.length) };
+  return { ranks: ranksFromOrder(keys, grouped), groupRanks: grouped.ranks };
+}
+
+/**
+ * Pooled ranks from the keys' order, ties averaged; with `grouped`, also each step's rank within
+ * its group (written into grouped.ranks): a tie run splits into its groups' stretches.
+ */
+function ranksFromOrder(
+  keys: Uint32Array,
+  grouped: { groupOf: Int32Array; ranks: Float64Array } | null,
+): Float64Array {
+  const order = orderOfKeys(keys);
+  const n = keys.length;
   const r = new Float64Array(n);
+  const seen = grouped ? new Float64Array(n) : null; // steps of each group ranked so far
   for (let i = 0; i < n;) {
-    const key = Math.floor((packed[i] as number) / INDEX_BITS);
+    const key = keys[order[i] as number] as number;
     let j = i;
-    while (j + 1 < n && Math.floor((packed[j + 1] as number) / INDEX_BITS) === key) j++;
+    while (j + 1 < n && keys[order[j + 1] as number] === key) j++;
     const avg = (i + j) / 2 + 1;
-    for (let k = i; k <= j; k++) r[(packed[k] as number) % INDEX_BITS] = avg;
+    for (let k = i; k <= j; k++) r[order[k] as number] = avg;
+    if (grouped && seen) {
+      for (let k = i; k <= j;) {
+        const g = grouped.groupOf[order[k] as number] as number;
+        let e = k;
+        while (e + 1 <= j && grouped.groupOf[order[e + 1] as number] === g) e++;
+        const groupAvg = (seen[g] as number) + (e - k) / 2 + 1;
+        for (let m = k; m <= e; m++) grouped.ranks[order[m] as number] = groupAvg;
+        seen[g] = (seen[g] as number) + (e - k + 1);
+        k = e + 1;
+      }
+    }
     i = j + 1;
   }
   return r;
 }
 
-function ranksBySearch(x: ArrayLike<number>): Float64Array {
-  const sorted = Float64Array.from(x).sort();
-  const r = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const v = x[i] as number;
-    r[i] = (bound(sorted, v, false) + bound(sorted, v, true) - 1) / 2 + 1;
+/** x's values in ascending order, as float32 (−0 as +0). */
+export function sortedFloat32(x: ArrayLike<number>): Float32Array {
+  const order = orderOfKeys(float32Keys(x));
+  const out = new Float32Array(order.length);
+  for (let i = 0; i < out.length; i++) {
+    const v = x[order[i] as number] as number;
+    out[i] = v === 0 ? 0 : v;
   }
-  return r;
+  return out;
 }
 
-/** First index whose value is ≥ v (or > v when `strict`). */
-function bound(sorted: Float64Array, v: number, strict: boolean): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const m = sorted[mid] as number;
-    if (m < v || (strict && m === v)) lo = mid + 1;
-    else hi = mid;
+/** Each value's float32 bits mapped to an unsigned integer in the same order as the values. */
+function float32Keys(x: ArrayLike<number>): Uint32Array {
+  const n = x.length;
+  const f = new Float32Array(n);
+  for (let i = 0; i < n; i++) f[i] = (x[i] as number) === 0 ? 0 : (x[i] as number);
+  const keys = new Uint32Array(f.buffer);
+  for (let i = 0; i < n; i++) {
+    const b = keys[i] as number;
+    keys[i] = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
   }
-  return lo;
+  return keys;
+}
+
+/** Below this many values a native sort of packed (key, index) pairs beats a radix sort's four passes. */
+const RADIX_FROM = 1024;
+
+/**
+ * Indices 0..n−1 in ascending order of their keys (stable): a least-significant-digit radix sort, 8
+ * bits a pass; for few keys, one native sort of key·2^10 + index packed into float64s (exact).
+ */
+function orderOfKeys(keys: Uint32Array): Uint32Array {
+  const n = keys.length;
+  if (n < RADIX_FROM) {
+    const packed = new Float64Array(n);
+    for (let i = 0; i < n; i++) packed[i] = (keys[i] as number) * RADIX_FROM + i;
+    packed.sort();
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[i] = (packed[i] as number) % RADIX_FROM;
+    return order;
+  }
+  let order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  let next = new Uint32Array(n);
+  const count = new Uint32Array(256);
+  for (let shift = 0; shift < 32; shift += 8) {
+    count.fill(0);
+    for (let i = 0; i < n; i++) {
+      const d = ((keys[i] as number) >>> shift) & 0xff;
+      count[d] = (count[d] as number) + 1;
+    }
+    let sum = 0;
+    for (let d = 0; d < 256; d++) {
+      const c = count[d] as number;
+      count[d] = sum;
+      sum += c;
+    }
+    for (let i = 0; i < n; i++) {
+      const o = order[i] as number;
+      const d = ((keys[o] as number) >>> shift) & 0xff;
+      const at = count[d] as number;
+      next[at] = o;
+      count[d] = at + 1;
+    }
+    [order, next] = [next, order];
+  }
+  return order;
 }
 
 /** Indices of the k largest scores, largest first (ties: lower index first); O(n·k), for small k. */

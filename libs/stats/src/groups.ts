@@ -1,4 +1,4 @@
-import { pearson, spearman } from './descriptive';
+import { pearson, pooledAndGroupRanks, spearman } from './descriptive';
 
 /**
  * Steps come in contiguous groups (task groups: the rollouts of one task): group g holds steps
@@ -36,6 +36,16 @@ export function perGroupCorrelation(
 }
 
 /**
+ * Each group's ranks (1..size, ties averaged) in place of its values: what Spearman within groups
+ * correlates. A comparison of several series ranks each once (with `pooledAndGroupRanks`), then
+ * correlates the ranks of every pair with `meanGroupCorrelation(…, 'pearson')`, which equals
+ * `'spearman'` on the values.
+ */
+export function groupRanks(x: ArrayLike<number>, offsets: Int32Array): Float64Array {
+  return pooledAndGroupRanks(x, offsets).groupRanks;
+}
+
+/**
  * Within-task agreement: the mean over groups of each group's correlation, over the groups where it
  * is defined. Pooled correlation mixes in how tasks differ from each other (a method that only
  * separates easy from hard tasks scores well pooled); within a group the task is fixed.
@@ -50,7 +60,9 @@ export function meanGroupCorrelation(
   return { mean: rs.length ? rs.reduce((s, r) => s + r, 0) / rs.length : null, groups: rs.length };
 }
 
-function slice(x: ArrayLike<number>, from: number, to: number): Float64Array {
+/** Steps from..to-1 of x: a view of a typed array (no copy), else a copy. */
+function slice(x: ArrayLike<number>, from: number, to: number): ArrayLike<number> {
+  if (x instanceof Float64Array || x instanceof Float32Array) return x.subarray(from, to);
   const out = new Float64Array(to - from);
   for (let i = from; i < to; i++) out[i - from] = x[i] as number;
   return out;

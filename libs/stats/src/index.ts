@@ -7,3 +7,4 @@ export * from './paired-tests';
 export * from './outcome-credit';
 export * from './histogram';
 export * from './agreement-intervals';
+export * from './sliced';

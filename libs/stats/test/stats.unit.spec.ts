@@ -1,6 +1,7 @@
 import {
   bootstrapGroups,
   groupOffsets,
+  groupRanks,
   holm,
   meanGroupCorrelation,
   meanGroupCorrelationScore,
@@ -9,9 +10,12 @@ import {
   pearson,
   pooledPearsonScore,
   pooledSpearmanScore,
+  ranks,
   scoreOf,
+  sortedFloat32,
   signAgreement,
   signAgreementScore,
+  slicedAgreement,
   spearman,
 } from '@creditlab/stats';
 import { seededRandom } from '@creditlab/random';
@@ -56,6 +60,72 @@ test('per-group correlation is the mean of within-group correlations, which pool
     spearman(r, s)!,
     12,
   );
+});
+
+/** Ranks by definition: 1 + the number of smaller values + half the number of other equal ones (as float32). */
+function naiveRanks(x: number[]): number[] {
+  const f = x.map(Math.fround);
+  return f.map(
+    (v) => 1 + f.filter((w) => w < v).length + (f.filter((w) => w === v).length - 1) / 2,
+  );
+}
+
+test('ranks: ties averaged, −0 tied with +0, values compared as float32, below and above the radix threshold', () => {
+  const rand = seededRandom(11);
+  for (const n of [0, 1, 7, 1023, 1024, 3000]) {
+    const x = Array.from({ length: n }, (_, i) =>
+      i % 5 === 0 ? Math.round(rand() * 6 - 3) : i % 7 === 0 ? -0 : (rand() - 0.5) * 10 ** (i % 4),
+    );
+    if (n > 2) x[1] = 1 + 1e-12; // equal to 1 as float32
+    expect(Array.from(ranks(x))).toEqual(naiveRanks(x));
+    expect(Array.from(sortedFloat32(x))).toEqual(
+      Array.from(Float32Array.from(x).sort(), (v) => (v === 0 ? 0 : v)),
+    );
+  }
+});
+
+test('agreement within slices equals pearson and signAgreement on each slice copied out, to the last bit', () => {
+  const rand = seededRandom(5);
+  const n = 500;
+  const sliceOf = Int32Array.from({ length: n }, (_, k) => (k * 7919) % 4); // interleaved slices
+  const a = Float32Array.from({ length: n }, (_, k) => (k % 9 === 0 ? 0 : rand() - 0.5));
+  const b = Float32Array.from({ length: n }, (_, k) =>
+    sliceOf[k] === 3 ? 0.25 : k % 11 === 0 ? 0 : rand() - 0.3,
+  );
+  const got = slicedAgreement(a, b, sliceOf, 5); // slice 4 has no steps
+  for (let s = 0; s < 4; s++) {
+    const ks = [...sliceOf.keys()].filter((k) => sliceOf[k] === s);
+    const x = ks.map((k) => a[k]!);
+    const y = ks.map((k) => b[k]!);
+    expect(got[s]).toEqual({
+      steps: ks.length,
+      pearson: pearson(x, y),
+      signAgreement: signAgreement(x, y).agreement,
+    });
+  }
+  expect(got[3]!.pearson).toBeNull(); // a constant side
+  expect(got[4]).toEqual({ steps: 0, pearson: null, signAgreement: null });
+});
+
+test('ranks within groups, correlated by Pearson, are Spearman within groups exactly (ties, singletons, constant groups)', () => {
+  const rand = seededRandom(7);
+  const sizes = [1, 2, 5, 9, 3, 4, 12];
+  const offsets = Int32Array.from(sizes.reduce((o, n) => [...o, o[o.length - 1]! + n], [0]));
+  const n = offsets[offsets.length - 1]!;
+  // rounded so that ties occur; group 3 is constant on one side
+  const a = Float32Array.from({ length: n }, () => Math.round(rand() * 4) / 4);
+  const b = Float32Array.from({ length: n }, (_, k) => (k >= 8 && k < 17 ? 1 : rand() - 0.5));
+  const ra = groupRanks(a, offsets);
+  for (let g = 0; g + 1 < offsets.length; g++) {
+    const from = offsets[g]!;
+    const to = offsets[g + 1]!;
+    expect(Array.from(ra.subarray(from, to))).toEqual(Array.from(ranks(a.subarray(from, to))));
+  }
+  expect(Array.from(ra.subarray(0, 1))).toEqual([1]);
+  expect(meanGroupCorrelation(ra, groupRanks(b, offsets), offsets, 'pearson')).toEqual(
+    meanGroupCorrelation(Array.from(a), Array.from(b), offsets, 'spearman'),
+  );
+  expect(pearson(ranks(a), ranks(b))).toBe(spearman(Array.from(a), Array.from(b)));
 });
 
 /** Steps in `groups` groups of 8: b = a + noise of the given size. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { mean, quantile, std } from '@creditlab/stats';
+import { mean, quantile, sortedFloat32, std } from '@creditlab/stats';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -206,7 +206,7 @@ export class CompareService {
 }
 
 function summarize(x: Float32Array) {
-  const sorted = Float32Array.from(x).sort();
+  const sorted = sortedFloat32(x);
   let positive = 0;
   let zero = 0;
   for (const v of x) {

@@ -3,9 +3,10 @@ import {
   groupOffsets,
   meanGroupCorrelation,
   pearson,
+  pooledAndGroupRanks,
   referenceAgreementIntervals,
   signAgreement,
-  spearman,
+  slicedAgreement,
 } from '@creditlab/stats';
 import type {
   Agreement,
@@ -33,19 +34,60 @@ export function subsetLayout(layout: StepLayout, keep: number[]): StepLayout {
 
 const POSITIONS = 10;
 
-/** Pooled, within-group and sign agreement of two series, with breakdowns by position and iteration. */
-export function agreementOf(
-  a: ArrayLike<number>,
-  b: ArrayLike<number>,
-  layout: StepLayout,
-): Agreement {
-  const offsets = groupOffsets(layout.groupOf);
-  const p = meanGroupCorrelation(a, b, offsets, 'pearson');
-  const s = meanGroupCorrelation(a, b, offsets, 'spearman');
-  const sign = signAgreement(a, b);
+/** Steps split into slices (by position, or by iteration): each step's slice, and the slices' names. */
+interface Slicing {
+  sliceOf: Int32Array;
+  names: string[];
+}
+
+/**
+ * A layout with what every pair of a comparison needs from it, worked out once rather than per
+ * pair: the task groups' offsets and each step's position and iteration slice.
+ */
+export interface PreparedLayout {
+  offsets: Int32Array;
+  byPosition: Slicing;
+  byIteration: Slicing;
+}
+
+/** A series with its ranks, pooled and within each task group: ranked once, whatever its pairs. */
+export interface RankedSeries {
+  values: ArrayLike<number>;
+  ranks: Float64Array;
+  groupRanks: Float64Array;
+}
+
+export function prepareLayout(layout: StepLayout): PreparedLayout {
   return {
-    pearson: pearson(a, b),
-    spearman: spearman(a, b),
+    offsets: groupOffsets(layout.groupOf),
+    byPosition: slicing(
+      layout.stepIndex.length,
+      (k) => Math.min(layout.stepIndex[k] as number, POSITIONS),
+      (key) => (key === POSITIONS ? `step ${POSITIONS}+` : `step ${key}`),
+    ),
+    byIteration: slicing(
+      layout.iteration.length,
+      (k) => layout.iteration[k] as number,
+      (key) => `iteration ${key}`,
+    ),
+  };
+}
+
+export function rankSeries(values: ArrayLike<number>, layout: PreparedLayout): RankedSeries {
+  return { values, ...pooledAndGroupRanks(values, layout.offsets) };
+}
+
+/**
+ * Pooled, within-group and sign agreement of two series, with breakdowns by position and iteration.
+ * Spearman is Pearson on the ranks, so the ranks computed once per series serve every pair.
+ */
+export function agreementOf(a: RankedSeries, b: RankedSeries, layout: PreparedLayout): Agreement {
+  const p = meanGroupCorrelation(a.values, b.values, layout.offsets, 'pearson');
+  const s = meanGroupCorrelation(a.groupRanks, b.groupRanks, layout.offsets, 'pearson');
+  const sign = signAgreement(a.values, b.values);
+  return {
+    pearson: pearson(a.values, b.values),
+    spearman: pearson(a.ranks, b.ranks),
     groupPearson: p.mean,
     groupSpearman: s.mean,
     groupsCorrelated: p.groups,
@@ -53,45 +95,32 @@ export function agreementOf(
     bothNonzero: sign.bothNonzero,
     zeroFractionA: sign.zeroFractionA,
     zeroFractionB: sign.zeroFractionB,
-    byPosition: slices(
-      a,
-      b,
-      (k) => Math.min(layout.stepIndex[k] as number, POSITIONS),
-      (key) => (key === POSITIONS ? `step ${POSITIONS}+` : `step ${key}`),
-    ),
-    byIteration: slices(
-      a,
-      b,
-      (k) => layout.iteration[k] as number,
-      (key) => `iteration ${key}`,
-    ),
+    byPosition: sliceAgreement(a.values, b.values, layout.byPosition),
+    byIteration: sliceAgreement(a.values, b.values, layout.byIteration),
   };
 }
 
-function slices(
+/** n steps sliced by key, slices in ascending order of their keys. */
+function slicing(n: number, keyOf: (k: number) => number, name: (key: number) => string): Slicing {
+  const keys = new Int32Array(n);
+  for (let k = 0; k < n; k++) keys[k] = keyOf(k);
+  const distinct = [...new Set(keys)].sort((x, y) => x - y);
+  const slot = new Map(distinct.map((key, s) => [key, s]));
+  return {
+    sliceOf: keys.map((key) => slot.get(key) as number),
+    names: distinct.map(name),
+  };
+}
+
+function sliceAgreement(
   a: ArrayLike<number>,
   b: ArrayLike<number>,
-  keyOf: (k: number) => number,
-  name: (key: number) => string,
+  { sliceOf, names }: Slicing,
 ): AgreementSlice[] {
-  const members = new Map<number, number[]>();
-  for (let k = 0; k < a.length; k++) {
-    const key = keyOf(k);
-    if (!members.has(key)) members.set(key, []);
-    (members.get(key) as number[]).push(k);
-  }
-  return [...members.entries()]
-    .sort(([x], [y]) => x - y)
-    .map(([key, ks]) => {
-      const x = Float64Array.from(ks, (k) => a[k] as number);
-      const y = Float64Array.from(ks, (k) => b[k] as number);
-      return {
-        slice: name(key),
-        steps: ks.length,
-        pearson: pearson(x, y),
-        signAgreement: signAgreement(x, y).agreement,
-      };
-    });
+  return slicedAgreement(a, b, sliceOf, names.length).map((r, s) => ({
+    slice: names[s] as string,
+    ...r,
+  }));
 }
 
 export interface IntervalOptions {

@@ -4,6 +4,8 @@ import { outcomeCredit, topK } from '@creditlab/stats';
 import {
   agreementOf,
   comparisonIntervals,
+  prepareLayout,
+  rankSeries,
   subsetLayout,
   type IntervalOptions,
   type StepLayout,
@@ -40,7 +42,8 @@ export class ComparisonReport {
     examples: number,
   ): Promise<ComparisonReportObject> {
     const names = data.methods.map((m, i) => label(m.set.method, i, data));
-    const layout = layoutOf(data);
+    const layout = prepareLayout(layoutOf(data));
+    const ranked = data.advantages.map((values) => rankSeries(values, layout));
     const z = data.advantages.map(standardise);
     // Choose every listed step first, then fetch all their texts with one statement.
     const pairPicks: { a: number; b: number; positions: number[] }[] = [];
@@ -67,11 +70,7 @@ export class ComparisonReport {
     const pairs: MethodPair[] = pairPicks.map(({ a, b, positions }) => ({
       a: names[a] as string,
       b: names[b] as string,
-      ...agreementOf(
-        data.advantages[a] as Float32Array,
-        data.advantages[b] as Float32Array,
-        layout,
-      ),
+      ...agreementOf(ranked[a]!, ranked[b]!, layout),
       disagreements: positions.map(rowsOf),
       x: data.advantages[a] as Float32Array,
       y: data.advantages[b] as Float32Array,
@@ -133,15 +132,18 @@ export class ComparisonReport {
       if (!Number.isNaN(v)) keep.push(k);
     });
     if (keep.length === 0) return [];
-    const truth = Float64Array.from(keep, (k) => reference[k] as number);
-    const layout = subsetLayout(layoutOf(data), keep);
+    const layout = prepareLayout(subsetLayout(layoutOf(data), keep));
+    const truth = rankSeries(
+      Float64Array.from(keep, (k) => reference[k] as number),
+      layout,
+    );
     return data.advantages.map((adv, m) => {
       const mine = Float64Array.from(keep, (k) => adv[k] as number);
       return {
         method: comparison.methods[m]!.method,
         field,
         steps: keep.length,
-        ...agreementOf(mine, truth, layout),
+        ...agreementOf(rankSeries(mine, layout), truth, layout),
       };
     });
   }
@@ -250,11 +252,13 @@ export class ComparisonReport {
 }
 
 function layoutOf(data: ComparisonData): StepLayout {
-  return {
-    groupOf: data.groupOf,
-    stepIndex: Int32Array.from(data.steps, (st) => st.stepIndex),
-    iteration: Int32Array.from(data.steps, (st) => st.iteration),
-  };
+  const stepIndex = new Int32Array(data.steps.length);
+  const iteration = new Int32Array(data.steps.length);
+  data.steps.forEach((st, k) => {
+    stepIndex[k] = st.stepIndex;
+    iteration[k] = st.iteration;
+  });
+  return { groupOf: data.groupOf, stepIndex, iteration };
 }
 
 /** A method's name, with its index when the same method is compared under several parameter sets. */
@@ -263,11 +267,14 @@ function label(method: string, i: number, data: ComparisonData): string {
 }
 
 function standardise(x: Float32Array): Float64Array {
+  const n = x.length;
   let s = 0;
-  for (const v of x) s += v;
-  const m = s / (x.length || 1);
+  for (let k = 0; k < n; k++) s += x[k] as number;
+  const m = s / (n || 1);
   let ss = 0;
-  for (const v of x) ss += (v - m) ** 2;
-  const sd = Math.sqrt(ss / (x.length || 1)) || 1;
-  return Float64Array.from(x, (v) => (v - m) / sd);
+  for (let k = 0; k < n; k++) ss += ((x[k] as number) - m) ** 2;
+  const sd = Math.sqrt(ss / (n || 1)) || 1;
+  const z = new Float64Array(n);
+  for (let k = 0; k < n; k++) z[k] = ((x[k] as number) - m) / sd;
+  return z;
 }
