@@ -175,6 +175,12 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
     /is no step's state, action or next state/,
   ],
   ['a text that is not a string', (c) => ((c.texts as unknown[])[1] = 7), 'texts[1]', /string/],
+  [
+    'a text given twice',
+    (c) => (c.texts as string[]).push((c.texts as string[])[2]!),
+    'texts[4]',
+    /repeats texts\[2\]; send each text once/,
+  ],
   ['no reward column', (c) => delete c.reward, 'reward', /required/],
 ];
 

@@ -124,6 +124,14 @@ function textsColumn(texts: unknown): string[] {
   if (!Array.isArray(texts)) throw new ColumnIssue(['texts'], 'must be an array of strings');
   const bad = texts.findIndex((t) => typeof t !== 'string');
   if (bad >= 0) throw new ColumnIssue(['texts', bad], 'must be a string');
+  // Each text once: indices name a text by its place, so a repeat would make two names for one text.
+  const first = new Map<string, number>();
+  (texts as string[]).forEach((t, i) => {
+    const at = first.get(t);
+    if (at !== undefined)
+      throw new ColumnIssue(['texts', i], `repeats texts[${at}]; send each text once`);
+    first.set(t, i);
+  });
   return texts as string[];
 }
 
