@@ -35,6 +35,8 @@ export const STORED_EVENT_IDS_SQL =
 const FLUSH_STEPS = 2000;
 const FLUSH_EVENTS = 1000;
 
+export type PreparedEvent = Pending;
+
 interface Pending {
   position: number;
   event: ValidEvent;
@@ -78,19 +80,19 @@ export class AppendSession {
   }
 
   async add(item: IncomingEvent): Promise<void> {
-    const result = validateEvent(item.value, this.from);
-    if (!result.ok) this.fail(item.position, result.issue.path, result.issue.message);
-    const event = result.event;
-    const body = bodyOf(event);
-    const hash = eventDigest(event, body);
+    return this.addPrepared(prepareEvent(item, this.from, this.describe));
+  }
+
+  /** Adds an event `prepareEvent` has checked (perhaps before the session's run was locked). */
+  async addPrepared({ position, event, body, hash }: PreparedEvent): Promise<void> {
     const seen = this.seenIds.get(event.id);
     if (seen) {
-      if (!seen.hash.equals(hash)) this.reusedId(item.position, event.id, `line ${seen.position}`);
+      if (!seen.hash.equals(hash)) this.reusedId(position, event.id, `line ${seen.position}`);
       this.duplicates++;
       return;
     }
-    this.seenIds.set(event.id, { hash, position: item.position });
-    this.pending.push({ position: item.position, event, body, hash });
+    this.seenIds.set(event.id, { hash, position });
+    this.pending.push({ position, event, body, hash });
     this.pendingSteps += slicesOf(event).reduce((n, s) => n + s.count, 0);
     if (this.pendingSteps >= FLUSH_STEPS || this.pending.length >= FLUSH_EVENTS)
       await this.startFlush();
@@ -200,16 +202,41 @@ export class AppendSession {
   }
 
   private fail(position: number, path: string, reason: string): never {
-    throw new DomainError(
-      ErrorCode.InvalidEvent,
-      `${this.describe(position)}: ${path}: ${reason}`,
-      {
-        line: position,
-        path,
-        reason,
-      },
-    );
+    return invalidEvent(this.describe, position, path, reason);
   }
+}
+
+/**
+ * An incoming event checked (what it is), with its body as the log stores it and its digest: all
+ * that depends on the event alone, so it can be done before the run is locked.
+ */
+export function prepareEvent(
+  item: IncomingEvent,
+  from: 'client' | 'server',
+  describe: (position: number) => string,
+): PreparedEvent {
+  const result = validateEvent(item.value, from);
+  if (!result.ok) invalidEvent(describe, item.position, result.issue.path, result.issue.message);
+  const body = bodyOf(result.event);
+  return {
+    position: item.position,
+    event: result.event,
+    body,
+    hash: eventDigest(result.event, body),
+  };
+}
+
+function invalidEvent(
+  describe: (position: number) => string,
+  position: number,
+  path: string,
+  reason: string,
+): never {
+  throw new DomainError(ErrorCode.InvalidEvent, `${describe(position)}: ${path}: ${reason}`, {
+    line: position,
+    path,
+    reason,
+  });
 }
 
 /** The log's row of a sequenced event. */

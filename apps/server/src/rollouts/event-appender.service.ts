@@ -4,8 +4,13 @@ import { isUuid } from '../database/uuid';
 import { Database } from '../database/database';
 import { Metrics } from '../operations/metrics';
 import { DomainError, runNotFound } from '../errors/domain-error';
-import { AppendSession, type AppendResult, type IncomingEvent } from './append-session';
-import { lockRun } from './run-lock';
+import {
+  AppendSession,
+  prepareEvent,
+  type AppendResult,
+  type IncomingEvent,
+} from './append-session';
+import { beginAndLockRun, lockRun } from './run-lock';
 import { notifyRun } from '../database/notifications';
 
 const describeLine = (position: number) => `line ${position}`;
@@ -103,11 +108,19 @@ export class EventAppender {
     const client = await this.db.ingestPool.connect();
     let session: AppendSession | undefined;
     try {
-      await client.query('BEGIN');
-      const locked = await lockRun(client, runId);
+      // The transaction begins and the run is locked while the first event is checked; a missing
+      // run is still reported before a bad event.
+      const locking = beginAndLockRun(client, runId);
+      locking.catch(() => undefined); // awaited below
+      const prepared = first.done
+        ? undefined
+        : attempt(() => prepareEvent(first.value, 'client', describe));
+      const locked = await locking;
       if (!locked) throw runNotFound(runId);
       session = new AppendSession(client, runId, locked.run, locked.now, describe, 'client');
-      for (let item = first; !item.done; item = await source.next()) await session.add(item.value);
+      if (prepared) await session.addPrepared(prepared());
+      for (let item = await source.next(); !item.done; item = await source.next())
+        await session.add(item.value);
       const result = await session.finish();
       await alsoWrite?.(client);
       if (result.accepted > 0) await notifyRun(client, runId); // subscribers hear of it at commit
@@ -122,5 +135,17 @@ export class EventAppender {
     } finally {
       client.release();
     }
+  }
+}
+
+/** Runs `f` now; the returned function gives its value, or throws what it threw. */
+function attempt<T>(f: () => T): () => T {
+  try {
+    const value = f();
+    return () => value;
+  } catch (e) {
+    return () => {
+      throw e;
+    };
   }
 }

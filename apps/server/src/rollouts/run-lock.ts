@@ -1,5 +1,25 @@
 import type pg from 'pg';
+import { isUuid } from '../database/uuid';
 import type { RunSummary } from './run-projector';
+
+interface LockedRow {
+  last_seq: string;
+  last_iteration: number | null;
+  embedding_dim: number | null;
+  status: RunSummary['status'];
+  summary: Record<string, unknown> | null;
+  finished_at: Date | null;
+  now: Date;
+}
+
+export interface LockedRun {
+  run: RunSummary;
+  now: Date;
+}
+
+const LOCK_SQL = (run: string) =>
+  `SELECT last_seq, last_iteration, embedding_dim, status, summary, finished_at, now() AS now
+   FROM runs WHERE id = ${run} FOR UPDATE`;
 
 /**
  * Locks a run's row for the transaction (appenders to one run take turns, so seqs are gap-free)
@@ -8,21 +28,28 @@ import type { RunSummary } from './run-projector';
 export async function lockRun(
   client: pg.PoolClient,
   runId: string,
-): Promise<{ run: RunSummary; now: Date } | undefined> {
-  const res = await client.query<{
-    last_seq: string;
-    last_iteration: number | null;
-    embedding_dim: number | null;
-    status: RunSummary['status'];
-    summary: Record<string, unknown> | null;
-    finished_at: Date | null;
-    now: Date;
-  }>(
-    `SELECT last_seq, last_iteration, embedding_dim, status, summary, finished_at, now() AS now
-     FROM runs WHERE id = $1 FOR UPDATE`,
-    [runId],
-  );
-  const r = res.rows[0];
+): Promise<LockedRun | undefined> {
+  const res = await client.query<LockedRow>(LOCK_SQL('$1'), [runId]);
+  return lockedRun(res.rows[0]);
+}
+
+/**
+ * BEGIN and lockRun in one message (the simple protocol, which takes several statements but no
+ * parameters: the run id is checked and inlined), so that the transaction begins and the run is
+ * locked in one round trip, while the server checks the request's first event.
+ */
+export async function beginAndLockRun(
+  client: pg.PoolClient,
+  runId: string,
+): Promise<LockedRun | undefined> {
+  if (!isUuid(runId)) throw new Error(`not a run id: ${runId}`);
+  const results = (await client.query(
+    `BEGIN; ${LOCK_SQL(`'${runId}'`)}`,
+  )) as unknown as pg.QueryResult<LockedRow>[];
+  return lockedRun(results[1]?.rows[0]);
+}
+
+function lockedRun(r: LockedRow | undefined): LockedRun | undefined {
   if (!r) return undefined;
   return {
     now: r.now,
