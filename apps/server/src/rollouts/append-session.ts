@@ -35,9 +35,8 @@ export const STORED_EVENT_IDS_SQL =
 const FLUSH_STEPS = 2000;
 const FLUSH_EVENTS = 1000;
 
-export type PreparedEvent = Pending;
-
-interface Pending {
+/** An event checked and ready for the log: where it came from, what it is, its body and digest. */
+export interface PreparedEvent {
   position: number;
   event: ValidEvent;
   /** Its steps as the log stores them (step-bearing events), else null. */
@@ -57,7 +56,7 @@ export class AppendSession {
   private readonly projector: RunProjector;
   /** Event ids of this request → the body hash and line of their first appearance. */
   private readonly seenIds = new Map<string, { hash: Buffer; position: number }>();
-  private pending: Pending[] = [];
+  private pending: PreparedEvent[] = [];
   private pendingSteps = 0;
   private accepted = 0;
   private duplicates = 0;
@@ -129,7 +128,7 @@ export class AppendSession {
     await this.inflight.catch(() => undefined);
   }
 
-  private async flush(pending: Pending[]): Promise<void> {
+  private async flush(pending: PreparedEvent[]): Promise<void> {
     const batch = await this.dropStoredDuplicates(pending);
     if (batch.length === 0) return;
     let status = this.projector.summary.status;
@@ -142,7 +141,7 @@ export class AppendSession {
     await insertEvents(
       this.client,
       this.runId,
-      sequenced.map((e, n) => eventRow(e, placed[n] as PlacedSlice[], batch[n] as Pending)),
+      sequenced.map((e, n) => eventRow(e, placed[n] as PlacedSlice[], batch[n] as PreparedEvent)),
       this.now,
     );
     this.accepted += batch.length;
@@ -153,7 +152,7 @@ export class AppendSession {
    * once); an id stored with another body is the caller's mistake (409). Events stored before
    * body hashes existed and not yet backfilled count as the same.
    */
-  private async dropStoredDuplicates(batch: Pending[]): Promise<Pending[]> {
+  private async dropStoredDuplicates(batch: PreparedEvent[]): Promise<PreparedEvent[]> {
     if (batch.length === 0) return batch;
     const stored = await this.client.query<{ id: string; seq: string; body_hash: Buffer | null }>(
       STORED_EVENT_IDS_SQL,
@@ -240,7 +239,7 @@ function invalidEvent(
 }
 
 /** The log's row of a sequenced event. */
-function eventRow(e: SequencedEvent, placed: PlacedSlice[], p: Pending): EventRow {
+function eventRow(e: SequencedEvent, placed: PlacedSlice[], p: PreparedEvent): EventRow {
   return {
     seq: e.seq,
     id: e.event.id,
