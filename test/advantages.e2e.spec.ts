@@ -207,3 +207,55 @@ describe('errors are clear, with codes', () => {
     expect(res.status).toBe(404);
   });
 });
+
+test('many requests creating the same set at once all get it (one set, no error)', async () => {
+  // Each round on a fresh run, so that every request races to create the set.
+  for (let round = 0; round < 5; round++) {
+    const { id } = await client.createRun({
+      name: `race ${round}`,
+      env: 'fixtures',
+      method: 'gigpo',
+    });
+    await client.appendEvents(id, rolloutEvents(0, fixture.batch));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        api(`${server.url}/v1/runs/${id}/iterations/0/advantages?method=gaca`, {
+          headers: { accept: 'application/octet-stream' },
+        }),
+      ),
+    );
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+    expect(new Set(answers.map((r) => r.headers.get('x-creditlab-advantage-set'))).size).toBe(1);
+  }
+});
+
+test('Step.advantage and Step.diagnostics of new sets in one query, on fresh runs, as the web app asks', async () => {
+  const direct = estimate(columnarBatchFromJson(fixture.batch), 'gigpo', {});
+  for (let round = 0; round < 3; round++) {
+    const { id } = await client.createRun({
+      name: `both ${round}`,
+      env: 'fixtures',
+      method: 'gigpo',
+    });
+    await client.appendEvents(id, rolloutEvents(0, fixture.batch));
+    const res = await gql<{
+      run: {
+        groups: {
+          nodes: { trajectories: { steps: { a: number; d: Record<string, unknown> }[] }[] }[];
+        };
+      };
+    }>(
+      server,
+      `query($id: ID!) { run(id: $id) { groups(iteration: 0, first: 10) { nodes { trajectories { steps {
+         a: advantage(method: { name: "gigpo" }) d: diagnostics(method: { name: "gigpo" })
+         b: advantage(method: { name: "gaca" }) e: diagnostics(method: { name: "gaca" }) } } } } } }`,
+      { id },
+    );
+    expect(res.errors).toBeUndefined();
+    const steps = res.data!.run.groups.nodes.flatMap((g) => g.trajectories.flatMap((t) => t.steps));
+    expect(steps.map((s) => s.a)).toEqual(Array.from(direct.advantages, Math.fround));
+    expect(steps.map((s) => s.d.stepGroupSize)).toEqual(
+      Array.from(direct.diagnostics.stepGroupSize!),
+    );
+  }
+});

@@ -127,26 +127,30 @@ export class AdvantageSetsService {
     const r = this.resolve(request);
     if (!isUuid(runId)) throw runNotFound(runId);
     const key = JSON.stringify(r.params);
-    // The foreign key on run_id tells an unknown run apart: no separate lookup on this hot path.
-    const res = await this.db.pool
-      .query<{ id: string }>(
-        `WITH ins AS (
-         INSERT INTO advantage_sets (run_id, method, params, params_key, estimator_version) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (run_id, method, params_key, estimator_version) DO NOTHING RETURNING id)
-       SELECT id FROM ins UNION ALL
-       SELECT id FROM advantage_sets WHERE run_id = $1 AND method = $2 AND params_key = $4 AND estimator_version = $5`,
-        [runId, r.method, JSON.stringify(r.params), key, r.version],
-      )
-      .catch((e: { code?: string }) => {
-        throw e.code === '23503' ? runNotFound(runId) : e;
-      });
-    return {
-      id: (res.rows[0] as { id: string }).id,
-      runId,
-      method: r.method,
-      params: r.params,
-      version: r.version,
-    };
+    // Two requests may create the same set at once. The one whose INSERT meets the other's waits
+    // for it to commit and inserts nothing, but its SELECT still sees the statement's snapshot,
+    // from before that commit: no row. The statement is then run again, with a new snapshot.
+    for (let attempt = 0; ; attempt++) {
+      // The foreign key on run_id tells an unknown run apart: no separate lookup on this hot path.
+      const res = await this.db.pool
+        .query<{ id: string }>(
+          `WITH ins AS (
+           INSERT INTO advantage_sets (run_id, method, params, params_key, estimator_version) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (run_id, method, params_key, estimator_version) DO NOTHING RETURNING id)
+         SELECT id FROM ins UNION ALL
+         SELECT id FROM advantage_sets WHERE run_id = $1 AND method = $2 AND params_key = $4 AND estimator_version = $5`,
+          [runId, r.method, key, key, r.version],
+        )
+        .catch((e: { code?: string }) => {
+          throw e.code === '23503' ? runNotFound(runId) : e;
+        });
+      const row = res.rows[0];
+      if (row) return { id: row.id, runId, method: r.method, params: r.params, version: r.version };
+      if (attempt === 4)
+        throw new Error(
+          `advantage set of ${r.method} on run ${runId}: not found after it was created`,
+        );
+    }
   }
 
   /**

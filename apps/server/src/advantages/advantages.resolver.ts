@@ -11,6 +11,7 @@ import { Run } from '../runs/run.models';
 import { diagnosticValue } from './advantage-codec';
 import {
   AdvantageSetsService,
+  type AdvantageSet,
   type IterationAdvantages,
   type MethodRequest,
 } from './advantage-sets.service';
@@ -104,7 +105,6 @@ export class StepAdvantagesResolver {
     caller: Principal,
     what: 'advantages' | 'diagnostics',
   ): AdvantageLoader {
-    const storage = storageOf(caller);
     const loaders = (ctx.advantageLoaders ??= {}) as Partial<Record<typeof what, AdvantageLoader>>;
     return (loaders[what] ??= new DataLoader<
       { runId: string; iteration: number; method: MethodRequest },
@@ -114,7 +114,7 @@ export class StepAdvantagesResolver {
       async (keys) =>
         Promise.all(
           keys.map(async (k) =>
-            this.sets.iteration(await this.sets.openSet(k.runId, k.method, storage), k.iteration, {
+            this.sets.iteration(await this.openSet(ctx, caller, k), k.iteration, {
               diagnostics: what === 'diagnostics',
             }),
           ),
@@ -127,6 +127,23 @@ export class StepAdvantagesResolver {
         },
       },
     )) as AdvantageLoader;
+  }
+
+  /** The set a request names, opened once per request whatever the iterations and fields that ask. */
+  private openSet(
+    ctx: Record<string, unknown>,
+    caller: Principal,
+    k: { runId: string; method: MethodRequest },
+  ): Promise<AdvantageSet> {
+    const sets = (ctx.advantageSets ??= new Map()) as Map<string, Promise<AdvantageSet>>;
+    const { method, params } = this.sets.resolve(k.method);
+    const key = JSON.stringify([k.runId, method, params]);
+    let set = sets.get(key);
+    if (!set) {
+      set = this.sets.openSet(k.runId, k.method, storageOf(caller));
+      sets.set(key, set);
+    }
+    return set;
   }
 }
 
