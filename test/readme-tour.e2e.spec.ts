@@ -140,3 +140,56 @@ test('every GraphQL example in the README is valid against the schema the server
     for (const doc of block.includes('\nmutation') ? block.split(/\n(?=query|mutation)/) : [block])
       expect([doc, validate(schema, parse(doc)).map((e) => e.message)]).toEqual([doc, []]);
 });
+
+test('the README’s per-step comparison query runs on a fresh run (every set new) without errors', async () => {
+  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  const [steps] = [...readme.matchAll(/```graphql\n([^]*?)```/g)]
+    .map((m) => m[1] as string)
+    .filter((b) => b.startsWith('query Steps'));
+  const created = await api(
+    `${exported.url}/v1/runs`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'steps query', env: 'household', method: 'gigpo' }),
+    },
+    exported.key,
+  );
+  const { id } = (await created.json()) as { id: string };
+  const example = JSON.parse(
+    await readFile(path.join(ROOT, 'examples/get-the-key.json'), 'utf8'),
+  ) as { groups: unknown };
+  const event = {
+    id: randomUUID(),
+    type: 'rollouts.appended',
+    data: { iteration: 0, groups: example.groups },
+  };
+  await api(
+    `${exported.url}/v1/runs/${id}/events`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson' },
+      body: `${JSON.stringify(event)}\n`,
+    },
+    exported.key,
+  );
+  const res = await api(
+    `${exported.url}/graphql`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: steps, variables: { run: id } }),
+    },
+    exported.key,
+  );
+  const body = (await res.json()) as {
+    errors?: unknown;
+    data: {
+      run: { groups: { nodes: { trajectories: { steps: { grpo: number; why: object }[] }[] }[] } };
+    };
+  };
+  expect(body.errors).toBeUndefined();
+  const first = body.data.run.groups.nodes[0]!.trajectories[0]!.steps;
+  expect(first.map((s) => typeof s.grpo)).toEqual(['number', 'number', 'number']);
+  expect(Object.keys(first[0]!.why)).toContain('lambda');
+});

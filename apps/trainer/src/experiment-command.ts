@@ -36,7 +36,7 @@ const EXPERIMENT_FLAGS = {
   },
   'report-only': {
     type: 'boolean',
-    help: 'train nothing: write experiments.md from the runs the data file holds (e.g. of an experiment stopped early)',
+    help: 'train nothing: write experiments.md from the runs the data file holds (e.g. of an experiment stopped early); give the methods, seeds and arms the runs were made with',
     byDefault: 'off',
   },
   'truth-only': {
