@@ -59,7 +59,7 @@ export async function ensureWebBuild({ quiet = false, force = false } = {}) {
   const tmp = `${dist}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   await vite.build({
-    configFile: path.join(webDir, 'vite.config.ts'),
+    configFile: path.join(webDir, 'vite.config.mts'),
     logLevel: quiet ? 'error' : 'warn',
     build: { outDir: tmp, emptyOutDir: true },
   });
