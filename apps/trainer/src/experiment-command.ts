@@ -9,6 +9,7 @@ import {
 import path from 'node:path';
 import { ENVIRONMENT_FLAGS, environmentFlag, methodArm } from './trainer-flags';
 import { DEFAULT_CONFIG } from './config';
+import { docsFolder } from './docs-folder';
 
 const ALL_METHODS = 'grpo,gigpo,gaca,gated-bepo,gagpo,bipace,ppo-gae';
 const D = DEFAULT_CONFIG;
@@ -129,7 +130,7 @@ export function experimentPlan(values: FlagValues<typeof EXPERIMENT_FLAGS>): Exp
   for (const m of methods) methodArm(m, '--methods');
   const whitenMethods = values['whiten-methods'] ? values['whiten-methods'].split(',') : [];
   for (const m of whitenMethods.filter((x) => x !== 'best')) methodArm(m, '--whiten-methods');
-  const outDir = path.resolve(values.out ?? path.resolve(__dirname, '../../../docs'));
+  const outDir = path.resolve(values.out ?? docsFolder());
   const truthIterations = integerFlag('truth-iterations', values['truth-iterations'], 0) ?? 10;
   if (values['truth-only'] && truthIterations === 0)
     throw new UsageError('--truth-only needs --truth-iterations of at least 1');

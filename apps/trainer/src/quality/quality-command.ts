@@ -2,6 +2,7 @@ import { integerFlag, UsageError, type Command, type Flag, type FlagValues } fro
 import { textEnvironment } from '@creditlab/envs';
 import path from 'node:path';
 import type { QualityPlan } from './quality-run';
+import { docsFolder } from '../docs-folder';
 
 const QUALITY_FLAGS = {
   env: {
@@ -94,7 +95,7 @@ export function qualityPlan(values: FlagValues<typeof QUALITY_FLAGS>): {
       gamma: 0.95,
       claimsGroupSize: groupSizes.includes(8) ? 8 : (groupSizes[0] as number),
     },
-    outDir: path.resolve(values.out ?? path.resolve(__dirname, '../../../../docs')),
+    outDir: path.resolve(values.out ?? docsFolder()),
     force: values.force ?? false,
   };
 }
