@@ -208,15 +208,17 @@ describe('errors are clear, with codes', () => {
   });
 });
 
+/** A fresh run holding the fixture batch as iteration 0 (no advantage set yet). */
+async function fixtureRun(name: string): Promise<string> {
+  const { id } = await client.createRun({ name, env: 'fixtures', method: 'gigpo' });
+  await client.appendEvents(id, rolloutEvents(0, fixture.batch));
+  return id;
+}
+
 test('many requests creating the same set at once all get it (one set, no error)', async () => {
   // Each round on a fresh run, so that every request races to create the set.
   for (let round = 0; round < 5; round++) {
-    const { id } = await client.createRun({
-      name: `race ${round}`,
-      env: 'fixtures',
-      method: 'gigpo',
-    });
-    await client.appendEvents(id, rolloutEvents(0, fixture.batch));
+    const id = await fixtureRun(`race ${round}`);
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
         api(`${server.url}/v1/runs/${id}/iterations/0/advantages?method=gaca`, {
@@ -232,12 +234,7 @@ test('many requests creating the same set at once all get it (one set, no error)
 test('Step.advantage and Step.diagnostics of new sets in one query, on fresh runs, as the web app asks', async () => {
   const direct = estimate(columnarBatchFromJson(fixture.batch), 'gigpo', {});
   for (let round = 0; round < 3; round++) {
-    const { id } = await client.createRun({
-      name: `both ${round}`,
-      env: 'fixtures',
-      method: 'gigpo',
-    });
-    await client.appendEvents(id, rolloutEvents(0, fixture.batch));
+    const id = await fixtureRun(`both ${round}`);
     const res = await gql<{
       run: {
         groups: {

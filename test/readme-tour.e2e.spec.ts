@@ -30,6 +30,27 @@ async function readmeBash(): Promise<string[]> {
   return [...readme.matchAll(/```bash\n([^]*?)```/g)].map((m) => m[1] as string);
 }
 
+/** The tour's jq line: one rollouts.appended event with the example's groups, appended to `runId`. */
+async function appendExample(runId: string): Promise<Response> {
+  const example = JSON.parse(
+    await readFile(path.join(ROOT, 'examples/get-the-key.json'), 'utf8'),
+  ) as { groups: unknown };
+  const event = {
+    id: randomUUID(),
+    type: 'rollouts.appended',
+    data: { iteration: 0, groups: example.groups },
+  };
+  return api(
+    `${exported.url}/v1/runs/${runId}/events`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson' },
+      body: `${JSON.stringify(event)}\n`,
+    },
+    exported.key,
+  );
+}
+
 beforeAll(async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-tour-'));
   credentials = path.join(dir, 'not-the-default', 'credentials.json');
@@ -67,24 +88,7 @@ test('the tour’s requests, sent to $CREDITLAB_URL with $CREDITLAB_API_KEY, ans
   );
   expect(created.status).toBe(201);
   const { id } = (await created.json()) as { id: string };
-  // the jq line: one rollouts.appended event with the example's groups
-  const example = JSON.parse(
-    await readFile(path.join(ROOT, 'examples/get-the-key.json'), 'utf8'),
-  ) as { groups: unknown };
-  const event = {
-    id: randomUUID(),
-    type: 'rollouts.appended',
-    data: { iteration: 0, groups: example.groups },
-  };
-  const appended = await api(
-    `${exported.url}/v1/runs/${id}/events`,
-    {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson' },
-      body: `${JSON.stringify(event)}\n`,
-    },
-    exported.key,
-  );
+  const appended = await appendExample(id);
   const expected = /# (\{"accepted".*\})/.exec(tour!)![1]!;
   expect(await appended.json()).toEqual(JSON.parse(expected));
 });
@@ -156,23 +160,7 @@ test('the README’s per-step comparison query runs on a fresh run (every set ne
     exported.key,
   );
   const { id } = (await created.json()) as { id: string };
-  const example = JSON.parse(
-    await readFile(path.join(ROOT, 'examples/get-the-key.json'), 'utf8'),
-  ) as { groups: unknown };
-  const event = {
-    id: randomUUID(),
-    type: 'rollouts.appended',
-    data: { iteration: 0, groups: example.groups },
-  };
-  await api(
-    `${exported.url}/v1/runs/${id}/events`,
-    {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson' },
-      body: `${JSON.stringify(event)}\n`,
-    },
-    exported.key,
-  );
+  expect((await appendExample(id)).status).toBe(200);
   const res = await api(
     `${exported.url}/graphql`,
     {
