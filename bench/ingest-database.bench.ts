@@ -25,7 +25,7 @@ import {
 } from '../apps/server/src/rollouts/rollout-index';
 import { lockRun } from '../apps/server/src/rollouts/run-lock';
 import { runSummaryUpdate } from '../apps/server/src/rollouts/run-projector';
-import { STEP_COLUMNS } from '../apps/server/src/rollouts/step-rows';
+import { STEP_SLICE_COLUMNS } from '../apps/server/src/rollouts/step-slice-rows';
 import { INSERT_TEXTS_SQL } from '../apps/server/src/rollouts/text-dictionary';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
@@ -50,8 +50,31 @@ interface IterationRows {
   iterations: unknown[][];
   texts: unknown[][];
   events: EventRow[];
-  /** The steps as one binary COPY stream (the server's columns), the run id replaced. */
+  /** The step slices as one binary COPY stream (the server's columns), the run id replaced. */
+  slices: Buffer;
+  /** The same steps one row each, as the `steps` view shows them (the table before step slices). */
   steps: Buffer;
+}
+
+/** The columns of the steps table before step slices (migrations/20261206000000_step_slices). */
+const PER_STEP_COLUMNS = STEP_SLICE_COLUMNS.filter((c) => c !== 'step_count').map((c) =>
+  c === 'first_idx' ? 'idx' : c,
+);
+
+/** A binary COPY of `select` (which names the run being read), the run's id replaced by `target`'s. */
+async function copyOut(db: pg.PoolClient, columns: string[], from: string, target: string) {
+  const chunks: Buffer[] = [];
+  const replaced = columns.map((c) => (c === 'run_id' ? `'${target}'::uuid` : c));
+  await pipeline(
+    db.query(copyTo(`COPY (SELECT ${replaced.join(', ')} ${from}) TO STDOUT (FORMAT binary)`)),
+    new Writable({
+      write: (c: Buffer, _e, done) => {
+        chunks.push(c);
+        done();
+      },
+    }),
+  );
+  return Buffer.concat(chunks);
 }
 
 /** The column arrays of `rows` (each row a list of fields), for unnest parameters. */
@@ -61,22 +84,7 @@ const columnsOf = (rows: unknown[][], n: number) =>
 async function rowsOf(db: pg.PoolClient, runId: string, target: string, iteration: number) {
   const q = async (sql: string) =>
     (await db.query({ text: sql, values: [runId, iteration], rowMode: 'array' })).rows;
-  const chunks: Buffer[] = [];
-  // The columns ingest's COPY writes, in its order, the run's id replaced by the target's.
-  const columns = STEP_COLUMNS.map((c) => (c === 'run_id' ? `'${target}'::uuid` : c));
-  await pipeline(
-    db.query(
-      copyTo(`COPY (SELECT ${columns.join(', ')}
-        FROM steps WHERE run_id = '${runId}' AND iteration = ${iteration}
-        ORDER BY group_ord, traj_ord, idx) TO STDOUT (FORMAT binary)`),
-    ),
-    new Writable({
-      write: (c: Buffer, _e, done) => {
-        chunks.push(c);
-        done();
-      },
-    }),
-  );
+  const where = `WHERE run_id = '${runId}' AND iteration = ${iteration}`;
   return {
     iteration,
     groups: await q(
@@ -94,7 +102,18 @@ async function rowsOf(db: pg.PoolClient, runId: string, target: string, iteratio
       ([seq, id, type, it, data, stepCount, hash, body]) =>
         ({ seq: Number(seq), id, type, iteration: it, data, stepCount, hash, body }) as EventRow,
     ),
-    steps: Buffer.concat(chunks),
+    slices: await copyOut(
+      db,
+      STEP_SLICE_COLUMNS,
+      `FROM step_slices ${where} ORDER BY group_ord, traj_ord, first_idx`,
+      target,
+    ),
+    steps: await copyOut(
+      db,
+      PER_STEP_COLUMNS,
+      `FROM steps ${where} ORDER BY group_ord, traj_ord, idx`,
+      target,
+    ),
   } satisfies IterationRows;
 }
 
@@ -144,16 +163,19 @@ const WRITES: {
         : db.query(INSERT_TEXTS_SQL, [run, ...columnsOf(it.texts, 2)]),
   },
   {
-    kind: 'steps binary COPY (primary key)',
+    kind: 'step_slices binary COPY (primary key; a row per slice of about 12 steps)',
     write: (db, _run, it) =>
-      pipeline(Readable.from([it.steps]), db.query(copyFrom(binaryCopySql('steps', STEP_COLUMNS)))),
+      pipeline(
+        Readable.from([it.slices]),
+        db.query(copyFrom(binaryCopySql('step_slices', STEP_SLICE_COLUMNS))),
+      ),
   },
   {
-    kind: 'the same COPY into a copy of steps without its primary key',
+    kind: 'the same steps one row each, into the steps table before step slices (with its primary key)',
     write: (db, _run, it) =>
       pipeline(
         Readable.from([it.steps]),
-        db.query(copyFrom(binaryCopySql('steps_without_key', STEP_COLUMNS))),
+        db.query(copyFrom(binaryCopySql('steps_per_row', PER_STEP_COLUMNS))),
       ),
   },
   {
@@ -161,6 +183,14 @@ const WRITES: {
     write: (db, run, it) => insertEvents(db, run, it.events, new Date()),
   },
 ];
+
+/** The steps table before step slices, as migrations/20261202000000_projections made it. */
+const STEPS_PER_ROW_TABLE = `CREATE TABLE steps_per_row (
+  run_id uuid NOT NULL, iteration integer NOT NULL, group_ord integer NOT NULL, traj_ord integer NOT NULL,
+  idx integer NOT NULL, seq bigint NOT NULL, state_id bigint NOT NULL, action_id bigint NOT NULL,
+  reward double precision NOT NULL, nll double precision, token_logprobs bytea, embedding bytea,
+  value double precision, next_state_id bigint, next_value double precision, extra jsonb,
+  PRIMARY KEY (run_id, iteration, group_ord, traj_ord, idx))`;
 
 /** The server's upsert of `table` as a plain INSERT into `into`: what the upsert costs. */
 function plainInsert(upsert: string, table: string, into: string): string {
@@ -228,7 +258,7 @@ async function main(): Promise<void> {
       (await db.query('SELECT count(*) FROM steps WHERE run_id = $1', [source])).rows[0].count,
     );
     const target = await createRun(server.url, 'bench replay');
-    await db.query('CREATE TABLE steps_without_key (LIKE steps)');
+    await db.query(STEPS_PER_ROW_TABLE);
     await db.query('CREATE TABLE trajectories_plain (LIKE trajectories INCLUDING INDEXES)');
     const iterations: IterationRows[] = [];
     for (let i = 0; i < files.length; i++) iterations.push(await rowsOf(db, source, target, i));

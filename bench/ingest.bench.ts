@@ -45,7 +45,7 @@ interface Result extends Scenario {
   /** CPU of PostgreSQL (all its processes) during the HTTP ingest, and during the logical COPY. */
   httpDatabaseCpuSeconds: number;
   logicalDatabaseCpuSeconds: number;
-  /** COPY of the rows the server stored (text ids) into a copy of its steps table. */
+  /** COPY of the step slices the server stored (text ids) into a copy of its step_slices table. */
   storedCopySeconds: number;
   distinctTexts: number;
 }
@@ -183,13 +183,13 @@ async function runScenario(
       logicalFile,
     );
     await pipeline(
-      client.query(copyTo(`COPY (SELECT * FROM steps WHERE run_id = '${id}') TO STDOUT`)),
+      client.query(copyTo(`COPY (SELECT * FROM step_slices WHERE run_id = '${id}') TO STDOUT`)),
       createWriteStream(storedFile),
     );
     const stored = await timeCopy(
       client,
       pgDir,
-      'CREATE TABLE ingest_ceiling (LIKE steps INCLUDING DEFAULTS INCLUDING INDEXES)',
+      'CREATE TABLE ingest_ceiling (LIKE step_slices INCLUDING ALL)',
       storedFile,
     );
     for (const f of [...files, logicalFile, storedFile]) await rm(f);
@@ -245,8 +245,8 @@ Two ceilings are measured right after, in the same database. **Logical COPY** lo
 would with no server: one plain \`COPY\` of rows (run, iteration, group id, trajectory id, index, state and
 action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
 figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
-server itself wrote (text ids, not texts) into a copy of its steps table with its indexes: what the steps
-projection alone would cost.`;
+server itself wrote (one row per slice of a trajectory's steps, text ids, not texts) into a copy of its
+\`step_slices\` table with its primary key: what the steps projection alone would cost.`;
 
 const SAME_WORKLOAD = (database: string) =>
   `The workload, the two ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;

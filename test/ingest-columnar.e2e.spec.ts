@@ -1,9 +1,9 @@
 import { float64Base64, newEventId, rolloutEvents } from '@creditlab/client';
 import type { ClientEvent } from '@creditlab/events';
-import pg from 'pg';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { rowCounts } from './support/row-counts';
 import { serverForFile } from './support/file-server';
+import { sqlQuery } from './support/sql-query';
 import { api, gql } from './support/test-server';
 
 /**
@@ -13,15 +13,7 @@ import { api, gql } from './support/test-server';
  */
 const ctx = serverForFile();
 
-async function query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-  const c = new pg.Client({ connectionString: ctx.server.databaseUrl });
-  await c.connect();
-  try {
-    return (await c.query(sql, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
+const query = (sql: string, params: unknown[]) => sqlQuery(ctx.server.databaseUrl, sql, params);
 
 /** Every projected row of a run, without the run id (which differs between the two runs). */
 async function projection(runId: string): Promise<Record<string, Record<string, unknown>[]>> {

@@ -57,7 +57,7 @@ describe('migrations', () => {
     ).rejects.toThrow(/runs_project_fkey/);
   });
 
-  test('events and steps are append-only: UPDATE, DELETE and TRUNCATE are refused', async () => {
+  test('events and step slices are append-only: UPDATE, DELETE and TRUNCATE are refused', async () => {
     const db = pool(await createTestDatabase());
     const run = await db.query<{ id: string }>(
       `INSERT INTO runs (name, project, env, method) VALUES ('r', 'default', 'e', 'grpo') RETURNING id`,
@@ -76,11 +76,103 @@ describe('migrations', () => {
     await expect(db.query('TRUNCATE events CASCADE')).rejects.toThrow(
       /append-only: TRUNCATE refused/,
     );
-    await expect(db.query('DELETE FROM steps')).resolves.toBeDefined(); // no rows: the row trigger never fires
+    await db.query(
+      `INSERT INTO step_slices (run_id, iteration, group_ord, traj_ord, first_idx, seq,
+      step_count, state_id, action_id, reward) VALUES ($1, 0, 0, 0, 0, 1, 1, '{1}', '{2}', '{0.5}')`,
+      [runId],
+    );
+    await expect(db.query('UPDATE step_slices SET seq = 2')).rejects.toThrow(
+      /step_slices is append-only outside a rebuild: UPDATE refused/,
+    );
+    await expect(db.query('DELETE FROM step_slices')).rejects.toThrow(
+      /step_slices is append-only outside a rebuild: DELETE refused/,
+    );
+    await expect(db.query('TRUNCATE step_slices')).rejects.toThrow(
+      /append-only outside a rebuild: TRUNCATE refused/,
+    );
     const count = await db.query('SELECT count(*)::int AS n FROM events WHERE run_id = $1', [
       runId,
     ]);
     expect(count.rows[0].n).toBe(1);
+  });
+
+  test('the steps view gives one row per step of each slice: its index, its fields, NULLs where absent', async () => {
+    const db = pool(await createTestDatabase());
+    const run = await db.query<{ id: string }>(
+      `INSERT INTO runs (name, project, env, method) VALUES ('r', 'default', 'e', 'grpo') RETURNING id`,
+    );
+    const runId = run.rows[0]!.id;
+    // Two slices of one trajectory (steps 0–1 from event 4, steps 2–4 from event 9); the second has
+    // no nll at all (NULL array), a value on its middle step only, and a vector on its last step.
+    await db.query(
+      `INSERT INTO step_slices (run_id, iteration, group_ord, traj_ord, first_idx, seq, step_count,
+       state_id, action_id, reward, nll, embedding, value, extra) VALUES
+     ($1, 7, 1, 2, 0, 4, 2, '{10,11}', '{20,21}', '{0,1}', '{0.1,0.2}', NULL, NULL, '{"{\\"k\\": 1}",NULL}'),
+     ($1, 7, 1, 2, 2, 9, 3, '{12,13,14}', '{22,23,24}', '{2,3,4}', NULL, ARRAY[NULL, NULL, '\\x0000803f']::bytea[], '{NULL,0.5,NULL}', NULL)`,
+      [runId],
+    );
+    const rows = await db.query(
+      `SELECT idx, seq, state_id::int, action_id::int, reward, nll, embedding, value, extra FROM steps
+     WHERE run_id = $1 AND iteration = 7 AND group_ord = 1 AND traj_ord = 2 ORDER BY idx`,
+      [runId],
+    );
+    expect(rows.rows).toEqual([
+      {
+        idx: 0,
+        seq: '4',
+        state_id: 10,
+        action_id: 20,
+        reward: 0,
+        nll: 0.1,
+        embedding: null,
+        value: null,
+        extra: { k: 1 },
+      },
+      {
+        idx: 1,
+        seq: '4',
+        state_id: 11,
+        action_id: 21,
+        reward: 1,
+        nll: 0.2,
+        embedding: null,
+        value: null,
+        extra: null,
+      },
+      {
+        idx: 2,
+        seq: '9',
+        state_id: 12,
+        action_id: 22,
+        reward: 2,
+        nll: null,
+        embedding: null,
+        value: null,
+        extra: null,
+      },
+      {
+        idx: 3,
+        seq: '9',
+        state_id: 13,
+        action_id: 23,
+        reward: 3,
+        nll: null,
+        embedding: null,
+        value: 0.5,
+        extra: null,
+      },
+      {
+        idx: 4,
+        seq: '9',
+        state_id: 14,
+        action_id: 24,
+        reward: 4,
+        nll: null,
+        embedding: Buffer.from([0, 0, 0x80, 0x3f]),
+        value: null,
+        extra: null,
+      },
+    ]);
   });
 });
 

@@ -5,6 +5,7 @@ import { tableChecksums } from './support/database-snapshot';
 import { fixtureBatches } from './support/fixture-batches';
 import { ADMIN_KEY, api, spawnServer, type ServerProcess } from './support/test-server';
 import { createTestDatabase } from './support/test-database';
+import { sqlQuery } from './support/sql-query';
 
 /**
  * The read side is a projection of the event log: `npm run db:rebuild` drops it and builds it
@@ -90,15 +91,8 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function query<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []) {
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  try {
-    return (await c.query<T>(sql, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
+const query = <T extends pg.QueryResultRow>(sql: string, params: unknown[] = []) =>
+  sqlQuery<T>(databaseUrl, sql, params);
 
 /** Every advantage of every run, iteration and method of READS, read through the API. */
 async function advantages(url: string): Promise<Record<string, number[]>> {
@@ -147,7 +141,7 @@ test('db:rebuild reproduces every projection byte for byte; advantages computed 
   await c.connect();
   await c.query('BEGIN');
   await c.query(`SET LOCAL creditlab.rebuild = 'on'`);
-  await c.query('DELETE FROM steps WHERE run_id = $1 AND iteration = 3', [runs[0]]);
+  await c.query('DELETE FROM step_slices WHERE run_id = $1 AND iteration = 3', [runs[0]]);
   await c.query(`UPDATE iterations SET metrics = '{}' WHERE run_id = $1`, [runs[1]]);
   await c.query(`UPDATE runs SET status = 'running', last_seq = 0`);
   await c.query('COMMIT');

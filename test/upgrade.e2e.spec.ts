@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadTables } from './support/database-snapshot';
+import { sqlQuery } from './support/sql-query';
 import { ADMIN_KEY, gql, spawnServer } from './support/test-server';
 
 /**
@@ -17,19 +18,7 @@ import { ADMIN_KEY, gql, spawnServer } from './support/test-server';
 const FIXTURE = path.join(__dirname, 'fixtures/databases/before-projections.jsonl');
 const BEFORE = '20261202000000';
 
-async function query<T extends pg.QueryResultRow>(
-  url: string,
-  sql: string,
-  params: unknown[] = [],
-) {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<T>(sql, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
+const query = sqlQuery;
 
 /** Every step, in natural keys and texts: what a reader of the old schema saw. */
 const OLD_STEPS = `

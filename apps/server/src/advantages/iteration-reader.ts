@@ -2,7 +2,7 @@ import { ALL_BATCH_INPUTS, type BatchInput, type ColumnarBatch } from '@creditla
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { isUuid } from '../database/uuid';
-import { readBinaryCopy } from './binary-copy';
+import { readBinaryCopy, type TupleFields } from './binary-copy';
 import { IterationColumns, StepColumns, type TextIds } from './iteration-columns';
 import {
   iterationList,
@@ -12,6 +12,7 @@ import {
   type IterationHead,
 } from './iteration-shapes';
 import { PACKED_COLUMNS, unpackIteration } from './packed-columns';
+import { SliceSteps } from './slice-steps';
 import { idText } from './text-id-dictionary';
 import type { TrajectoryShape } from './trajectory-shape';
 
@@ -199,20 +200,24 @@ async function readSteps(
   const iterations = its.map((it) => new IterationColumns(it.shape, columns));
   let at = 0;
   let left = (iterations[0] as IterationColumns).stepCount;
-  const copy = client.query(copyTo(stepsCopy(runId, its, columns)));
-  await readBinaryCopy(copy, columns.names.length, (row) => {
+  const copy = client.query(copyTo(slicesCopy(runId, its, columns)));
+  const slices = new SliceSteps(columns.names.length);
+  const addStep = (step: TupleFields) => {
     while (left === 0) left = (iterations[++at] as IterationColumns | undefined)?.stepCount ?? -1;
-    if (left < 0) throw new Error(`run ${runId}: more step rows than its trajectories count`);
-    (iterations[at] as IterationColumns).add(row);
+    if (left < 0) throw new Error(`run ${runId}: more steps than its trajectories count`);
+    (iterations[at] as IterationColumns).add(step);
     left--;
-  });
+  };
+  await readBinaryCopy(copy, columns.names.length + 1, (row) => slices.each(row, addStep));
   its.forEach((it, i) => read.set(it.iteration, iterations[i] as IterationColumns));
 }
 
-function stepsCopy(runId: string, its: IterationSnapshot[], columns: StepColumns): string {
+/** The iterations' step slices in canonical order: the columns read, then each slice's step count. */
+function slicesCopy(runId: string, its: IterationSnapshot[], columns: StepColumns): string {
   const list = its.map((it) => it.iteration);
-  return `COPY (SELECT ${columns.names.join(', ')} FROM steps WHERE ${iterationList(runId, list)}
-                ORDER BY iteration, group_ord, traj_ord, idx) TO STDOUT (FORMAT binary)`;
+  return `COPY (SELECT ${columns.names.join(', ')}, step_count FROM step_slices
+                WHERE ${iterationList(runId, list)}
+                ORDER BY iteration, group_ord, traj_ord, first_idx) TO STDOUT (FORMAT binary)`;
 }
 
 /** Per iteration, the texts behind its state (or action) ids, loading those `texts` does not hold yet. */

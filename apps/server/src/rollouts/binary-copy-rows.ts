@@ -11,6 +11,14 @@ const TRAILER = Buffer.from([0xff, 0xff]);
 const CHUNK_BYTES = 256 * 1024;
 /** The jsonb binary format's version byte, followed by the JSON text. */
 const JSONB_VERSION = 1;
+/** Element type oids, which an array field names (PostgreSQL checks them against the column's). */
+const OID = { int8: 20, float8: 701, bytea: 17, jsonb: 3802 } as const;
+/** An array field's header: dimensions, has-nulls flag, element type, length, lower bound. */
+const ARRAY_HEADER_BYTES = 20;
+
+/** What an array field of `n` elements takes after its length word, given its elements' bytes. */
+export const arrayBytes = (n: number, elementBytes: number) =>
+  ARRAY_HEADER_BYTES + 4 * n + elementBytes;
 
 /**
  * Rows for `COPY … FROM STDIN (FORMAT binary)`, written field by field into large buffers.
@@ -91,6 +99,54 @@ export class BinaryCopyRows {
   null(): this {
     this.buf.writeInt32BE(-1, this.at);
     this.at += 4;
+    return this;
+  }
+
+  /** int8[] of `n` elements, `get(i)` each (undefined: a NULL element). */
+  int8Array(n: number, get: (i: number) => bigint | undefined): this {
+    const start = this.arrayStart(n, OID.int8);
+    for (let i = 0; i < n; i++) this.int8(get(i));
+    return this.fieldEnd(start);
+  }
+
+  /** float8[] of `n` elements, `get(i)` each (undefined: a NULL element). */
+  float8Array(n: number, get: (i: number) => number | undefined): this {
+    const start = this.arrayStart(n, OID.float8);
+    for (let i = 0; i < n; i++) this.float8(get(i));
+    return this.fieldEnd(start);
+  }
+
+  /** bytea[] of `n` elements, `get(i)` each (undefined: a NULL element). */
+  byteaArray(n: number, get: (i: number) => Uint8Array | undefined): this {
+    const start = this.arrayStart(n, OID.bytea);
+    for (let i = 0; i < n; i++) this.bytes(get(i));
+    return this.fieldEnd(start);
+  }
+
+  /** jsonb[] of `n` elements from their JSON texts, `get(i)` each (undefined: a NULL element). */
+  jsonbArray(n: number, get: (i: number) => string | undefined): this {
+    const start = this.arrayStart(n, OID.jsonb);
+    for (let i = 0; i < n; i++) this.jsonb(get(i));
+    return this.fieldEnd(start);
+  }
+
+  /**
+   * Opens an array field (its length is written by fieldEnd). The has-nulls flag may stay 0:
+   * PostgreSQL reads each element's length and finds the NULLs itself.
+   */
+  private arrayStart(n: number, oid: number): number {
+    const start = this.at;
+    this.buf.writeInt32BE(1, start + 4);
+    this.buf.writeInt32BE(0, start + 8);
+    this.buf.writeInt32BE(oid, start + 12);
+    this.buf.writeInt32BE(n, start + 16);
+    this.buf.writeInt32BE(1, start + 20);
+    this.at += 4 + ARRAY_HEADER_BYTES;
+    return start;
+  }
+
+  private fieldEnd(start: number): this {
+    this.buf.writeInt32BE(this.at - start - 4, start);
     return this;
   }
 

@@ -10,10 +10,16 @@ import { RunProjector, type RunSummary, type SequencedEvent } from './run-projec
  * (`runs.projection_version`) are rebuilt from their events at start-up. Bump it whenever the
  * projections' rows would come out differently from the same events.
  */
-export const PROJECTION_VERSION = 1;
+export const PROJECTION_VERSION = 2; // 2: steps stored as slices (migrations/20261206000000_step_slices)
 
 /** Tables rebuilt from the log; the order is the order they are emptied in (foreign keys). */
-export const PROJECTION_TABLES = ['steps', 'trajectories', 'rollout_groups', 'texts', 'iterations'];
+export const PROJECTION_TABLES = [
+  'step_slices',
+  'trajectories',
+  'rollout_groups',
+  'texts',
+  'iterations',
+];
 
 const EVENTS_PER_READ = 100;
 

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { uuidBytes } from './binary-copy-rows';
 import { IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
-import { StepRows, type ColumnRange } from './step-rows';
+import { StepSliceRows, type ColumnRange } from './step-slice-rows';
 import { TextDictionary } from './text-dictionary';
 
 export type RunStatus = 'running' | 'completed' | 'failed' | 'aborted';
@@ -126,7 +126,7 @@ export class RunProjector {
     for (const i of created.groups) this.iterations.at(i).groupCount++;
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
-    const rows = new StepRows(this.runIdBytes, this.texts);
+    const rows = new StepSliceRows(this.runIdBytes, this.texts);
     const placed = batch.map((e) => this.apply(e, rows));
     await this.texts.save();
     await this.rollouts.save();
@@ -142,7 +142,7 @@ export class RunProjector {
 
   private apply(
     { seq, position, event, recordedAt }: SequencedEvent,
-    rows: StepRows,
+    rows: StepSliceRows,
   ): PlacedSlice[] {
     const iteration = iterationOf(event);
     const placed = slicesOf(event).map((slice) => this.placeSlice(position, seq, slice, rows));
@@ -169,8 +169,13 @@ export class RunProjector {
     return placed;
   }
 
-  /** Checks a slice against what is stored and appends its COPY rows. */
-  private placeSlice(position: number, seq: number, slice: StepSlice, rows: StepRows): PlacedSlice {
+  /** Checks a slice against what is stored and appends its COPY row. */
+  private placeSlice(
+    position: number,
+    seq: number,
+    slice: StepSlice,
+    rows: StepSliceRows,
+  ): PlacedSlice {
     const traj = this.rollouts.find(slice.iteration, slice.trajectoryKey) as TrajectoryState;
     if (traj.groupKey !== slice.groupKey) {
       this.fail(
@@ -197,7 +202,7 @@ export class RunProjector {
   }
 
   /**
-   * The slice's rows, and its rewards added to the trajectory's return (in step order, whichever
+   * The slice's row, and its rewards added to the trajectory's return (in step order, whichever
    * form, so that both forms give the same sum). A path is made only for an embedding to check.
    */
   private addSteps(
@@ -205,7 +210,7 @@ export class RunProjector {
     seq: number,
     slice: StepSlice,
     traj: TrajectoryState,
-    rows: StepRows,
+    rows: StepSliceRows,
   ): void {
     const first = traj.stepCount;
     if (Array.isArray(slice.steps)) {
@@ -213,8 +218,8 @@ export class RunProjector {
         if (step.embedding)
           this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
         traj.return += step.reward;
-        rows.step(traj, first + j, seq, step);
       });
+      rows.objects(traj, first, seq, slice.steps);
       return;
     }
     const { columns: c, from } = slice.steps;

@@ -1,0 +1,223 @@
+import { STEP_FIELDS, type StepColumns, type StepPayload } from '@creditlab/events';
+import type pg from 'pg';
+import { arrayBytes, BinaryCopyRows } from './binary-copy-rows';
+import type { TextDictionary } from './text-dictionary';
+
+/** The `step_slices` columns ingest writes, in the order of its COPY rows. */
+export const STEP_SLICE_COLUMNS = [
+  'run_id',
+  'iteration',
+  'group_ord',
+  'traj_ord',
+  'first_idx',
+  'seq',
+  'step_count',
+  'state_id',
+  'action_id',
+  'reward',
+  'nll',
+  'token_logprobs',
+  'embedding',
+  'value',
+  'next_state_id',
+  'next_value',
+  'extra',
+];
+/** A slice row's fixed-size fields: a uuid, five int4 and the seq. */
+const FIXED_SLICE_BYTES = 16 + 5 * 4 + 8;
+/** Arrays of 8-byte numbers per slice: state, action, reward, nll, value, next state, next value. */
+const NUMBER_ARRAYS = 7;
+/**
+ * The most steps one row holds: a longer slice (a trajectory sent whole, say) becomes several rows,
+ * so that a row and the buffer it is built in stay small (about 100 kB, 1 MB with 256-d
+ * embeddings) and no array nears PostgreSQL's 1 GB limit on one value.
+ */
+export const MAX_ROW_STEPS = 1024;
+
+/** Where a trajectory's rows go: the key columns before the step index. */
+export interface TrajectoryPlace {
+  iteration: number;
+  groupOrd: number;
+  ord: number;
+}
+
+/** Steps `from` to `from + count` of an event's columns (the columnar form). */
+export interface ColumnRange {
+  columns: StepColumns;
+  from: number;
+}
+
+/**
+ * A chunk's `step_slices` rows for one binary COPY: one row per slice (the steps one event gives
+ * one trajectory; up to MAX_ROW_STEPS), each step field an array with one element per step, whether
+ * the steps came as objects or as columns; both give the same bytes for the same steps. Texts become
+ * ids through the run's dictionary. An optional field no step of the row has is NULL as a whole. An
+ * empty slice has no row (a later slice of the trajectory may start at its index).
+ */
+export class StepSliceRows {
+  private readonly rows = new BinaryCopyRows();
+  private readonly columnTextIds = new WeakMap<StepColumns, bigint[]>();
+
+  constructor(
+    private readonly runIdBytes: Buffer,
+    private readonly texts: TextDictionary,
+  ) {}
+
+  /** Steps sent as objects, the first at index `first` of their trajectory. */
+  objects(traj: TrajectoryPlace, first: number, seq: number, steps: StepPayload[]): void {
+    for (let j = 0; j < steps.length; j += MAX_ROW_STEPS)
+      this.objectRow(traj, first + j, seq, steps.slice(j, j + MAX_ROW_STEPS));
+  }
+
+  /** `count` steps of an event's columns, from index `first` of their trajectory: no object per step. */
+  columns(
+    traj: TrajectoryPlace,
+    first: number,
+    seq: number,
+    range: ColumnRange,
+    count: number,
+  ): void {
+    for (let j = 0; j < count; j += MAX_ROW_STEPS) {
+      const rowRange = { columns: range.columns, from: range.from + j };
+      this.columnRow(traj, first + j, seq, rowRange, Math.min(MAX_ROW_STEPS, count - j));
+    }
+  }
+
+  private objectRow(traj: TrajectoryPlace, first: number, seq: number, steps: StepPayload[]): void {
+    const n = steps.length;
+    const extras = steps.map(extraFieldsJson);
+    let variableBytes = 0;
+    for (let i = 0; i < n; i++) {
+      const s = steps[i] as StepPayload;
+      const extra = extras[i];
+      variableBytes += (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
+      if (extra !== undefined) variableBytes += 1 + Buffer.byteLength(extra);
+    }
+    const step = (i: number) => steps[i] as StepPayload;
+    this.start(traj, first, seq, n, variableBytes)
+      .int8Array(n, (i) => this.texts.id(step(i).state))
+      .int8Array(n, (i) => this.texts.id(step(i).action))
+      .float8Array(n, (i) => step(i).reward);
+    this.float8s(n, (i) => step(i).nll);
+    this.vectors(n, (i) => float32Bytes(step(i).tokenLogprobs));
+    this.vectors(n, (i) => float32Bytes(step(i).embedding));
+    this.float8s(n, (i) => step(i).value);
+    this.int8s(n, (i) => {
+      const next = step(i).nextState;
+      return next === undefined ? undefined : this.texts.id(next);
+    });
+    this.float8s(n, (i) => step(i).nextValue);
+    if (extras.some((e) => e !== undefined)) this.rows.jsonbArray(n, (i) => extras[i]);
+    else this.rows.null();
+  }
+
+  private columnRow(
+    traj: TrajectoryPlace,
+    first: number,
+    seq: number,
+    { columns: c, from }: ColumnRange,
+    count: number,
+  ): void {
+    const ids = this.textIdsOf(c);
+    let variableBytes = 0;
+    for (let i = from; i < from + count; i++)
+      variableBytes +=
+        (c.tokenLogprobs?.[i]?.byteLength ?? 0) + (c.embedding?.[i]?.byteLength ?? 0);
+    this.start(traj, first, seq, count, variableBytes)
+      .int8Array(count, (i) => ids[c.state[from + i] as number])
+      .int8Array(count, (i) => ids[c.action[from + i] as number])
+      .float8Array(count, (i) => c.reward[from + i]);
+    const nll = c.nll;
+    this.float8s(count, nll ? (i) => present(nll[from + i]) : undefined);
+    this.vectors(count, (i) => float32Bytes(c.tokenLogprobs?.[from + i] ?? undefined));
+    this.vectors(count, (i) => float32Bytes(c.embedding?.[from + i] ?? undefined));
+    const value = c.value;
+    this.float8s(count, value ? (i) => present(value[from + i]) : undefined);
+    const nextState = c.nextState;
+    this.int8s(
+      count,
+      nextState
+        ? (i) => {
+            const next = nextState[from + i] as number;
+            return next < 0 ? undefined : ids[next];
+          }
+        : undefined,
+    );
+    const nextValue = c.nextValue;
+    this.float8s(count, nextValue ? (i) => present(nextValue[from + i]) : undefined);
+    this.rows.null(); // extra: the columnar form has no fields beyond v1
+  }
+
+  /** Streams the rows into `step_slices` (inside the caller's transaction). */
+  copyInto(client: pg.PoolClient): Promise<void> {
+    return this.rows.copyInto(client, 'step_slices', STEP_SLICE_COLUMNS);
+  }
+
+  /** A slice row's fields up to its step count; `variableBytes` bounds its vectors and extras. */
+  private start(
+    traj: TrajectoryPlace,
+    first: number,
+    seq: number,
+    n: number,
+    variableBytes: number,
+  ) {
+    const arrays = NUMBER_ARRAYS * arrayBytes(n, 8 * n) + 3 * arrayBytes(n, variableBytes);
+    return this.rows
+      .row(STEP_SLICE_COLUMNS.length, FIXED_SLICE_BYTES + arrays)
+      .bytes(this.runIdBytes)
+      .int4(traj.iteration)
+      .int4(traj.groupOrd)
+      .int4(traj.ord)
+      .int4(first)
+      .int8(seq)
+      .int4(n);
+  }
+
+  /** An optional float8[]: NULL when no step has the field. */
+  private float8s(n: number, get: ((i: number) => number | undefined) | undefined): void {
+    if (get && someDefined(n, get)) this.rows.float8Array(n, get);
+    else this.rows.null();
+  }
+
+  /** An optional int8[]: NULL when no step has the field. */
+  private int8s(n: number, get: ((i: number) => bigint | undefined) | undefined): void {
+    if (get && someDefined(n, get)) this.rows.int8Array(n, get);
+    else this.rows.null();
+  }
+
+  /** An optional bytea[] of vectors: NULL when no step has the field. */
+  private vectors(n: number, get: (i: number) => Uint8Array | undefined): void {
+    if (someDefined(n, get)) this.rows.byteaArray(n, get);
+    else this.rows.null();
+  }
+
+  /** The text ids of an event's text table, each resolved once per event. */
+  private textIdsOf(c: StepColumns): bigint[] {
+    let ids = this.columnTextIds.get(c);
+    if (!ids) {
+      ids = c.texts.map((t) => this.texts.id(t));
+      this.columnTextIds.set(c, ids);
+    }
+    return ids;
+  }
+}
+
+function someDefined(n: number, get: (i: number) => unknown): boolean {
+  for (let i = 0; i < n; i++) if (get(i) !== undefined) return true;
+  return false;
+}
+
+/** The step's fields beyond rollout-batch/v1, as JSON, when it has any. */
+function extraFieldsJson(s: StepPayload): string | undefined {
+  const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
+  if (extra.length === 0) return undefined;
+  return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
+}
+
+/** A column's number, or undefined where the step has none (NaN in the columnar form). */
+const present = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? undefined : x);
+
+/** A float32 vector's bytes as stored (little-endian, the platform's order on every target we run). */
+function float32Bytes(xs: Float32Array | undefined | null): Uint8Array | undefined {
+  return xs ? new Uint8Array(xs.buffer, xs.byteOffset, xs.byteLength) : undefined;
+}
