@@ -4,9 +4,9 @@ import { sqlQuery } from './support/sql-query';
 
 /**
  * Steps are stored a slice per row (migrations/20261206000000_step_slices): the steps one event
- * gives one trajectory, at most MAX_ROW_STEPS (1,024) per row, read back one per step through the
- * `steps` view. A long trajectory becomes several rows, an empty one none, and a trajectory
- * continued by later events gets a row per event.
+ * gives one trajectory, in rows small enough to stay inline (ROW_TARGET_BYTES), read back one per
+ * step through the `steps` view. A long trajectory becomes several rows, an empty one none, and a
+ * trajectory continued by later events gets a row per event.
  */
 const ctx = serverForFile();
 
@@ -26,7 +26,28 @@ const step = (i: number) => ({
   ...(i % 5 === 0 ? {} : { nll: i / 1000 }),
 });
 
-test('a 2,500-step trajectory is stored as rows of 1,024, 1,024 and 452 steps, alike from objects and columns', async () => {
+/** The rows of the run's slices, in key order, and whether any value of the table went to TOAST. */
+async function rowsOf(runId: string) {
+  const rows = await slicesOf(runId);
+  const [toast] = await query(
+    `SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE relname = 'step_slices'`,
+    [],
+  );
+  const [toasted] = await query(`SELECT count(*)::int AS n FROM ${toast!.name as string}`, []);
+  return { rows, toasted: toasted!.n };
+}
+
+/** Each row starts where the one before ended, from index 0 to `steps`. */
+function expectContiguous(rows: Record<string, unknown>[], steps: number): void {
+  let next = 0;
+  for (const r of rows) {
+    expect(r.first_idx).toBe(next);
+    next += r.step_count as number;
+  }
+  expect(next).toBe(steps);
+}
+
+test('a 2,500-step trajectory is stored in rows that stay inline, alike from objects and columns', async () => {
   const batch = {
     groups: [
       {
@@ -42,11 +63,10 @@ test('a 2,500-step trajectory is stored as rows of 1,024, 1,024 and 452 steps, a
     expect(events).toHaveLength(1);
     expect('columns' in events[0]!.data).toBe(columnar);
     await ctx.client.appendEvents(run.id, events);
-    expect((await slicesOf(run.id)).map((s) => [s.first_idx, s.step_count])).toEqual([
-      [0, 1024],
-      [1024, 1024],
-      [2048, 452],
-    ]);
+    const { rows, toasted } = await rowsOf(run.id);
+    expect(rows.length).toBeGreaterThan(10); // about 80 steps of numbers fit a row
+    expectContiguous(rows, 2500);
+    expect(toasted).toBe(0);
     const steps = await query(`SELECT idx, reward, nll FROM steps WHERE run_id = $1 ORDER BY idx`, [
       run.id,
     ]);
@@ -59,13 +79,33 @@ test('a 2,500-step trajectory is stored as rows of 1,024, 1,024 and 452 steps, a
     );
     stored.push(
       await query(
-        `SELECT state_id, action_id, reward, nll, value, embedding FROM step_slices
+        `SELECT first_idx, step_count, state_id, action_id, reward, nll, value, embedding FROM step_slices
          WHERE run_id = $1 ORDER BY first_idx`,
         [run.id],
       ),
     );
   }
   expect(stored[1]).toEqual(stored[0]);
+});
+
+test('steps with 256-d embeddings go a few to a row, inline; the embeddings read back as sent', async () => {
+  const embedding = (i: number) => Array.from({ length: 256 }, (_, k) => (i * 256 + k) / 1e4);
+  const steps = Array.from({ length: 40 }, (_, i) => ({ ...step(i), embedding: embedding(i) }));
+  const run = await ctx.client.createRun({ name: 'embedded', env: 'e', method: 'grpo' });
+  await ctx.client.appendEvents(
+    run.id,
+    rolloutEvents(0, { groups: [{ id: 'g', trajectories: [{ id: 't', steps }] }] }, 100, {
+      columnar: true,
+    }),
+  );
+  const { rows, toasted } = await rowsOf(run.id);
+  expect(rows.length).toBeGreaterThanOrEqual(6);
+  expectContiguous(rows, 40);
+  expect(toasted).toBe(0);
+  const read = await query(`SELECT embedding FROM steps WHERE run_id = $1 ORDER BY idx`, [run.id]);
+  expect(
+    read.map((r) => Array.from(new Float32Array(new Uint8Array(r.embedding as Buffer).buffer))),
+  ).toEqual(steps.map((s) => Array.from(Float32Array.from(s.embedding))));
 });
 
 test('an empty trajectory has no row; the events that continue it each add one, at the index they continue from', async () => {

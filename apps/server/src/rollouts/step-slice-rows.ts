@@ -28,11 +28,14 @@ const FIXED_SLICE_BYTES = 16 + 5 * 4 + 8;
 /** Arrays of 8-byte numbers per slice: state, action, reward, nll, value, next state, next value. */
 const NUMBER_ARRAYS = 7;
 /**
- * The most steps one row holds: a longer slice (a trajectory sent whole, say) becomes several rows,
- * so that a row and the buffer it is built in stay small (about 100 kB, 1 MB with 256-d
- * embeddings) and no array nears PostgreSQL's 1 GB limit on one value.
+ * What one row's steps take at most, about: a longer slice becomes several rows. The table keeps rows
+ * inline up to 8 kB (toast_tuple_target); a larger row would go to TOAST, and its number arrays through
+ * pglz, which costs more than a second row. About 80 steps without vectors, 6 with 256-d embeddings; a
+ * single step larger than this is a row of its own.
  */
-export const MAX_ROW_STEPS = 1024;
+export const ROW_TARGET_BYTES = 7000;
+/** What a step's numbers take in a row: seven 8-byte values with their length words, and two vector length words. */
+const STEP_NUMBER_BYTES = NUMBER_ARRAYS * 12 + 2 * 4;
 
 /** Where a trajectory's rows go: the key columns before the step index. */
 export interface TrajectoryPlace {
@@ -49,7 +52,7 @@ export interface ColumnRange {
 
 /**
  * A chunk's `step_slices` rows for one binary COPY: one row per slice (the steps one event gives
- * one trajectory; up to MAX_ROW_STEPS), each step field an array with one element per step, whether
+ * one trajectory; a long slice in rows of about ROW_TARGET_BYTES), each step field an array with one element per step, whether
  * the steps came as objects or as columns; both give the same bytes for the same steps. Texts become
  * ids through the run's dictionary. An optional field no step of the row has is NULL as a whole. An
  * empty slice has no row (a later slice of the trajectory may start at its index).
@@ -65,8 +68,13 @@ export class StepSliceRows {
 
   /** Steps sent as objects, the first at index `first` of their trajectory. */
   objects(traj: TrajectoryPlace, first: number, seq: number, steps: StepPayload[]): void {
-    for (let j = 0; j < steps.length; j += MAX_ROW_STEPS)
-      this.objectRow(traj, first + j, seq, steps.slice(j, j + MAX_ROW_STEPS));
+    const bytes = (s: StepPayload) =>
+      (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
+    let j = 0;
+    for (const n of rowLengths(steps.length, (i) => bytes(steps[i] as StepPayload))) {
+      this.objectRow(traj, first + j, seq, steps.slice(j, j + n));
+      j += n;
+    }
   }
 
   /** `count` steps of an event's columns, from index `first` of their trajectory: no object per step. */
@@ -77,9 +85,13 @@ export class StepSliceRows {
     range: ColumnRange,
     count: number,
   ): void {
-    for (let j = 0; j < count; j += MAX_ROW_STEPS) {
-      const rowRange = { columns: range.columns, from: range.from + j };
-      this.columnRow(traj, first + j, seq, rowRange, Math.min(MAX_ROW_STEPS, count - j));
+    const { columns: c, from } = range;
+    const bytes = (i: number) =>
+      (c.tokenLogprobs?.[from + i]?.byteLength ?? 0) + (c.embedding?.[from + i]?.byteLength ?? 0);
+    let j = 0;
+    for (const n of rowLengths(count, bytes)) {
+      this.columnRow(traj, first + j, seq, { columns: c, from: from + j }, n);
+      j += n;
     }
   }
 
@@ -200,6 +212,24 @@ export class StepSliceRows {
     }
     return ids;
   }
+}
+
+/** How many steps each row of a slice of `n` steps holds (ROW_TARGET_BYTES), given each step's vector bytes. */
+function rowLengths(n: number, vectorBytes: (i: number) => number): number[] {
+  const lengths: number[] = [];
+  let start = 0;
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const b = STEP_NUMBER_BYTES + vectorBytes(i);
+    if (i > start && bytes + b > ROW_TARGET_BYTES) {
+      lengths.push(i - start);
+      start = i;
+      bytes = 0;
+    }
+    bytes += b;
+  }
+  if (n > start) lengths.push(n - start);
+  return lengths;
 }
 
 function someDefined(n: number, get: (i: number) => unknown): boolean {
