@@ -218,3 +218,42 @@ test('only complete iterations are packed: the one a running run still appends t
   await packRun(pool, id);
   expect((await packedRows(id)).map(([i]) => i)).toEqual([0]);
 });
+
+test('a pass given where the last one left off packs what completed or changed since, not what it was told is packed', async () => {
+  const batch = (seed: number) =>
+    asStored(syntheticBatchJson({ groups: 1, groupSize: 2, maxSteps: 3 }, seed));
+  const { id } = await client.createRun({ name: 'incremental', env: 'e', method: 'grpo' });
+  await client.appendEvents(id, [...rolloutEvents(0, batch(1)), ...rolloutEvents(1, batch(2))]);
+  const first = await packRun(pool, id);
+  expect(first.packed).toBe(1); // iteration 1 is still open
+  expect(first.upTo).toEqual({ seq: 3, lastIteration: 1 });
+
+  // Iteration 2 completes 1; late steps change 0 (packed at an older position now).
+  const late = batch(1).groups[0]!.trajectories[0]!;
+  await client.appendEvents(id, [
+    ...rolloutEvents(2, batch(3)),
+    {
+      id: newEventId(),
+      type: 'steps.appended',
+      data: {
+        iteration: 0,
+        groupId: batch(1).groups[0]!.id,
+        trajectoryId: late.id,
+        firstStepIndex: late.steps.length,
+        steps: [{ state: 'late', action: 'wait', reward: 1 }],
+      },
+    },
+  ]);
+  const second = await packRun(pool, id, undefined, first.upTo);
+  expect(second.packed).toBe(2);
+  expect((await packedRows(id)).map(([i]) => i)).toEqual([0, 1]);
+  expect(second.upTo).toEqual({ seq: 5, lastIteration: 2 });
+
+  // Nothing changed since, so a pass looks at nothing, even though iteration 1's row is gone now (as a
+  // rebuild of the run would leave it).
+  await pool.query('DELETE FROM iteration_columns WHERE run_id = $1 AND iteration = 1', [id]);
+  expect((await packRun(pool, id, undefined, second.upTo)).packed).toBe(0);
+  // Looking at everything (what a read that found an unpacked iteration asks for) finds it.
+  expect((await packRun(pool, id)).packed).toBe(1);
+  expect((await packedRows(id)).map(([i]) => i)).toEqual([0, 1]);
+});

@@ -231,9 +231,9 @@ export class AdvantageSetsService {
       inputs,
       texts,
     });
-    // Read from the steps table: pack them (if complete) for the next job that reads them.
+    // Read from the step slices: pack them (if complete) for the next job that reads them.
     if ([...read.values()].some((it) => !it.packed && it.stepCount > 0))
-      this.packer.poke(set.runId);
+      this.packer.poke(set.runId, true);
     return read;
   }
 

@@ -8,10 +8,12 @@ import {
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
 import { Notifications } from '../database/notifications';
-import { packRun } from './iteration-packing';
+import { NOTHING_PACKED, packRun, type PackedUpTo } from './iteration-packing';
 
 /** Changes to one run that arrive within this long are packed in one pass. */
 const SETTLE_MS = 50;
+/** Runs whose last pass this process remembers (the oldest is forgotten: its next pass looks at everything). */
+const REMEMBERED_RUNS = 10_000;
 
 /**
  * Writes iteration_columns (packed-columns.ts): each complete iteration with steps (a later
@@ -25,8 +27,16 @@ const SETTLE_MS = 50;
 export class IterationPacker implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('iteration-packer');
   private stopListening: (() => void) | undefined;
-  /** Runs with a pass pending (the timer) or running (the promise), and whether to go again. */
-  private readonly runs = new Map<string, { again: boolean; pass?: Promise<void> }>();
+  /**
+   * Runs with a pass pending (the timer) or running (the promise), whether to go again, and whether
+   * that pass must look at every iteration.
+   */
+  private readonly runs = new Map<
+    string,
+    { again: boolean; everything: boolean; pass?: Promise<void> }
+  >();
+  /** Where each run's last complete pass left it: the next pass looks only at what changed since. */
+  private readonly packedUpTo = new Map<string, PackedUpTo>();
   private stopped = false;
 
   constructor(
@@ -47,29 +57,47 @@ export class IterationPacker implements OnModuleInit, OnModuleDestroy {
     await Promise.all([...this.runs.values()].map((r) => r.pass));
   }
 
-  /** Packs the run's complete iterations that lack a fresh packed row, soon. */
-  poke(runId: string): void {
+  /**
+   * Packs the run's complete iterations that lack a fresh packed row, soon. After an append, a pass
+   * looks at what changed since the run's last pass; `everything` (a read found an iteration not
+   * packed) looks at every iteration, in case rows went missing behind this process's back.
+   */
+  poke(runId: string, everything = false): void {
     const state = this.runs.get(runId);
     if (state) {
       state.again = true;
+      state.everything ||= everything;
       return;
     }
-    this.runs.set(runId, { again: false });
+    this.runs.set(runId, { again: false, everything });
     setTimeout(() => this.start(runId), SETTLE_MS).unref();
   }
 
   private start(runId: string): void {
     const state = this.runs.get(runId);
     if (!state || this.stopped) return;
+    const since = state.everything ? NOTHING_PACKED : this.packedUpTo.get(runId);
     state.again = false;
-    state.pass = packRun(this.db.pool, runId, () => this.stopped)
+    state.everything = false;
+    state.pass = packRun(this.db.pool, runId, () => this.stopped, since)
       .then(
-        () => undefined,
-        (e: Error) => this.logger.warn(`packing run ${runId}: ${e.message}`),
+        ({ upTo }) => this.remember(runId, upTo),
+        (e: Error) => {
+          this.packedUpTo.delete(runId);
+          this.logger.warn(`packing run ${runId}: ${e.message}`);
+        },
       )
       .then(() => {
         if (state.again && !this.stopped) setTimeout(() => this.start(runId), SETTLE_MS).unref();
         else this.runs.delete(runId);
       });
+  }
+
+  private remember(runId: string, upTo: PackedUpTo | undefined): void {
+    this.packedUpTo.delete(runId); // re-inserted last: the Map's order is the order of use
+    if (!upTo) return;
+    this.packedUpTo.set(runId, upTo);
+    if (this.packedUpTo.size > REMEMBERED_RUNS)
+      this.packedUpTo.delete(this.packedUpTo.keys().next().value as string);
   }
 }

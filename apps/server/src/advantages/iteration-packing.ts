@@ -21,26 +21,57 @@ const PACKED_INPUTS: ReadonlySet<BatchInput> = new Set([
 ]);
 
 /**
+ * Where a run stood when a pass of the packer had packed every complete iteration: its log position
+ * and its last iteration. A later pass need only look at the iterations whose inputs changed since
+ * (`inputs_seq` above `seq`) and at those not complete then (from `lastIteration` on), rather than
+ * at every iteration of the run after every append (which grew with the run).
+ */
+export interface PackedUpTo {
+  seq: number;
+  lastIteration: number;
+}
+
+/** Before any pass: every iteration is looked at. */
+export const NOTHING_PACKED: PackedUpTo = { seq: 0, lastIteration: -1 };
+
+/**
  * Packs the run's complete iterations that lack a fresh packed row, CHUNK at a time until none is
- * left (or `stopped` says so); returns how many it packed.
+ * left (or `stopped` says so), looking only at what may have changed since `since`. Returns how
+ * many it packed, and where the run stood if it packed everything (the next pass's `since`).
  */
 export async function packRun(
   pool: pg.Pool,
   runId: string,
   stopped: () => boolean = () => false,
-): Promise<number> {
+  since: PackedUpTo = NOTHING_PACKED,
+): Promise<{ packed: number; upTo: PackedUpTo | undefined }> {
+  // Read before looking: whatever lands later has a larger seq, or completes an iteration from here on.
+  const run = await pool.query<{ seq: string; last: number | null }>(
+    'SELECT last_seq AS seq, last_iteration AS last FROM runs WHERE id = $1',
+    [runId],
+  );
+  const at = run.rows[0];
   let packed = 0;
   for (;;) {
-    const todo = await unpackedIterations(pool, runId);
-    if (todo.length === 0 || stopped()) return packed;
+    const todo = await unpackedIterations(pool, runId, since);
+    if (todo.length === 0)
+      return { packed, upTo: at && { seq: Number(at.seq), lastIteration: at.last ?? -1 } };
+    if (stopped()) return { packed, upTo: undefined };
     const now = await packIterations(pool, runId, todo);
-    if (now === 0) return packed; // nothing came back to pack (cannot happen; never loop on it)
+    if (now === 0) return { packed, upTo: undefined }; // nothing came back to pack (cannot happen; never loop on it)
     packed += now;
   }
 }
 
-/** Up to CHUNK complete iterations of the run with steps and no packed row at their current position. */
-async function unpackedIterations(pool: pg.Pool, runId: string): Promise<number[]> {
+/**
+ * Up to CHUNK complete iterations of the run with steps and no packed row at their current position,
+ * among those changed since `since` or not complete then.
+ */
+async function unpackedIterations(
+  pool: pg.Pool,
+  runId: string,
+  since: PackedUpTo,
+): Promise<number[]> {
   const res = await pool.query<{ iteration: number }>(
     `SELECT it.iteration FROM iterations it
      JOIN runs r ON r.id = it.run_id
@@ -49,13 +80,14 @@ async function unpackedIterations(pool: pg.Pool, runId: string): Promise<number[
           AND c.format = $2
      WHERE it.run_id = $1 AND it.step_count > 0 AND c.run_id IS NULL
        AND (r.status <> 'running' OR it.iteration < r.last_iteration)
+       AND (it.inputs_seq > $3 OR it.iteration >= $4)
      ORDER BY it.iteration LIMIT ${CHUNK}`,
-    [runId, PACKED_FORMAT],
+    [runId, PACKED_FORMAT, since.seq, since.lastIteration],
   );
   return res.rows.map((r) => r.iteration);
 }
 
-/** Reads the iterations from the steps table in one snapshot, packs and stores them; returns how many. */
+/** Reads the iterations from the step slices in one snapshot, packs and stores them; returns how many. */
 async function packIterations(pool: pg.Pool, runId: string, iterations: number[]): Promise<number> {
   const read = await readIterations(pool, runId, iterations, {
     steps: true,
