@@ -145,3 +145,19 @@ test('an empty trajectory has no row; the events that continue it each add one, 
     [0, 1, 2, 3, 4].map((i) => [i, slices[i < 2 ? 0 : 1]!.seq, step(i).reward]),
   );
 });
+
+test('steps with large fields beyond v1 go a few to a row too; the fields read back as sent', async () => {
+  const note = (i: number) => `é${i}`.repeat(300); // about 1 kB of UTF-8 per step
+  const steps = Array.from({ length: 60 }, (_, i) => ({ ...step(i), note: note(i) }));
+  const run = await ctx.client.createRun({ name: 'extras', env: 'e', method: 'grpo' });
+  await ctx.client.appendEvents(
+    run.id,
+    rolloutEvents(0, { groups: [{ id: 'g', trajectories: [{ id: 't', steps }] }] }, 100),
+  );
+  const { rows, toasted } = await rowsOf(run.id);
+  expect(rows.length).toBeGreaterThanOrEqual(8);
+  expectContiguous(rows, 60);
+  expect(toasted).toBe(0);
+  const read = await query(`SELECT extra FROM steps WHERE run_id = $1 ORDER BY idx`, [run.id]);
+  expect(read.map((r) => r.extra)).toEqual(steps.map((s) => ({ note: s.note })));
+});

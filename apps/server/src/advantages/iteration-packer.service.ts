@@ -21,7 +21,7 @@ const REMEMBERED_RUNS = 10_000;
  * reads it as one row. Runs in the background of a worker process after every change to a run
  * (what a NOTIFY announces), one pass per run at a time; an iteration changed by late steps or
  * outcomes is packed again, since readers ignore a row of another position. Losing a pass (a
- * crash) costs only speed: readers fall back to the steps table, and the next change packs it.
+ * crash) costs only speed: readers fall back to the step slices, and the next change packs it.
  */
 @Injectable()
 export class IterationPacker implements OnModuleInit, OnModuleDestroy {

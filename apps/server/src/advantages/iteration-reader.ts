@@ -33,7 +33,7 @@ export interface ReadOptions {
   inputs?: ReadonlySet<BatchInput>;
   /** A cache of texts by id the caller may keep across calls (a run's texts never change). */
   texts?: Map<string, string>;
-  /** false: read the steps table even where iteration_columns holds the iteration packed. */
+  /** false: read the step slices even where iteration_columns holds the iteration packed. */
   packed?: boolean;
   /**
    * One more statement (literal SQL) for the first round trip, in the same snapshot as the shapes,
@@ -50,7 +50,7 @@ const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
  * appearance; then step index), the resolved outcomes, and the log position read, all from one
  * snapshot of the database, so the shape, the steps and the position always agree even while
  * ingest appends to the iteration. An iteration packed at its current position is read from its
- * one iteration_columns row; the others from the steps table, one row per step.
+ * one iteration_columns row; the others from their step slices.
  */
 export async function readIterations(
   pool: pg.Pool,
@@ -188,7 +188,7 @@ async function readPacked(
   });
 }
 
-/** One binary COPY of the step rows, in canonical order (the steps table's primary key order). */
+/** One binary COPY of the iterations' step slices, in canonical order (step_slices' primary key order). */
 async function readSteps(
   client: pg.PoolClient,
   runId: string,

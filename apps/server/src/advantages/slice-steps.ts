@@ -29,7 +29,15 @@ export class SliceSteps {
     const { buf, start, length } = row;
     const n = buf.readInt32BE(start[this.arrayColumns] as number);
     for (let c = 0; c < this.arrayColumns; c++) {
-      this.cursor[c] = (length[c] as number) < 0 ? -1 : (start[c] as number) + ARRAY_HEADER_BYTES;
+      if ((length[c] as number) < 0) {
+        this.cursor[c] = -1;
+        continue;
+      }
+      // The array's own length, against the row's step count: never read past an array into the next field.
+      const elements = buf.readInt32BE((start[c] as number) + 12);
+      if (elements !== n)
+        throw new Error(`a step slice of ${n} steps has an array of ${elements} elements`);
+      this.cursor[c] = (start[c] as number) + ARRAY_HEADER_BYTES;
     }
     const step = this.step;
     step.buf = buf;

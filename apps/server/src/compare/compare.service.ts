@@ -18,7 +18,7 @@ export interface StepRef {
   trajectoryId: string;
   stepIndex: number;
   outcome: string;
-  /** The trajectory's place in its iteration (the steps table's key). */
+  /** The trajectory's place in its iteration (the key of its steps). */
   groupOrd: number;
   trajOrd: number;
 }
@@ -164,8 +164,13 @@ export class CompareService {
       idx: number;
       v: number;
     }>(
-      `SELECT iteration, group_ord, traj_ord, idx, (extra->>$3)::float8 AS v FROM steps
-       WHERE run_id = $1 AND iteration = ANY($2::int[]) AND jsonb_typeof(extra->$3) = 'number'`,
+      // From the slices that have extras, unnesting only those: the steps view would unnest every field
+      // of every slice (embeddings too) to find the few steps with the field.
+      `SELECT s.iteration, s.group_ord, s.traj_ord, s.first_idx + (u.k - 1)::int AS idx,
+              (u.extra->>$3)::float8 AS v
+       FROM step_slices s CROSS JOIN LATERAL unnest(s.extra) WITH ORDINALITY AS u(extra, k)
+       WHERE s.run_id = $1 AND s.iteration = ANY($2::int[]) AND s.extra IS NOT NULL
+         AND jsonb_typeof(u.extra->$3) = 'number'`,
       [comparison.runId, comparison.iterations, field],
     );
     for (const r of res.rows) {

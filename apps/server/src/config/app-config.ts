@@ -100,7 +100,7 @@ export interface AppConfig {
     worker: boolean;
     /**
      * When iterations are packed for recompute: as each completes (recompute reads fast from the
-     * start, ingest pays for it), or only once a recompute job has read them from the steps table.
+     * start, ingest pays for it), or only once a recompute job has read them from the step slices.
      */
     packIterations: 'on-complete' | 'on-read';
     /** Jobs this process works on at once. */

@@ -68,11 +68,16 @@ export class StepSliceRows {
 
   /** Steps sent as objects, the first at index `first` of their trajectory. */
   objects(traj: TrajectoryPlace, first: number, seq: number, steps: StepPayload[]): void {
-    const bytes = (s: StepPayload) =>
-      (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
+    const extras = steps.map(extraFieldsJson);
+    const bytes = (i: number) => {
+      const s = steps[i] as StepPayload;
+      const extra = extras[i];
+      const extraBytes = extra === undefined ? 0 : 1 + Buffer.byteLength(extra);
+      return (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0) + extraBytes;
+    };
     let j = 0;
-    for (const n of rowLengths(steps.length, (i) => bytes(steps[i] as StepPayload))) {
-      this.objectRow(traj, first + j, seq, steps.slice(j, j + n));
+    for (const n of rowLengths(steps.length, bytes)) {
+      this.objectRow(traj, first + j, seq, steps.slice(j, j + n), extras.slice(j, j + n));
       j += n;
     }
   }
@@ -95,9 +100,14 @@ export class StepSliceRows {
     }
   }
 
-  private objectRow(traj: TrajectoryPlace, first: number, seq: number, steps: StepPayload[]): void {
+  private objectRow(
+    traj: TrajectoryPlace,
+    first: number,
+    seq: number,
+    steps: StepPayload[],
+    extras: (string | undefined)[],
+  ): void {
     const n = steps.length;
-    const extras = steps.map(extraFieldsJson);
     let variableBytes = 0;
     for (let i = 0; i < n; i++) {
       const s = steps[i] as StepPayload;
@@ -214,13 +224,13 @@ export class StepSliceRows {
   }
 }
 
-/** How many steps each row of a slice of `n` steps holds (ROW_TARGET_BYTES), given each step's vector bytes. */
-function rowLengths(n: number, vectorBytes: (i: number) => number): number[] {
+/** How many steps each row of a slice of `n` steps holds (ROW_TARGET_BYTES), given each step's vector and extra bytes. */
+function rowLengths(n: number, variableBytes: (i: number) => number): number[] {
   const lengths: number[] = [];
   let start = 0;
   let bytes = 0;
   for (let i = 0; i < n; i++) {
-    const b = STEP_NUMBER_BYTES + vectorBytes(i);
+    const b = STEP_NUMBER_BYTES + variableBytes(i);
     if (i > start && bytes + b > ROW_TARGET_BYTES) {
       lengths.push(i - start);
       start = i;
