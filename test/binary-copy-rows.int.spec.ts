@@ -69,3 +69,55 @@ test('uuid, int4, int8 (numbers and bigints), float8, bytea and jsonb read back 
     client.release();
   }
 });
+
+test('int8[], float8[], bytea[] and jsonb[] read back as written, NULL elements and NULL arrays included', async () => {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(
+      'CREATE TEMP TABLE a (n int4, bigs int8[], xs float8[], vecs bytea[], docs jsonb[]) ON COMMIT DROP',
+    );
+    const rows = new BinaryCopyRows();
+    const rowCount = 3_000; // several 256 KiB buffers
+    const big = (i: number, k: number) =>
+      k % 4 === 3 ? undefined : BigInt(i) * 2n ** 40n - BigInt(k);
+    const x = (i: number, k: number) => (k % 5 === 2 ? undefined : i / 7 - k);
+    const vec = (i: number, k: number) =>
+      k % 3 === 1 ? undefined : new Uint8Array([i & 255, k, 0]);
+    const doc = (i: number, k: number) =>
+      k % 2 === 0 ? undefined : JSON.stringify({ i, k, s: 'é"' });
+    for (let i = 0; i < rowCount; i++) {
+      const n = 1 + (i % 9);
+      rows
+        .row(5, 4 + 4 * (20 + 12 * n) + 64 * n)
+        .int4(i)
+        .int8Array(n, (k) => big(i, k))
+        .float8Array(n, (k) => x(i, k));
+      if (i % 10 === 0) rows.null();
+      else rows.byteaArray(n, (k) => vec(i, k));
+      rows.jsonbArray(n, (k) => doc(i, k));
+    }
+    await rows.copyInto(client, 'a', ['n', 'bigs', 'xs', 'vecs', 'docs']);
+    const back = await client.query<{
+      n: number;
+      bigs: (string | null)[];
+      xs: (number | null)[];
+      vecs: (Buffer | null)[] | null;
+      docs: unknown[];
+    }>('SELECT n, bigs, xs, vecs, docs FROM a ORDER BY n');
+    expect(back.rows).toHaveLength(rowCount);
+    back.rows.forEach((r, i) => {
+      const ks = Array.from({ length: 1 + (i % 9) }, (_, k) => k);
+      const orNull = <T>(v: T | undefined) => (v === undefined ? null : v);
+      expect(r.bigs).toEqual(ks.map((k) => orNull(big(i, k)?.toString())));
+      expect(r.xs).toEqual(ks.map((k) => orNull(x(i, k))));
+      expect(r.vecs === null ? null : r.vecs.map((v) => (v === null ? null : [...v]))).toEqual(
+        i % 10 === 0 ? null : ks.map((k) => orNull(vec(i, k) && [...vec(i, k)!])),
+      );
+      expect(r.docs).toEqual(ks.map((k) => orNull(doc(i, k) && JSON.parse(doc(i, k)!))));
+    });
+    await client.query('COMMIT');
+  } finally {
+    client.release();
+  }
+});
