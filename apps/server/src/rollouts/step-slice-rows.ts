@@ -76,8 +76,9 @@ export class StepSliceRows {
       return (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0) + extraBytes;
     };
     let j = 0;
-    for (const n of rowLengths(steps.length, bytes)) {
-      this.objectRow(traj, first + j, seq, steps.slice(j, j + n), extras.slice(j, j + n));
+    for (const { n, variableBytes } of rowsOf(steps.length, bytes)) {
+      const rowSteps = steps.slice(j, j + n);
+      this.objectRow(traj, first + j, seq, rowSteps, extras.slice(j, j + n), variableBytes);
       j += n;
     }
   }
@@ -94,8 +95,8 @@ export class StepSliceRows {
     const bytes = (i: number) =>
       (c.tokenLogprobs?.[from + i]?.byteLength ?? 0) + (c.embedding?.[from + i]?.byteLength ?? 0);
     let j = 0;
-    for (const n of rowLengths(count, bytes)) {
-      this.columnRow(traj, first + j, seq, { columns: c, from: from + j }, n);
+    for (const { n, variableBytes } of rowsOf(count, bytes)) {
+      this.columnRow(traj, first + j, seq, { columns: c, from: from + j }, n, variableBytes);
       j += n;
     }
   }
@@ -106,15 +107,9 @@ export class StepSliceRows {
     seq: number,
     steps: StepPayload[],
     extras: (string | undefined)[],
+    variableBytes: number,
   ): void {
     const n = steps.length;
-    let variableBytes = 0;
-    for (let i = 0; i < n; i++) {
-      const s = steps[i] as StepPayload;
-      const extra = extras[i];
-      variableBytes += (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0);
-      if (extra !== undefined) variableBytes += 1 + Buffer.byteLength(extra);
-    }
     const step = (i: number) => steps[i] as StepPayload;
     this.start(traj, first, seq, n, variableBytes)
       .int8Array(n, (i) => this.texts.id(step(i).state))
@@ -139,12 +134,9 @@ export class StepSliceRows {
     seq: number,
     { columns: c, from }: ColumnRange,
     count: number,
+    variableBytes: number,
   ): void {
     const ids = this.textIdsOf(c);
-    let variableBytes = 0;
-    for (let i = from; i < from + count; i++)
-      variableBytes +=
-        (c.tokenLogprobs?.[i]?.byteLength ?? 0) + (c.embedding?.[i]?.byteLength ?? 0);
     this.start(traj, first, seq, count, variableBytes)
       .int8Array(count, (i) => ids[c.state[from + i] as number])
       .int8Array(count, (i) => ids[c.action[from + i] as number])
@@ -224,22 +216,31 @@ export class StepSliceRows {
   }
 }
 
-/** How many steps each row of a slice of `n` steps holds (ROW_TARGET_BYTES), given each step's vector and extra bytes. */
-function rowLengths(n: number, variableBytes: (i: number) => number): number[] {
-  const lengths: number[] = [];
+/**
+ * The rows of a slice of `n` steps (ROW_TARGET_BYTES): how many steps each holds, and the bytes of
+ * their vectors and extra fields (`variableBytes(i)` per step), which bound what the row takes.
+ */
+function rowsOf(
+  n: number,
+  variableBytes: (i: number) => number,
+): { n: number; variableBytes: number }[] {
+  const rows: { n: number; variableBytes: number }[] = [];
   let start = 0;
   let bytes = 0;
+  let variable = 0;
   for (let i = 0; i < n; i++) {
-    const b = STEP_NUMBER_BYTES + variableBytes(i);
-    if (i > start && bytes + b > ROW_TARGET_BYTES) {
-      lengths.push(i - start);
+    const v = variableBytes(i);
+    if (i > start && bytes + STEP_NUMBER_BYTES + v > ROW_TARGET_BYTES) {
+      rows.push({ n: i - start, variableBytes: variable });
       start = i;
       bytes = 0;
+      variable = 0;
     }
-    bytes += b;
+    bytes += STEP_NUMBER_BYTES + v;
+    variable += v;
   }
-  if (n > start) lengths.push(n - start);
-  return lengths;
+  if (n > start) rows.push({ n: n - start, variableBytes: variable });
+  return rows;
 }
 
 function someDefined(n: number, get: (i: number) => unknown): boolean {
