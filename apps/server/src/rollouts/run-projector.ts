@@ -223,11 +223,16 @@ export class RunProjector {
       return;
     }
     const { columns: c, from } = slice.steps;
-    for (let i = from; i < from + slice.count; i++) {
-      const embedding = c.embedding?.[i];
-      if (embedding) this.checkEmbedding(position, `data.columns.embedding[${i}]`, embedding);
-      traj.return += c.reward[i] as number;
-    }
+    const end = from + slice.count;
+    const { reward, embedding } = c; // the columns' shape varies with the fields sent: read them once
+    let sum = traj.return;
+    for (let i = from; i < end; i++) sum += reward[i] as number;
+    traj.return = sum;
+    if (embedding)
+      for (let i = from; i < end; i++) {
+        const vector = embedding[i];
+        if (vector) this.checkEmbedding(position, `data.columns.embedding[${i}]`, vector);
+      }
     rows.columns(traj, first, seq, slice.steps, slice.count);
   }
 
@@ -264,8 +269,24 @@ export function iterationOf(event: ValidEvent): number | undefined {
   return 'iteration' in event.data ? event.data.iteration : undefined;
 }
 
-/** The trajectory slices an event carries, in the order it names them. */
+/**
+ * The trajectory slices an event carries, in the order it names them. Kept per event: ingest asks
+ * three times per event (counting a chunk's steps, loading its trajectories, placing its steps),
+ * and building them (an object and a path string per trajectory) was the projector's largest
+ * item in the server's profile.
+ */
 export function slicesOf(event: ValidEvent): StepSlice[] {
+  let slices = slicesByEvent.get(event);
+  if (!slices) {
+    slices = computeSlices(event);
+    slicesByEvent.set(event, slices);
+  }
+  return slices;
+}
+
+const slicesByEvent = new WeakMap<ValidEvent, StepSlice[]>();
+
+function computeSlices(event: ValidEvent): StepSlice[] {
   if (event.type === 'steps.appended') {
     const d = event.data;
     return [
@@ -289,8 +310,15 @@ export function slicesOf(event: ValidEvent): StepSlice[] {
       g.trajectories.map((t, ti) => {
         const steps = { columns: data.columns, from };
         from += t.stepCount;
-        const ref = { iteration: data.iteration, groupKey: g.id, trajectoryKey: t.id };
-        return { ...ref, outcome: t.outcome, steps, count: t.stepCount, path: path(gi, ti) };
+        return {
+          iteration: data.iteration,
+          groupKey: g.id,
+          trajectoryKey: t.id,
+          outcome: t.outcome,
+          steps,
+          count: t.stepCount,
+          path: path(gi, ti),
+        };
       }),
     );
   }
