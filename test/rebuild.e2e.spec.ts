@@ -176,3 +176,48 @@ test('db:rebuild refuses what it cannot do, in one line', async () => {
   expect(missing.code).toBe(1);
   expect(missing.stderr).toBe('db:rebuild: run "11111111-1111-4111-8111-111111111111" not found\n');
 });
+
+test('a rebuild while a server runs: its packer packs the rebuilt run again, with no new event', async () => {
+  const runId = runs[0]!; // running, so every iteration but its last is complete and gets packed
+  const packedOfRun = async () =>
+    Number(
+      (
+        await query<{ n: string }>(
+          'SELECT count(*) AS n FROM iteration_columns WHERE run_id = $1',
+          [runId],
+        )
+      )[0]!.n,
+    );
+  const complete = Number(
+    (
+      await query<{ n: string }>(
+        'SELECT count(*) AS n FROM iterations WHERE run_id = $1 AND step_count > 0 AND iteration < (SELECT last_iteration FROM runs WHERE id = $1)',
+        [runId],
+      )
+    )[0]!.n,
+  );
+  expect(complete).toBeGreaterThan(0);
+  // An append makes this server's packer pass over the run and remember how far it packed it.
+  const client = new CreditlabClient({ url: server!.url, apiKey: ADMIN_KEY });
+  await client.appendEvents(runId, [
+    { id: newEventId(), type: 'metrics.logged', data: { iteration: 0, metrics: { seen: 1 } } },
+  ]);
+  const until = async (n: number) => {
+    const deadline = Date.now() + 60_000;
+    while ((await packedOfRun()) !== n && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    return packedOfRun();
+  };
+  expect(await until(complete)).toBe(complete);
+
+  const rebuilt = await npmRun('db:rebuild', ['--run', runId], { DATABASE_URL: databaseUrl });
+  expect(rebuilt.code).toBe(0);
+  // The rebuild dropped the packed rows; the server heard of it and packs them again.
+  expect(await until(complete)).toBe(complete);
+  const rows = await query<{ iteration: number; fresh: boolean }>(
+    `SELECT c.iteration, c.inputs_seq = it.inputs_seq AS fresh FROM iteration_columns c
+     JOIN iterations it USING (run_id, iteration) WHERE c.run_id = $1`,
+    [runId],
+  );
+  expect(rows.every((r) => r.fresh)).toBe(true);
+});

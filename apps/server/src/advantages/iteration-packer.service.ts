@@ -47,8 +47,15 @@ export class IterationPacker implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     const { worker, packIterations } = this.config.recompute;
-    if (worker && packIterations === 'on-complete')
-      this.stopListening = this.notifications.onAnyRun((runId) => this.poke(runId));
+    if (worker && packIterations === 'on-complete') {
+      const stopRuns = this.notifications.onAnyRun((runId) => this.poke(runId));
+      // A rebuild deleted the run's packed rows behind this process's memory of them.
+      const stopRebuilds = this.notifications.onAnyRebuild((runId) => this.poke(runId, true));
+      this.stopListening = () => {
+        stopRuns();
+        stopRebuilds();
+      };
+    }
   }
 
   async onModuleDestroy(): Promise<void> {

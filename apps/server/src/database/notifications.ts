@@ -11,6 +11,11 @@ import { Database } from './database';
 
 /** The channel a run's changes are announced on; the payload is the run's id. */
 export const RUN_CHANNEL = 'creditlab_run';
+/**
+ * The channel a rebuild of a run's projections is announced on (payload: the run's id): what was
+ * derived from them (packed iterations) is gone, whatever a process remembers about it.
+ */
+export const REBUILT_CHANNEL = 'creditlab_run_rebuilt';
 /** The emitter's event for every run (run ids are UUIDs, never this). */
 const ANY_RUN = '*';
 
@@ -23,6 +28,7 @@ const ANY_RUN = '*';
 export class Notifications implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('notifications');
   private readonly runs = new EventEmitter().setMaxListeners(0);
+  private readonly rebuilds = new EventEmitter().setMaxListeners(0);
   private client: pg.Client | undefined;
   private stopped = false;
   private retryMs = 500;
@@ -50,11 +56,19 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
     return () => this.runs.off(ANY_RUN, listener);
   }
 
+  /** Calls `listener` with the run's id whenever a run's projections were rebuilt; returns how to stop. */
+  onAnyRebuild(listener: (runId: string) => void): () => void {
+    this.rebuilds.on(ANY_RUN, listener);
+    return () => this.rebuilds.off(ANY_RUN, listener);
+  }
+
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.db.url });
     client.on('notification', (n) => {
-      if (n.channel !== RUN_CHANNEL || !n.payload) return;
+      if (!n.payload) return;
+      if (n.channel === REBUILT_CHANNEL) this.rebuilds.emit(ANY_RUN, n.payload);
+      if (n.channel !== RUN_CHANNEL) return;
       this.runs.emit(n.payload);
       this.runs.emit(ANY_RUN, n.payload);
     });
@@ -66,7 +80,7 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${RUN_CHANNEL}`);
+      await client.query(`LISTEN ${RUN_CHANNEL}; LISTEN ${REBUILT_CHANNEL}`);
       this.client = client;
       this.retryMs = 500;
     } catch (e) {
@@ -79,4 +93,9 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
 /** Announces a change of run `runId` (inside a transaction: when it commits). */
 export async function notifyRun(client: pg.ClientBase | pg.Pool, runId: string): Promise<void> {
   await client.query('SELECT pg_notify($1, $2)', [RUN_CHANNEL, runId]);
+}
+
+/** Announces that run `runId`'s projections were rebuilt (inside a transaction: when it commits). */
+export async function notifyRebuilt(client: pg.ClientBase, runId: string): Promise<void> {
+  await client.query('SELECT pg_notify($1, $2)', [REBUILT_CHANNEL, runId]);
 }

@@ -1,5 +1,6 @@
 import { validateEvent } from '@creditlab/events';
 import type pg from 'pg';
+import { notifyRebuilt } from '../database/notifications';
 import { runNotFound } from '../errors/domain-error';
 import { wireEvent } from './event-body';
 import { lockRun } from './run-lock';
@@ -82,6 +83,8 @@ export async function rebuildRun(
       runId,
       PROJECTION_VERSION,
     ]);
+    // Packers that remember how far they packed this run would otherwise never pack it again.
+    await notifyRebuilt(client, runId);
     await client.query('COMMIT');
     return { events, steps: projector.stepCount };
   } catch (e) {
