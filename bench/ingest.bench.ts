@@ -24,6 +24,7 @@ import {
   walSince,
 } from './support/database-cost';
 import { postNdjsonStream } from './support/post-ndjson';
+import { STATEMENT_CHARS, StatementStats, type StatementCost } from './support/statement-stats';
 import { ADMIN_KEY } from '../test/support/test-server';
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
@@ -48,6 +49,8 @@ interface Result extends Scenario {
   /** COPY of the step slices the server stored (text ids) into a copy of its step_slices table. */
   storedCopySeconds: number;
   distinctTexts: number;
+  /** The database's costliest statements during the HTTP ingest (empty without pg_stat_statements). */
+  statements: StatementCost[];
 }
 
 /** Text-format COPY escaping (backslash, tab, newline, carriage return). */
@@ -137,6 +140,7 @@ async function runScenario(
   pgDir: string | undefined,
   db: pg.Pool,
   dir: string,
+  stats: StatementStats,
 ): Promise<Result> {
   const { files, bytes } = await writeRequests(dir, s);
   const created = await fetch(`${serverUrl}/v1/runs`, {
@@ -147,6 +151,7 @@ async function runScenario(
   if (!created.ok) throw new Error(`creating the run: ${created.status} ${await created.text()}`);
   const { id } = (await created.json()) as { id: string };
   const wal = await walPosition(db);
+  await stats.reset();
   const cpu0 = await cpuSeconds(serverPid);
   const dbCpu0 = await databaseCpu(pgDir);
   const t0 = performance.now();
@@ -156,6 +161,7 @@ async function runScenario(
   const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
   const httpDatabaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu0);
   const httpWalBytes = await walSince(db, wal);
+  const statements = await stats.top(STATEMENTS_SHOWN);
   const steps = Number(
     (await db.query('SELECT count(*) FROM steps WHERE run_id = $1', [id])).rows[0].count,
   );
@@ -207,6 +213,7 @@ async function runScenario(
       logicalWalBytes: logical.walBytes,
       storedCopySeconds: stored.seconds,
       distinctTexts,
+      statements,
     };
   } finally {
     client.release();
@@ -226,7 +233,7 @@ function scenarios(): Scenario[] {
   return [
     ...SIZES.flatMap((steps) => both({ label: 'no-embeddings', steps, embeddingDim: 0 })),
     ...both({ label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 }),
-  ];
+  ].filter((s) => s.steps > 0); // BENCH_INGEST_EMBEDDING_STEPS=0 leaves the embeddings out
 }
 
 /** What is measured and against what, for the report. */
@@ -260,11 +267,42 @@ function commandLine(): string {
   return `${env.join('')}npm run bench:ingest`;
 }
 
+const STATEMENTS_SHOWN = 12;
+
+/**
+ * The database's time during the HTTP ingest, statement by statement, for the largest scenario
+ * without embeddings sent as columns (or the last one run).
+ */
+function statementsSection(results: Result[]): string {
+  const plain = results.filter((r) => r.embeddingDim === 0 && r.statements.length > 0);
+  const r = plain.filter((x) => x.columnar).sort((a, b) => b.steps - a.steps)[0] ?? plain.at(-1);
+  if (!r)
+    return '\nPer-statement figures need pg_stat_statements, which this PostgreSQL does not preload.\n';
+  const total = r.statements.reduce((t, x) => t + x.ms, 0);
+  const lines = r.statements.map(
+    (x) =>
+      `| \`${x.statement.replace(/\|/g, '\\|')}${x.statement.length === STATEMENT_CHARS ? '…' : ''}\` | ${x.calls.toLocaleString('en')} | ${fmt((x.ms * 1000) / r.steps, 2)} µs | ${fmt((100 * x.ms) / total, 0)} % | ${fmt(x.walBytes / r.steps, 0)} B |`,
+  );
+  return `
+Where PostgreSQL's time went during the HTTP ingest of the ${r.label} scenario at ${r.steps.toLocaleString('en')} steps,
+statement by statement (\`pg_stat_statements\`, which the benchmarks' embedded PostgreSQL preloads; its ${STATEMENTS_SHOWN}
+costliest statements, ${fmt((total * 1000) / r.steps, 2)} µs per step in all). Execution time is wall time inside PostgreSQL: a
+COPY from the server includes the time the server takes to send its rows, a COPY to it the time it takes to read
+them. Packing for recompute is the \`COPY (SELECT … FROM step_slices …) TO STDOUT\` and the \`INSERT INTO
+iteration_columns\`.
+
+| statement | calls | time per step | share | WAL per step |
+|---|---:|---:|---:|---:|
+${lines.join('\n')}
+`;
+}
+
 const kSteps = (steps: number, seconds: number) => `${fmt(steps / seconds / 1000, 1)}k`;
 
 async function main(): Promise<void> {
   const bench = await startBenchServer({});
   const { server, pool: db, dir } = bench;
+  const stats = await StatementStats.open(db);
   const results: Result[] = [];
   try {
     for (const s of scenarios()) {
@@ -275,6 +313,7 @@ async function main(): Promise<void> {
         bench.pgDataDir,
         db,
         dir,
+        stats,
       );
       results.push(r);
       console.log(
@@ -316,7 +355,7 @@ ingest and for the logical COPY.
 | scenario | steps | HTTP: server CPU | HTTP: database CPU | HTTP: WAL | logical COPY: database CPU | logical COPY: WAL |
 |---|---:|---:|---:|---:|---:|---:|
 ${costs.join('\n')}
-`,
+${statementsSection(results)}`,
   );
   console.log('wrote docs/benchmarks.md');
 }

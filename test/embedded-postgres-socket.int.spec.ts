@@ -55,3 +55,25 @@ test('a data directory too deep for a socket path is reached over TCP', async ()
     await db.stop();
   }
 });
+
+test('settings given at start reach the server (the benchmarks preload pg_stat_statements so)', async () => {
+  const dataDir = path.join(await privateDirectory(0o755), 'pg');
+  const db = await startEmbeddedPostgres({
+    dataDir,
+    port: await freePort(),
+    settings: { shared_preload_libraries: 'pg_stat_statements', work_mem: '7MB' },
+  });
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    expect((await client.query('SHOW work_mem')).rows[0].work_mem).toBe('7MB');
+    await client.query('CREATE EXTENSION pg_stat_statements');
+    const { rows } = await client.query<{ calls: string }>(
+      "SELECT calls::text FROM pg_stat_statements WHERE query = 'SHOW work_mem'",
+    );
+    expect(rows).toEqual([{ calls: '1' }]);
+  } finally {
+    await client.end();
+    await db.stop();
+  }
+});

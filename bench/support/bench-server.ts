@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../test/support/free-port';
+import { STATEMENT_STATS_SETTINGS } from './statement-stats';
 import { ADMIN_KEY, spawnServer, type ServerProcess } from '../../test/support/test-server';
 
 export interface BenchDatabase {
@@ -65,7 +66,11 @@ interface BenchPostgres {
 }
 
 async function embeddedServer(dataDir: string): Promise<BenchPostgres> {
-  const pgServer = await startEmbeddedPostgres({ dataDir, port: await freePort() });
+  const pgServer = await startEmbeddedPostgres({
+    dataDir,
+    port: await freePort(),
+    settings: STATEMENT_STATS_SETTINGS,
+  });
   return {
     adminUrl: pgServer.url,
     databaseName: 'bench',

@@ -29,6 +29,8 @@ export interface EmbeddedPostgresOptions {
   onNotice?: (notice: EmbeddedPostgresNotice) => void;
   /** As root: where PostgreSQL's binaries are copied to (default /var/lib/creditlab/postgresql). */
   installRoot?: string;
+  /** Server settings for this start (`-c name=value`), e.g. the benchmarks' pg_stat_statements. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 export interface RunningPostgres {
@@ -107,7 +109,12 @@ export async function startEmbeddedPostgres(
       () => initialiseCluster(cluster, USER, PASSWORD),
     );
   const launch = async () => {
-    const postmaster = await Postmaster.start({ ...cluster, port, socketDir });
+    const postmaster = await Postmaster.start({
+      ...cluster,
+      port,
+      socketDir,
+      settings: options.settings,
+    });
     await recordOwner(dataDir, postmaster.pid).catch(async (e: unknown) => {
       await postmaster.stop();
       throw e;

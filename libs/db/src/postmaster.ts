@@ -6,6 +6,8 @@ export interface PostmasterOptions extends ClusterOptions {
   port: number;
   /** Where it also listens on a Unix socket, or undefined for TCP only. */
   socketDir?: string;
+  /** Server settings given on its command line (`-c name=value`), e.g. a preloaded library. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 const READY = 'database system is ready to accept connections';
@@ -48,6 +50,10 @@ export class Postmaster {
       [
         ...['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=localhost'],
         ...['-c', `unix_socket_directories=${options.socketDir ?? ''}`],
+        ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => [
+          '-c',
+          `${name}=${value}`,
+        ]),
       ],
       { ...options.user, env: POSTGRES_ENV, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
     );
