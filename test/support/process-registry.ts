@@ -30,7 +30,8 @@ interface Record {
 
 const runPid = (): number => Number(process.env.CREDITLAB_TEST_RUN ?? process.pid);
 
-function alive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, as another user's). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -64,6 +65,9 @@ function records(): Record[] {
 }
 
 const forget = (pid: number) => rmSync(path.join(REGISTRY_DIR, `${pid}.json`), { force: true });
+
+/** Drops the record of a process its starter stopped itself (so that its pid, reused, is left alone). */
+export const untrack = forget;
 
 /**
  * Records a process: one a spec file started (stopped when the file ends), or with `scope: 'run'`
