@@ -136,3 +136,43 @@ test('the digests of these events are the ones the log holds for them', () => {
     '2641c487ef2c53e4a3458ef15b7b1fd6c5062f27acb5a18f8011664a9b38651d',
   );
 });
+
+/** Columnar, with texts beyond ASCII and each kind of vector entry (one, none, empty). */
+const columnar = validated({
+  id: '6f1d0c52-0c3e-4c55-9d7b-0d2b8f2f8a22',
+  type: 'rollouts.appended',
+  data: {
+    iteration: 1,
+    groups: [{ id: 'g', trajectories: [{ id: 't', outcome: 'failure', stepCount: 3 }] }],
+    columns: {
+      texts: ['état «0»', 'go', '"quoted"\n'],
+      state: [0, 2, 0],
+      action: [1, 1, 1],
+      reward: 'AAAAAAAA8D8AAAAAAAAAgJqZmZmZmbk/', // 1, -0, 0.1
+      nll: 'AAAAAAAA4D8AAAAAAAD4fwAAAAAAAPh/', // 0.5, NaN, NaN
+      nextState: [2, -1, -1],
+      tokenLogprobs: ['AAAAvw==', null, ''], // -0.5
+      embedding: [null, 'AACAPgAAgL8=', 'AACAPw=='], // 0.25, -1; 1
+    },
+  },
+});
+
+test('a columnar rollouts.appended body: the columns as sent, in a fixed order, vectors last', () => {
+  const expected = {
+    v: 3,
+    n: [3],
+    texts: ['état «0»', 'go', '"quoted"\n'],
+    state: [0, 2, 0],
+    action: [1, 1, 1],
+    reward: 'AAAAAAAA8D8AAAAAAAAAgJqZmZmZmbk/',
+    nll: 'AAAAAAAA4D8AAAAAAAD4fwAAAAAAAPh/',
+    nextState: [2, -1, -1],
+    tokenLogprobs: ['AAAAvw==', null, ''],
+    embedding: [null, 'AACAPgAAgL8=', 'AACAPw=='],
+  };
+  expect(bodyOf(columnar)).toEqual(Buffer.from(JSON.stringify(expected), 'utf8'));
+  // Computed when the body was written by JSON.stringify, before its vectors were copied in as sent.
+  expect(eventDigest(columnar, bodyOf(columnar)).toString('hex')).toBe(
+    '01a04412b91178caf9328090377ad5e0bd15f1b4da60c278b625862fe781e70b',
+  );
+});

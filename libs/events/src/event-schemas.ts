@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { float32Values } from './base64-numbers';
+import { decodeBase64, firstNonFinite, float32Values } from './base64-numbers';
 import type { ColumnarRolloutsData } from './step-columns';
 
 /**
@@ -20,11 +20,10 @@ const outcome = z.enum(['success', 'failure', 'truncated']);
  * numbers, or — 3 to 5 times smaller on the wire — a base64 string of little-endian float32
  * values. Either way it comes out as a Float32Array, checked finite.
  */
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export const float32Vector = z
   .preprocess((v, ctx) => {
     if (typeof v !== 'string') return v;
-    const bytes = BASE64.test(v) ? Buffer.from(v, 'base64') : undefined;
+    const bytes = decodeBase64(v);
     if (!bytes || bytes.length % 4 !== 0) {
       ctx.addIssue({
         code: 'custom',
@@ -35,7 +34,7 @@ export const float32Vector = z
       return z.NEVER;
     }
     const values = float32Values(bytes);
-    const bad = values.findIndex((x) => !Number.isFinite(x));
+    const bad = firstNonFinite(values);
     if (bad >= 0) {
       ctx.addIssue({ code: 'custom', input: v, message: `value ${bad} is not a finite number` });
       return z.NEVER;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { float32Values, float64Values } from './base64-numbers';
+import { decodeBase64, firstNonFinite, float32Values, float64Values } from './base64-numbers';
 import { MAX_INT32 } from './event-schemas';
 
 /**
@@ -78,7 +78,6 @@ const NUMBER_COLUMNS = ['reward', 'nll', 'value', 'nextValue'] as const;
 const INDEX_COLUMNS = ['state', 'action', 'nextState'] as const;
 const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;
 const KNOWN = new Set<string>(['texts', ...NUMBER_COLUMNS, ...INDEX_COLUMNS, ...VECTOR_COLUMNS]);
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**
  * Checks `value` as the columns of `n` steps and decodes them; throws a ColumnIssue naming the
@@ -232,7 +231,7 @@ function vectorColumn(
         `has ${bytes.length} bytes; a vector is a non-empty multiple of 4 bytes (float32)`,
       );
     const values = float32Values(bytes);
-    const bad = values.findIndex((x) => !Number.isFinite(x));
+    const bad = firstNonFinite(values);
     if (bad >= 0) throw new ColumnIssue([name, i], `value ${bad} is not a finite number`);
     out[i] = values;
   }
@@ -240,9 +239,11 @@ function vectorColumn(
 }
 
 function base64Bytes(name: string, value: unknown, what: string, i?: number): Buffer {
-  if (typeof value !== 'string' || !BASE64.test(value) || value.length % 4 === 1)
+  const bytes =
+    typeof value === 'string' && value.length % 4 !== 1 ? decodeBase64(value) : undefined;
+  if (!bytes)
     throw new ColumnIssue(i === undefined ? [name] : [name, i], `must be base64 of ${what}`);
-  return Buffer.from(value, 'base64');
+  return bytes;
 }
 
 function lengthIs(name: string, length: number, n: number): void {

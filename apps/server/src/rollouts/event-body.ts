@@ -8,6 +8,7 @@ import {
   type StepPayload,
   type WireStepColumns,
 } from '@creditlab/events';
+import { base64ListMark, jsonWithBase64Lists } from './json-with-base64-lists';
 
 /**
  * The body of a step-bearing event, as the log keeps it (`events.body`): the event's steps, one
@@ -22,12 +23,13 @@ import {
  */
 export function encodeStepsBody(slices: StepPayload[][]): Buffer {
   const texts = new TextTable();
+  const lists: (string | null)[][] = [];
   const body: CompactBody = {
     v: 2,
     texts: texts.list,
-    slices: slices.map((s) => columns(s, texts)),
+    slices: slices.map((s) => markVectors(columns(s, texts), lists)),
   };
-  return Buffer.from(JSON.stringify(body), 'utf8');
+  return jsonWithBase64Lists(body, lists);
 }
 
 /** The wire columns in the order the body writes them (a digest's input: the order is fixed). */
@@ -56,7 +58,23 @@ export function encodeColumnarBody(data: ColumnarRolloutsData): Buffer {
   };
   const wire = data.columns.wire;
   for (const name of WIRE_COLUMNS) if (wire[name] !== undefined) body[name] = wire[name];
-  return Buffer.from(JSON.stringify(body), 'utf8');
+  const lists: (string | null)[][] = [];
+  return jsonWithBase64Lists(markVectors(body, lists), lists);
+}
+
+/**
+ * The columns with each vector column (most of a body's bytes) replaced by a mark, its list of
+ * base64 strings added to `lists`: jsonWithBase64Lists copies them into the body as they are.
+ */
+function markVectors<T extends object>(columns: T, lists: (string | null)[][]): T {
+  const named = columns as Record<string, unknown>;
+  for (const name of ['tokenLogprobs', 'embedding'] as const) {
+    const list = named[name] as (string | null)[] | undefined;
+    if (list === undefined) continue;
+    named[name] = base64ListMark(lists.length);
+    lists.push(list);
+  }
+  return columns;
 }
 
 /** The slices of a stored body (any version), as step objects a client could have sent. */

@@ -1,0 +1,153 @@
+/**
+ * `npm run bench:ingest-server`: the server's own CPU work per ingested step, without the database,
+ * HTTP or other threads: the NDJSON lines of bench:ingest's synthetic run parsed (JSON.parse, the
+ * baseline of the same run), checked and turned into the log's body and digest (`prepareEvent`),
+ * then cut into trajectory slices and written as the binary COPY rows of `step_slices`
+ * (StepSliceRows), each in this process, through the server's own modules. Each phase's time is the
+ * least over several passes over the same lines (the first two are warm-up), which the machine's
+ * other load disturbs far less than a sum. Writes its section of docs/benchmarks.md.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { prepareEvent } from '../apps/server/src/rollouts/append-session';
+import { slicesOf } from '../apps/server/src/rollouts/run-projector';
+import { StepSliceRows } from '../apps/server/src/rollouts/step-slice-rows';
+import { TextDictionary } from '../apps/server/src/rollouts/text-dictionary';
+import { fmt, machineLine, writeSection } from './support/bench-report';
+import { writeRequests, type IngestScenario } from './support/ingest-requests';
+
+const STEPS = Number(process.env.BENCH_INGEST_SERVER_STEPS ?? 100_000);
+const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_SERVER_EMBEDDING_STEPS ?? 20_000);
+const PASSES = Number(process.env.BENCH_INGEST_SERVER_PASSES ?? 10);
+const WARM_UP_PASSES = 2;
+
+const PHASES = ['parse', 'prepare', 'rows'] as const;
+type Phase = (typeof PHASES)[number];
+type Times = Record<Phase, number>;
+
+interface Result {
+  label: string;
+  steps: number;
+  /** Least nanoseconds per pass of each phase. */
+  best: Times;
+}
+
+/** Where the slices' rows go; the bench has no run, so every slice is the first of its trajectory. */
+const PLACE = { iteration: 0, groupOrd: 0, ord: 0 };
+/** A text dictionary never asked to save: ids are computed in memory, as ingest computes them. */
+const noDatabase = undefined as never;
+
+function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { steps: number } {
+  const times: Times = { parse: 0, prepare: 0, rows: 0 };
+  // A new dictionary per pass, as a request has one: each pass hashes its texts again.
+  const texts = new TextDictionary(noDatabase, runId);
+  let steps = 0;
+  for (const [position, line] of lines.entries()) {
+    const t0 = process.hrtime.bigint();
+    const value: unknown = JSON.parse(line);
+    const t1 = process.hrtime.bigint();
+    const { event } = prepareEvent({ position, value }, 'client', (p) => `line ${p}`);
+    const t2 = process.hrtime.bigint();
+    const rows = new StepSliceRows(runIdBytes, texts);
+    for (const slice of slicesOf(event)) {
+      if (Array.isArray(slice.steps)) rows.objects(PLACE, 0, position, slice.steps);
+      else rows.columns(PLACE, 0, position, slice.steps, slice.count);
+      steps += slice.count;
+    }
+    const t3 = process.hrtime.bigint();
+    times.parse += Number(t1 - t0);
+    times.prepare += Number(t2 - t1);
+    times.rows += Number(t3 - t2);
+  }
+  return { ...times, steps };
+}
+
+async function measure(s: IngestScenario, dir: string): Promise<Result> {
+  const { files } = await writeRequests(dir, s);
+  const lines: string[] = [];
+  for (const f of files) {
+    lines.push(...(await readFile(f, 'utf8')).split('\n').filter(Boolean));
+    await rm(f);
+  }
+  const runId = '00000000-0000-4000-8000-000000000000';
+  const best: Times = { parse: Infinity, prepare: Infinity, rows: Infinity };
+  let steps = 0;
+  for (let pass = 0; pass < WARM_UP_PASSES + PASSES; pass++) {
+    const t = onePass(lines, Buffer.alloc(16), runId);
+    steps = t.steps;
+    if (pass < WARM_UP_PASSES) continue;
+    for (const phase of PHASES) best[phase] = Math.min(best[phase], t[phase]);
+  }
+  return { label: s.label, steps, best };
+}
+
+function scenarios(): IngestScenario[] {
+  return [
+    { label: 'no-embeddings', steps: STEPS, embeddingDim: 0 },
+    { label: 'no-embeddings, columnar', steps: STEPS, embeddingDim: 0, columnar: true },
+    { label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 },
+    { label: 'embeddings-256, columnar', steps: EMBEDDED_STEPS, embeddingDim: 256, columnar: true },
+  ].filter((s) => s.steps > 0);
+}
+
+function commandLine(): string {
+  const env = [
+    'BENCH_INGEST_SERVER_STEPS',
+    'BENCH_INGEST_SERVER_EMBEDDING_STEPS',
+    'BENCH_INGEST_SERVER_PASSES',
+  ]
+    .filter((name) => process.env[name] !== undefined)
+    .map((name) => `${name}=${process.env[name]} `);
+  return `${env.join('')}npm run bench:ingest-server`;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-bench-server-'));
+  const results: Result[] = [];
+  try {
+    for (const s of scenarios()) {
+      const r = await measure(s, dir);
+      results.push(r);
+      const us = (phase: Phase) => fmt(r.best[phase] / r.steps / 1000, 2);
+      console.log(
+        `${r.label} ${r.steps}: parse ${us('parse')} µs/step, prepare ${us('prepare')}, rows ${us('rows')}`,
+      );
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  const us = (r: Result, ns: number) => `${fmt(ns / r.steps / 1000, 2)} µs`;
+  const lines = results.map((r) => {
+    const total = r.best.parse + r.best.prepare + r.best.rows;
+    return `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r, r.best.parse)} | ${us(r, r.best.prepare)} | ${us(r, r.best.rows)} | ${us(r, total)} | ${fmt(total / r.best.parse, 1)} |`;
+  });
+  writeSection(
+    'ingest-server',
+    `
+## The server's own CPU per ingested step (\`npm run bench:ingest-server\`)
+
+Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SERVER_STEPS\`, default 100,000; \`BENCH_INGEST_SERVER_EMBEDDING_STEPS\`, default 20,000; \`BENCH_INGEST_SERVER_PASSES\`, default 10).
+
+The NDJSON lines of bench:ingest's synthetic run (one line per iteration of 16 tasks × 8 rollouts), handled in
+this process by the server's own modules, with no database, HTTP or other thread: **parse** is \`JSON.parse\` of
+each line (the baseline: the least any server must do with the body); **prepare** checks the event and makes
+the log's body and digest (\`prepareEvent\`); **rows** cuts its trajectory slices and writes their binary COPY rows
+for \`step_slices\` (\`StepSliceRows\`, text ids hashed afresh each pass, as each request does). Each figure is the
+least over ${PASSES} passes after ${WARM_UP_PASSES} warm-up passes. What bench:ingest measures beyond these (its "server CPU") is HTTP,
+streams, node-postgres, packing for recompute, garbage collection and compilation on V8's own threads, and the
+system calls of all of them.
+
+| scenario | steps | parse | prepare | rows | sum | sum ÷ parse |
+|---|---:|---:|---:|---:|---:|---:|
+${lines.join('\n')}
+`,
+  );
+  console.log('wrote docs/benchmarks.md');
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
