@@ -1,0 +1,92 @@
+import type { IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { DomainError } from '../apps/server/src/errors/domain-error';
+import { ndjsonEvents, type NdjsonLimits } from '../apps/server/src/rollouts/ndjson-source';
+
+/**
+ * How a request body is cut into events: line ends, characters cut between network chunks,
+ * blank lines and line numbers, the size limits, and a body cut short. The body arrives in the
+ * chunks given, as a socket would deliver them.
+ */
+const LIMITS: NdjsonLimits = { maxLineBytes: 1 << 20, maxRequestBytes: 1 << 30, idleMs: 60_000 };
+
+async function events(
+  chunks: (string | Buffer)[],
+  limits = LIMITS,
+  complete = true,
+): Promise<{ position: number; value: unknown }[]> {
+  const body = Object.assign(new PassThrough(), { complete: false });
+  void (async () => {
+    for (const chunk of chunks) {
+      body.write(chunk);
+      await new Promise((r) => setImmediate(r)); // each chunk apart
+    }
+    body.complete = complete;
+    body.end();
+  })();
+  const out: { position: number; value: unknown }[] = [];
+  for await (const e of ndjsonEvents(body as unknown as IncomingMessage, limits)) out.push(e);
+  return out;
+}
+
+async function failure(
+  chunks: (string | Buffer)[],
+  limits = LIMITS,
+  complete = true,
+): Promise<unknown> {
+  return events(chunks, limits, complete).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+test('a line ends at \\n, \\r\\n or a lone \\r; the last may have no end; blank lines count', async () => {
+  const got = await events(['{"a":1}\r\n\n{"a":2}\r{"a":3}\n', '  \n{"a":4}']);
+  expect(got).toEqual([
+    { position: 1, value: { a: 1 } },
+    { position: 3, value: { a: 2 } },
+    { position: 4, value: { a: 3 } },
+    { position: 6, value: { a: 4 } },
+  ]);
+});
+
+test('a line and its line end may arrive in pieces, a character cut in two bytes apart', async () => {
+  const text = `{"s":"état 😀 ü"}\r\n{"s":"b"}\n`;
+  const bytes = Buffer.from(text, 'utf8');
+  // Every byte its own chunk: every character beyond ASCII is cut, and \r apart from its \n.
+  const chunks = [...bytes].map((b) => Buffer.from([b]));
+  expect(await events(chunks)).toEqual([
+    { position: 1, value: { s: 'état 😀 ü' } },
+    { position: 2, value: { s: 'b' } },
+  ]);
+});
+
+test('a line that is not JSON is named by its number', async () => {
+  const e = await failure(['{"a":1}\n\n{"a":\n']);
+  expect(e).toBeInstanceOf(DomainError);
+  expect((e as DomainError).message).toMatch(/^line 3: not valid JSON/);
+});
+
+test('a line past the line limit is refused with its number, also when no chunk alone is too long', async () => {
+  const limits = { ...LIMITS, maxLineBytes: 10 };
+  const e = await failure(['{"a":1}\n{"b":', '"0123', '456789"}\n'], limits);
+  expect(e).toBeInstanceOf(DomainError);
+  expect((e as DomainError).message).toMatch(/^line 2 exceeds 10 bytes/);
+  // A line exactly at the limit passes, its line end not counted.
+  expect(await events(['{"a":"12"}\r\n'], { ...limits, maxLineBytes: 11 })).toHaveLength(1);
+});
+
+test('a body past the request limit is refused', async () => {
+  const e = await failure(['{"a":1}\n', '{"a":2}\n', '{"a":3}\n'], {
+    ...LIMITS,
+    maxRequestBytes: 20,
+  });
+  expect(e).toBeInstanceOf(DomainError);
+  expect((e as DomainError).message).toMatch(/request body exceeds 20 bytes/);
+});
+
+test('a body that ends before the client finished is an error, not a short request', async () => {
+  // Cut at a line end, so that what arrived reads as whole events.
+  const e = await failure(['{"a":1}\n{"a":2}\n'], LIMITS, false);
+  expect((e as Error).message).toMatch(/request body ended before the client finished/);
+});
