@@ -90,3 +90,45 @@ test('a body that ends before the client finished is an error, not a short reque
   const e = await failure(['{"a":1}\n{"a":2}\n'], LIMITS, false);
   expect((e as Error).message).toMatch(/request body ended before the client finished/);
 });
+
+test('a body of line ends alone is counted through, not kept line by line (8 MB of lone \\r)', async () => {
+  // Each \r ends a (blank) line. Kept one by one, this many lines took over a minute and gigabytes,
+  // with the event loop blocked; counted, the event after them arrives with its number.
+  const flood = Buffer.alloc(8 << 20, '\r');
+  const chunks = [];
+  for (let at = 0; at < flood.length; at += 65536) chunks.push(flood.subarray(at, at + 65536));
+  expect(await events([...chunks, '{"a":1}\n'])).toEqual([
+    { position: flood.length + 1, value: { a: 1 } },
+  ]);
+});
+
+test('an event that ends at a lone \\r is passed on before the rest of the body arrives', async () => {
+  const body = Object.assign(new PassThrough(), { complete: false });
+  const stream = ndjsonEvents(body as unknown as IncomingMessage, LIMITS);
+  body.write('{"a":1}\r');
+  expect((await stream.next()).value).toEqual({ position: 1, value: { a: 1 } });
+  body.write('{"a":2}\r\n');
+  expect((await stream.next()).value).toEqual({ position: 2, value: { a: 2 } });
+  body.complete = true;
+  body.end();
+  expect((await stream.next()).done).toBe(true);
+});
+
+test('a connection that fails after the whole body arrived, lines still unread, is an error', async () => {
+  const body = Object.assign(new PassThrough(), { complete: false });
+  const stream = ndjsonEvents(body as unknown as IncomingMessage, LIMITS);
+  for (let i = 0; i < 50; i++) body.write(`{"a":${i}}\n`);
+  body.complete = true; // every byte arrived …
+  expect((await stream.next()).value).toEqual({ position: 1, value: { a: 0 } });
+  body.destroy(new Error('socket hang up')); // … then the connection failed before the answer
+  // Whether or not its lines were all read by then, the body never ended: nothing may be stored.
+  const error = await (async () => {
+    for await (const _event of stream);
+  })().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect((error as Error | undefined)?.message).toMatch(
+    /request body ended before the client finished/,
+  );
+});

@@ -105,7 +105,10 @@ export class EventAppender {
     if (!isUuid(runId)) throw runNotFound(runId);
     const source = events[Symbol.asyncIterator]();
     const first = await source.next();
-    const client = await this.db.ingestPool.connect();
+    const client = await this.db.ingestPool.connect().catch(async (e: unknown) => {
+      await source.return?.(); // stops the body's reader and its idle watch
+      throw e;
+    });
     let session: AppendSession | undefined;
     try {
       // The transaction begins and the run is locked while the first event is checked; a missing

@@ -33,53 +33,62 @@ export async function* ndjsonEvents(
     );
     lines.destroy(lines.failure);
   });
-  let position = 0;
   try {
-    for await (const line of untilError(lines)) {
-      position++;
-      if (line.trim() === '') continue;
-      if (lines.failure) break;
-      let value: unknown;
-      try {
-        value = JSON.parse(line);
-      } catch (e) {
-        throw new DomainError(
-          ErrorCode.InvalidEvent,
-          `line ${position}: not valid JSON: ${(e as Error).message}`,
-          {
-            line: position,
-            path: '',
-            reason: 'not valid JSON',
-          },
-        );
+    // A piece is the lines one chunk of the body ended: one hop of the stream per chunk, not per line.
+    read: for await (const piece of untilError(lines))
+      for (const { position, text } of piece) {
+        if (lines.failure) break read;
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch (e) {
+          throw new DomainError(
+            ErrorCode.InvalidEvent,
+            `line ${position}: not valid JSON: ${(e as Error).message}`,
+            {
+              line: position,
+              path: '',
+              reason: 'not valid JSON',
+            },
+          );
+        }
+        // The wait for the next event counts as idle; the time the consumer spends on this one does not.
+        idle.pause();
+        yield { position, value };
+        idle.resume();
       }
-      // The wait for the next event counts as idle; the time the consumer spends on this one does not.
-      idle.pause();
-      yield { position, value };
-      idle.resume();
-    }
   } finally {
     idle.stop();
     lines.destroy();
   }
   if (lines.failure) throw lines.failure;
-  if (!req.complete) throw new Error('request body ended before the client finished sending it');
+  // Whole only if the client sent all of it and every line was read: a connection that fails after
+  // the last byte arrived (complete, yet lines still unread) must not pass for a shorter request.
+  if (!req.complete || !lines.readableEnded)
+    throw new Error('request body ended before the client finished sending it');
 }
 
 /**
- * Lines read ahead of the consumer before the body is paused, so that a request is read only as
- * fast as its events are stored. (readline's async iterator paused only after 1024 lines: for
- * events of a few hundred KB, most of a large request.)
+ * Pieces of the body whose lines are read ahead of the consumer before the body is paused, so that
+ * a request is read only as fast as its events are stored (a piece is the lines a chunk of the body
+ * ended; readline's async iterator paused only after 1024 lines: for events of a few hundred KB,
+ * most of a large request).
  */
-const LINES_AHEAD = 4;
+const PIECES_AHEAD = 4;
+
+/** A line of the body with something on it, and its number (blank lines count, but are not passed on). */
+interface BodyLine {
+  position: number;
+  text: string;
+}
 
 /**
- * The splitter's lines until it ends or fails; how it failed is reported after the loop (the size
+ * The splitter's pieces until it ends or fails; how it failed is reported after the loop (the size
  * and idle limits through `failure`, a cut connection through `req.complete`).
  */
-async function* untilError(lines: LineSplitter): AsyncGenerator<string> {
+async function* untilError(lines: LineSplitter): AsyncGenerator<BodyLine[]> {
   try {
-    for await (const line of lines) yield line as string;
+    for await (const piece of lines) yield piece as BodyLine[];
   } catch {
     return;
   }
@@ -120,9 +129,11 @@ class IdleWatch {
 /**
  * The body cut into lines as its bytes arrive, each line decoded once it is complete, while both
  * limits are enforced: the request size, and the bytes of one line (so an endless line cannot grow
- * a buffer without bound). Newlines are found in the bytes with Buffer.indexOf (native); readline's
- * regular expression over the decoded text cost 3–4 µs per ingested step with 256-d embeddings.
- * A character cut between two chunks is whole again in its line's bytes.
+ * a buffer without bound). A line ends at \n, \r\n or a lone \r, found in the bytes with
+ * Buffer.indexOf (native); readline's regular expression over the decoded text cost 3–4 µs per
+ * ingested step with 256-d embeddings. A character cut between two chunks is whole again in its
+ * line's bytes. Blank lines are counted and dropped here, so that a body of line ends alone costs a
+ * counter, not a string and a queue entry each.
  */
 class LineSplitter extends Transform {
   failure: DomainError | undefined;
@@ -130,11 +141,13 @@ class LineSplitter extends Transform {
   /** The bytes of the line being read, from earlier chunks. */
   private partial: Buffer[] = [];
   private partialBytes = 0;
-  /** The number of the line being read, for the size error. */
-  private line = 1;
+  /** The number of the last line ended. */
+  private position = 0;
+  /** The last chunk ended with \r: a \n that starts the next one ends no line of its own. */
+  private afterCr = false;
 
   constructor(private readonly limits: NdjsonLimits) {
-    super({ readableObjectMode: true, readableHighWaterMark: LINES_AHEAD });
+    super({ readableObjectMode: true, readableHighWaterMark: PIECES_AHEAD });
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -149,39 +162,54 @@ class LineSplitter extends Transform {
         done,
       );
     }
-    let from = 0;
-    for (let nl = chunk.indexOf(NEWLINE); nl !== -1; nl = chunk.indexOf(NEWLINE, from)) {
-      if (this.partialBytes + nl - from > this.limits.maxLineBytes)
-        return this.fail(lineTooLong(this.line, this.limits), done);
-      const bytes =
-        this.partialBytes === 0
-          ? chunk.subarray(from, nl)
-          : Buffer.concat([...this.partial, chunk.subarray(from, nl)]);
-      this.partial = [];
-      this.partialBytes = 0;
-      this.pushLine(bytes.toString('utf8'));
-      this.line++;
-      from = nl + 1;
+    const lines: BodyLine[] = [];
+    let from = this.afterCr && chunk[0] === LF ? 1 : 0;
+    this.afterCr = false;
+    let lf = chunk.indexOf(LF, from);
+    let cr = chunk.indexOf(CR, from);
+    while (lf !== -1 || cr !== -1) {
+      const end = cr === -1 || (lf !== -1 && lf < cr) ? lf : cr;
+      if (this.partialBytes + end - from > this.limits.maxLineBytes)
+        return this.fail(lineTooLong(this.position + 1, this.limits), done);
+      this.endLine(chunk, from, end, lines);
+      from = end + 1;
+      if (end === cr) {
+        if (from === chunk.length) this.afterCr = true;
+        else if (chunk[from] === LF) from++;
+      }
+      if (lf !== -1 && lf < from) lf = chunk.indexOf(LF, from);
+      if (cr !== -1 && cr < from) cr = chunk.indexOf(CR, from);
     }
     if (from < chunk.length) {
       this.partial.push(chunk.subarray(from));
       this.partialBytes += chunk.length - from;
       if (this.partialBytes > this.limits.maxLineBytes)
-        return this.fail(lineTooLong(this.line, this.limits), done);
+        return this.fail(lineTooLong(this.position + 1, this.limits), done);
     }
+    if (lines.length > 0) this.push(lines);
     done();
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.partialBytes > 0) this.pushLine(Buffer.concat(this.partial).toString('utf8'));
+    const lines: BodyLine[] = [];
+    if (this.partialBytes > 0) this.endLine(Buffer.alloc(0), 0, 0, lines);
+    if (lines.length > 0) this.push(lines);
     done();
   }
 
-  /** A line that ended at \n, which may hold lone \r line ends of its own (rare: split them there). */
-  private pushLine(text: string): void {
-    const line = text.endsWith('\r') ? text.slice(0, -1) : text;
-    if (!line.includes('\r')) this.push(line);
-    else for (const part of line.split('\r')) this.push(part);
+  /** Ends the line being read at `chunk[end]`; adds it to `lines` unless blank. */
+  private endLine(chunk: Buffer, start: number, end: number, lines: BodyLine[]): void {
+    this.position++;
+    let text: string;
+    if (this.partialBytes === 0) {
+      if (end === start) return;
+      text = chunk.toString('utf8', start, end); // no Buffer made per line: lines are often tiny
+    } else {
+      text = Buffer.concat([...this.partial, chunk.subarray(start, end)]).toString('utf8');
+      this.partial = [];
+      this.partialBytes = 0;
+    }
+    if (text.trim() !== '') lines.push({ position: this.position, text });
   }
 
   private fail(error: DomainError, done: TransformCallback): void {
@@ -190,7 +218,8 @@ class LineSplitter extends Transform {
   }
 }
 
-const NEWLINE = 0x0a;
+const LF = 0x0a;
+const CR = 0x0d;
 
 function lineTooLong(line: number, limits: NdjsonLimits): DomainError {
   return new DomainError(
