@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { spawnTracked } from './support/process-registry';
 import { ADMIN_KEY, startTestServer, type ServerProcess } from './support/test-server';
@@ -40,8 +41,9 @@ function pytest(module: string): Promise<{ code: number | null; output: string }
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
 }
 
-test.each([
+const MODULES: [string, string][] = [
   ['test_units.py', 'connection resolution, event splitting, compact floats, spool'],
+  ['test_transport.py', 'a kept-alive connection the server closed is opened again'],
   ['test_conformance.py', 'every conformance fixture through the client'],
   ['test_compact.py', 'embeddings and token log-probs as base64 float32'],
   ['test_columnar.py', 'log_rollouts with the steps as columns'],
@@ -50,8 +52,18 @@ test.each([
   ['test_retries_and_spool.py', 'a server killed mid-request; spooling while it is gone'],
   ['test_offline.py', 'offline and durable runs, then creditlab sync, exactly once'],
   ['test_install.py', "offline install on Debian's Python; no numpy"],
-])('pytest %s (%s)', async (module) => {
+];
+
+test.each(MODULES)('pytest %s (%s)', async (module) => {
   const { code, output } = await pytest(module);
   if (code !== 0) throw new Error(`pytest ${module} exited ${code}:\n${output}`);
   expect(code).toBe(0);
+});
+
+test('every test module of the Python client is run above', async () => {
+  // A module left out of the list would never run: nothing else collects them.
+  const modules = (await readdir(path.join(ROOT, 'clients/python/tests'))).filter((f) =>
+    /^test_.*\.py$/.test(f),
+  );
+  expect(modules.sort()).toEqual(MODULES.map(([module]) => module).sort());
 });
