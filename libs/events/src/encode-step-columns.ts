@@ -1,5 +1,5 @@
 import { float32Base64, float64Base64 } from './base64-numbers';
-import type { WireStepColumns } from './step-columns';
+import { VECTOR_COLUMNS, type WireStepColumns } from './step-columns';
 
 /**
  * A step as the column encoder reads it: the fields of rollout-batch/v1, a vector as numbers or
@@ -34,7 +34,6 @@ export class TextTable {
 }
 
 const NUMBER_COLUMNS = ['nll', 'value', 'nextValue'] as const;
-const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;
 
 /**
  * Steps as the columns of the columnar form (docs/events.md, "Columnar steps"), their texts added

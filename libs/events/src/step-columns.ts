@@ -76,7 +76,8 @@ export class ColumnIssue extends Error {
 
 const NUMBER_COLUMNS = ['reward', 'nll', 'value', 'nextValue'] as const;
 const INDEX_COLUMNS = ['state', 'action', 'nextState'] as const;
-const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;
+/** The columns of one base64 float32 vector (or null) per step. */
+export const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;
 const KNOWN = new Set<string>(['texts', ...NUMBER_COLUMNS, ...INDEX_COLUMNS, ...VECTOR_COLUMNS]);
 
 /**

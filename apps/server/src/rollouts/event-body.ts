@@ -4,6 +4,7 @@ import {
   float64Values,
   STEP_FIELDS,
   TextTable,
+  VECTOR_COLUMNS,
   type ColumnarRolloutsData,
   type StepPayload,
   type WireStepColumns,
@@ -68,7 +69,7 @@ export function encodeColumnarBody(data: ColumnarRolloutsData): Buffer {
  */
 function markVectors<T extends object>(columns: T, lists: (string | null)[][]): T {
   const named = columns as Record<string, unknown>;
-  for (const name of ['tokenLogprobs', 'embedding'] as const) {
+  for (const name of VECTOR_COLUMNS) {
     const list = named[name] as (string | null)[] | undefined;
     if (list === undefined) continue;
     named[name] = base64ListMark(lists.length);

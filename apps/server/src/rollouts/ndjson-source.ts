@@ -84,7 +84,7 @@ interface BodyLine {
 
 /**
  * The splitter's pieces until it ends or fails; how it failed is reported after the loop (the size
- * and idle limits through `failure`, a cut connection through `req.complete`).
+ * and idle limits through `failure`, a cut connection by the splitter not having ended).
  */
 async function* untilError(lines: LineSplitter): AsyncGenerator<BodyLine[]> {
   try {
