@@ -1,10 +1,11 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Link, useSearchParams } from 'react-router';
+import { Link } from 'react-router';
 import { fetchEstimators } from '../api/estimators-api';
 import { fetchRuns, RUN_SORTS, RUN_STATUSES, type RunQuery } from '../api/runs-api';
 import { isStatus, type RunRow } from '../api/types';
 import { useCaps } from '../app/use-caps';
+import { useUrlParams } from '../app/use-url-params';
 import { pct, shortId, when } from '../components/format';
 import { MethodName } from '../components/MethodName';
 import { Failure, Loading, StatusPill } from '../components/Status';
@@ -15,7 +16,7 @@ type FilterName = 'project' | 'env' | 'method' | 'status' | 'tags' | 'name' | 's
 /** Runs under filters kept in the URL (shareable, back-button friendly), a page at a time by cursor. */
 export function RunsPage() {
   const caps = useCaps();
-  const [params, setParams] = useSearchParams();
+  const [params, updateParams] = useUrlParams();
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [size, setSize] = useState(25);
   const get = (k: string) => params.get(k) ?? '';
@@ -43,10 +44,10 @@ export function RunsPage() {
       query.state.data?.nodes.some((r) => isStatus(r.status, 'running')) ? 3000 : false,
   });
   const setFilter = (k: string, v: string) => {
-    const next = new URLSearchParams(params);
-    if (v) next.set(k, v);
-    else next.delete(k);
-    setParams(next, { replace: true });
+    updateParams((next) => {
+      if (v) next.set(k, v);
+      else next.delete(k);
+    });
     setCursors([null]);
   };
   // Name search on servers without `nameContains`: within the page shown.

@@ -1,11 +1,12 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
+import { Link, useNavigate, useParams } from 'react-router';
 import { fetchEstimators } from '../api/estimators-api';
 import { fetchRun } from '../api/run-api';
 import { fetchGroup, fetchGroupIds } from '../api/trajectory-api';
 import type { MethodInput } from '../api/types';
 import { useCaps } from '../app/use-caps';
+import { useUrlParams } from '../app/use-url-params';
 import { methodLabel, methodsParam, parseMethods } from '../components/format';
 import { MethodName } from '../components/MethodName';
 import { Failure, Loading } from '../components/Status';
@@ -19,7 +20,7 @@ export function TrajectoryPage() {
   const { runId = '', iteration = '0', groupId = '' } = useParams();
   const it = Number(iteration);
   const caps = useCaps();
-  const [params, setParams] = useSearchParams();
+  const [params, updateParams] = useUrlParams();
   const navigate = useNavigate();
   const run = useQuery({
     queryKey: ['run', runId],
@@ -43,9 +44,7 @@ export function TrajectoryPage() {
     enabled: !!caps && !!gid && methods.length > 0,
   });
   const setMethods = (m: MethodInput[]) => {
-    const next = new URLSearchParams(params);
-    next.set('m', methodsParam(m));
-    setParams(next, { replace: true });
+    updateParams((next) => next.set('m', methodsParam(m)));
   };
   const position = ids.data?.indexOf(gid) ?? -1;
   const go = (d: number) => {
