@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fixtureBatches } from './support/fixture-batches';
 import {
+  api,
   gql,
   metric,
   spawnServer,
@@ -215,6 +216,35 @@ test('query limits: cost and page size are refused with clear errors', async () 
   expect(page.errors?.[0]?.message).toBe('runs: first must be an integer from 1 to 100, got 1000');
   const cursor = await gql(server, '{ runs(after: "nonsense") { nodes { id } } }');
   expect(cursor.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
+});
+
+test('a bad variable or a query over the cost limit is refused with 400, not 500', async () => {
+  // Found before execution, where an error is the server's unless it says otherwise: a client
+  // that retries server errors (the Python client does) must not retry these for minutes.
+  const post = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await api(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+    });
+    return { status: res.status, body: (await res.json()) as { errors?: unknown[] } };
+  };
+  const runsQuery = 'query($f: RunFilter) { runs(filter: $f) { nodes { id } } }';
+  const badEnum = await post(runsQuery, { f: { status: ['DONE'] } });
+  expect(badEnum.status).toBe(400);
+  expect(badEnum.body.errors?.[0]).toMatchObject({
+    message: expect.stringContaining('Value "DONE" does not exist in "RunStatus" enum'),
+    extensions: { code: 'BAD_USER_INPUT' },
+  });
+  const badDate = await post(runsQuery, { f: { createdAfter: 'last tuesday' } });
+  expect(badDate.status).toBe(400);
+  expect(badDate.body.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+  const costly = await post(
+    '{ runs(first: 100) { nodes { groups(iteration: 0, first: 100) { nodes { trajectories { steps { index } } } } } } }',
+  );
+  expect(costly.status).toBe(400);
+  expect(costly.body.errors?.[0]).toMatchObject({ extensions: { code: 'QUERY_TOO_COSTLY' } });
+  expect(JSON.stringify(costly.body)).not.toContain('"http"');
 });
 
 test('query limits: depth counts nested fields, fragments included', async () => {
