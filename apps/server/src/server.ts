@@ -13,6 +13,7 @@ import type { AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
+import { ConnectionDraining } from './operations/connection-draining';
 import { jobsOnly } from './operations/jobs-only';
 import { Metrics } from './operations/metrics';
 import { RequestLogging } from './operations/request-logging';
@@ -68,6 +69,8 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       // checkpoint uploads): those take any bytes, whatever Content-Type a client sends.
       bodyParser: false,
     });
+    const draining = new ConnectionDraining(() => app.getHttpServer() as Server);
+    app.use(draining.middleware);
     app.use(logging.middleware());
     app.useBodyParser('json', { limit: '2mb', type: parsesJsonBody });
     const metrics = app.get(Metrics);
@@ -111,10 +114,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
         (closed ??= (async () => {
           // Stop accepting, let in-flight requests finish (an ingest request commits or rolls back whole),
           // then let Nest stop the job workers (they finish their current chunk) and the worker threads.
-          await new Promise<void>((resolve) => {
-            http.close(() => resolve());
-            http.closeIdleConnections();
-          });
+          await draining.drain();
           await app.close();
           await db.close();
           await embedded?.stop();
