@@ -168,4 +168,30 @@ describe('GraphQL mutations validate the same way', () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: 'INVALID_INPUT', path: 'seed' });
   });
+
+  test('POST /v1/runs names every mistake of its body at once, the first as path and reason', async () => {
+    const res = await api(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: '', env: 'e', method: 'grpo', seed: 1.5, tags: [7] }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as {
+      message: string;
+      path: string;
+      issues: { path: string; reason: string }[];
+    };
+    expect(body.issues.map((i) => i.path)).toEqual(['name', 'seed', 'tags[0]']);
+    expect(body.path).toBe('name');
+    expect(body.message.split('; ').map((m) => m.split(':')[0])).toEqual([
+      'name',
+      'seed',
+      'tags[0]',
+    ]);
+    const graphql = await gql(
+      server,
+      'mutation { createRun(input: { name: "", env: "e", method: "grpo", tags: [""] }) { id } }',
+    );
+    expect(graphql.errors?.[0]?.message).toMatch(/^name: .+; tags\[0\]: /);
+  });
 });

@@ -72,9 +72,16 @@ export function validateEvent(
 }
 
 export function firstIssue(error: z.ZodError, prefix: PropertyKey[] = []): EventIssue {
-  const issue = error.issues[0];
-  if (!issue) return { path: prefix.join('.'), message: 'invalid' };
-  return { path: formatPath([...prefix, ...issue.path]), message: describeIssue(issue) };
+  return allIssues(error, prefix)[0] as EventIssue;
+}
+
+/** Every issue of a failed parse, each with its path and a message in this library's words. */
+export function allIssues(error: z.ZodError, prefix: PropertyKey[] = []): EventIssue[] {
+  if (error.issues.length === 0) return [{ path: prefix.join('.'), message: 'invalid' }];
+  return error.issues.map((issue) => ({
+    path: formatPath([...prefix, ...issue.path]),
+    message: describeIssue(issue),
+  }));
 }
 
 /** `['data', 'groups', 0, 'steps', 2, 'reward']` → `data.groups[0].steps[2].reward` */

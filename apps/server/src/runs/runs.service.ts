@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   findUnstorable,
-  firstIssue,
+  allIssues,
   formatPath,
   runInputSchema,
   type ParsedRunInput,
@@ -122,11 +122,17 @@ function parseRunInput(input: unknown): ParsedRunInput {
   }
   const parsed = runInputSchema.safeParse(input);
   if (parsed.success) return parsed.data;
-  const issue = firstIssue(parsed.error);
-  throw new DomainError(ErrorCode.InvalidInput, `${issue.path || 'body'}: ${issue.message}`, {
-    path: issue.path,
-    reason: issue.message,
-  });
+  // Every mistake at once, so that a caller fixes them in one go; path and reason name the first.
+  const issues = allIssues(parsed.error).map((i) => ({
+    path: i.path || 'body',
+    reason: i.message,
+  }));
+  const first = issues[0] as { path: string; reason: string };
+  throw new DomainError(
+    ErrorCode.InvalidInput,
+    issues.map((i) => `${i.path}: ${i.reason}`).join('; '),
+    { path: first.path === 'body' ? '' : first.path, reason: first.reason, issues },
+  );
 }
 
 /** A fork stays in its parent's project; a parent in another project is "not found". */
