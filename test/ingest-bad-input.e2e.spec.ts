@@ -84,6 +84,7 @@ test('the not-ok folder covers the cases the issue names', () => {
     'deep-nesting',
     'compact-embedding-not-float32',
     'compact-embedding-nan',
+    'embedding-beyond-float32',
   ]) {
     expect(names).toContain(n);
   }
@@ -167,6 +168,13 @@ describe('GraphQL mutations validate the same way', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: 'INVALID_INPUT', path: 'seed' });
+    const fork = await api(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', env: 'e', method: 'grpo', forkIteration: 2 ** 31 }),
+    });
+    expect(fork.status).toBe(400); // stored as an integer: beyond it, PostgreSQL's error was a 500
+    expect(await fork.json()).toMatchObject({ error: 'INVALID_INPUT', path: 'forkIteration' });
   });
 
   test('POST /v1/runs names every mistake of its body at once, the first as path and reason', async () => {

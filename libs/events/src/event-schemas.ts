@@ -12,6 +12,8 @@ const finite = z.number(); // zod rejects NaN and ±Infinity
 /** Integers are stored as PostgreSQL `integer`: 0 ≤ n < 2^31. */
 export const MAX_INT32 = 2 ** 31 - 1;
 const iteration = z.number().int().min(0).max(MAX_INT32);
+/** The largest finite float32 (vectors are stored as float32). */
+const FLOAT32_MAX = 3.4028234663852886e38;
 const key = z.string().min(1).max(512);
 const outcome = z.enum(['success', 'failure', 'truncated']);
 
@@ -56,7 +58,19 @@ export const float32Vector = z
       ctx.addIssue({ code: 'custom', input: v, path: [bad], message: 'must be a finite number' });
       return z.NEVER;
     }
-    return Float32Array.from(v as number[]);
+    // Stored as float32: a finite number beyond its range would be stored as ±Infinity.
+    const values = Float32Array.from(v as number[]);
+    const over = firstNonFinite(values);
+    if (over >= 0) {
+      ctx.addIssue({
+        code: 'custom',
+        input: v,
+        path: [over],
+        message: `must be within float32's range (magnitude at most ${FLOAT32_MAX.toPrecision(8)}), got ${String(v[over])}`,
+      });
+      return z.NEVER;
+    }
+    return values;
   });
 
 export const stepSchema = z.looseObject({
@@ -169,7 +183,7 @@ export const runInputSchema = z.object({
   seed: z.number().int().optional(),
   tags: z.array(z.string().min(1).max(100)).max(50).default([]),
   parentRunId: z.uuid().optional(),
-  forkIteration: z.number().int().min(0).optional(),
+  forkIteration: iteration.optional(),
 });
 export type RunInput = z.input<typeof runInputSchema>;
 
