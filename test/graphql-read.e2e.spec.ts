@@ -218,7 +218,7 @@ test('query limits: cost and page size are refused with clear errors', async () 
   expect(cursor.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
 });
 
-test('a bad variable or a query over the cost limit is refused with 400, not 500', async () => {
+test('caller mistakes found before execution are refused with 400, not 500', async () => {
   // Found before execution, where an error is the server's unless it says otherwise: a client
   // that retries server errors (the Python client does) must not retry these for minutes.
   const post = async (query: string, variables: Record<string, unknown> = {}) => {
@@ -245,6 +245,37 @@ test('a bad variable or a query over the cost limit is refused with 400, not 500
   expect(costly.status).toBe(400);
   expect(costly.body.errors?.[0]).toMatchObject({ extensions: { code: 'QUERY_TOO_COSTLY' } });
   expect(JSON.stringify(costly.body)).not.toContain('"http"');
+  // Text PostgreSQL cannot hold, in a literal and in a variable: each named.
+  const nulLiteral = await post('{ runs(filter: { nameContains: "a\\u0000" }) { nodes { id } } }');
+  expect(nulLiteral.status).toBe(400);
+  expect(nulLiteral.body.errors?.[0]).toMatchObject({
+    message: 'argument filter.nameContains: must not contain the NUL character (\\u0000)',
+    extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+  });
+  const nulVariable = await post(runsQuery, { f: { tags: ['ok', 'a\u0000'] } });
+  expect(nulVariable.status).toBe(400);
+  expect(nulVariable.body.errors?.[0]).toMatchObject({
+    message: 'variable $f.tags[1]: must not contain the NUL character (\\u0000)',
+    extensions: { code: 'BAD_USER_INPUT' },
+  });
+  // A year the database does not store, as a variable and as a literal.
+  const yearZero = await post(runsQuery, { f: { createdAfter: '0000-01-01T00:00:00Z' } });
+  expect(yearZero.status).toBe(400);
+  expect(JSON.stringify(yearZero.body)).toContain('DateTime must be from year 1 to 9999');
+  const yearZeroLiteral = await post(
+    '{ runs(filter: { createdBefore: "0000-06-01T00:00:00Z" }) { nodes { id } } }',
+  );
+  expect(yearZeroLiteral.status).toBe(400);
+  expect(JSON.stringify(yearZeroLiteral.body)).toContain('DateTime must be from year 1 to 9999');
+  // A subscription belongs on the WebSocket.
+  const subscription = await post(
+    `subscription { runProgress(runId: "${runIds[0]}") { lastSeq } }`,
+  );
+  expect(subscription.status).toBe(400);
+  expect(subscription.body.errors?.[0]).toMatchObject({
+    message: expect.stringContaining('graphql-ws'),
+    extensions: { code: 'BAD_REQUEST' },
+  });
 });
 
 test('query limits: depth counts nested fields, fragments included', async () => {

@@ -8,9 +8,11 @@ import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
-import { DateTimeResolver } from 'graphql-scalars';
+import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
+import { storableTextRule, storableVariablesPlugin } from './storable-text';
+import { subscriptionsOverSocketPlugin } from './subscriptions-over-socket';
 
 /** What graphql-ws hands the context function for a subscription's operations. */
 interface SocketContext {
@@ -34,8 +36,7 @@ export function graphqlOptions(
   return {
     path: '/graphql',
     autoSchemaFile: true,
-    // A strict DateTime: Nest's own turns "last tuesday" into an Invalid Date the resolver trips on.
-    buildSchemaOptions: { scalarsMap: [{ type: Date, scalar: DateTimeResolver }] },
+    buildSchemaOptions: { scalarsMap: [{ type: Date, scalar: DateTimeScalar }] },
     sortSchema: true,
     // Every request carries a key, so the schema is shown to key holders only, production included.
     introspection: true,
@@ -67,9 +68,14 @@ export function graphqlOptions(
     },
     validationRules: [
       documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
+      storableTextRule,
     ],
     // Bounds the work of parsing itself: a document longer than this is refused unread.
     parseOptions: { maxTokens: config.limits.graphqlMaxTokens },
-    plugins: [complexityLimitPlugin(config.limits.graphqlMaxCost)],
+    plugins: [
+      subscriptionsOverSocketPlugin(),
+      storableVariablesPlugin(),
+      complexityLimitPlugin(config.limits.graphqlMaxCost),
+    ],
   };
 }

@@ -1,0 +1,49 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { findUnstorable, formatPath, textProblem } from '@creditlab/events';
+import { GraphQLError, Kind, type ASTNode, type ASTVisitor, type ValidationContext } from 'graphql';
+
+/**
+ * Text PostgreSQL cannot hold (a NUL, a lone surrogate) in a GraphQL argument, refused before the
+ * operation runs: otherwise it reaches a query as a filter or a stored name and comes back as an
+ * internal error. Ingest checks its input the same way (findUnstorable).
+ */
+export function storableTextRule(context: ValidationContext): ASTVisitor {
+  return {
+    StringValue(node, _key, parent, _path, ancestors) {
+      const problem = textProblem(node.value);
+      if (problem)
+        context.reportError(
+          new GraphQLError(`argument ${argumentPath([...ancestors, parent])}: ${problem}`, {
+            nodes: node,
+          }),
+        );
+    },
+  };
+}
+
+/** `filter.nameContains` from the argument and input fields enclosing a literal. */
+function argumentPath(enclosing: readonly (ASTNode | readonly ASTNode[] | undefined)[]): string {
+  return enclosing
+    .filter((a): a is ASTNode => a !== undefined && !Array.isArray(a))
+    .flatMap((a) =>
+      a.kind === Kind.ARGUMENT || a.kind === Kind.OBJECT_FIELD ? [a.name.value] : [],
+    )
+    .join('.');
+}
+
+/** The same for the operation's variables: a 400 naming the variable and the place within it. */
+export function storableVariablesPlugin(): ApolloServerPlugin {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ request }) {
+          const issue = findUnstorable(request.variables ?? {});
+          if (!issue) return;
+          throw new GraphQLError(`variable $${formatPath(issue.path)}: ${issue.message}`, {
+            extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+          });
+        },
+      };
+    },
+  };
+}

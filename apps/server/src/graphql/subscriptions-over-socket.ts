@@ -1,0 +1,22 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { GraphQLError } from 'graphql';
+
+/**
+ * Subscriptions run over graphql-ws on /graphql, never through this HTTP pipeline (which would
+ * answer an internal error): a subscription sent as an HTTP request is the caller's 400.
+ */
+export function subscriptionsOverSocketPlugin(): ApolloServerPlugin {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation }) {
+          if (operation?.operation !== 'subscription') return;
+          throw new GraphQLError(
+            'subscriptions are served over WebSocket (the graphql-ws protocol on /graphql), not over HTTP',
+            { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+          );
+        },
+      };
+    },
+  };
+}
