@@ -83,6 +83,16 @@ describe('authentication', () => {
       error: 'UNAUTHENTICATED',
       message: expect.stringContaining('Authorization: Bearer'),
     });
+    // Where the first key is kept: told to a caller on this machine, not through a proxy.
+    const local = (await (await post('/v1/runs', undefined, '{}')).json()) as { message: string };
+    expect(local.message).toContain('credentials');
+    const proxied = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.7' },
+      body: '{}',
+    });
+    expect(proxied.status).toBe(401);
+    expect(((await proxied.json()) as { message: string }).message).not.toContain('credentials');
     const graphql = await post(
       '/graphql',
       undefined,

@@ -28,12 +28,16 @@ export function authenticate(
   limits: RateLimits,
   credentialsFile: string,
 ): RequestHandler {
-  const noKey = `send an API key as "Authorization: Bearer <key>"; this server wrote one to ${credentialsFile} on its first start (unless CREDITLAB_ADMIN_KEY was set), \`npm run -s admin -- env\` prints it as shell exports, and \`npm run admin -- create-key\` makes more`;
   return (req: Request, res: Response, next: NextFunction) => {
     if (PUBLIC_PATHS.has(req.path) || isWebPageRequest(req)) return next();
     const token = bearerToken(req.headers.authorization);
     if (!token) {
-      sendDomainError(req, res, new DomainError(ErrorCode.Unauthenticated, noKey));
+      // A proxy on this machine forwards others' requests from loopback: they say so in a header.
+      const proxied =
+        req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined;
+      const local = isLoopback(req.socket.remoteAddress) && !proxied;
+      const advice = noKeyAdvice(credentialsFile, local);
+      sendDomainError(req, res, new DomainError(ErrorCode.Unauthenticated, advice));
       return;
     }
     void (async () => {
@@ -61,6 +65,24 @@ export function authenticate(
       (e: unknown) => (e instanceof DomainError ? sendDomainError(req, res, e) : next(e)),
     );
   };
+}
+
+/**
+ * What a request without a key is told. Where the server keeps its first key is for callers on
+ * the server's own machine, who can read it; anyone else learns nothing of its file system.
+ */
+export function noKeyAdvice(credentialsFile: string, fromThisMachine: boolean): string {
+  const send = 'send an API key as "Authorization: Bearer <key>"';
+  if (!fromThisMachine)
+    return `${send}; ask the server's operator for one (\`npm run admin -- create-key\` on the server makes them)`;
+  return `${send}; this server wrote one to ${credentialsFile} on its first start (unless CREDITLAB_ADMIN_KEY was set), \`npm run -s admin -- env\` prints it as shell exports, and \`npm run admin -- create-key\` makes more`;
+}
+
+/** Whether a peer address is this machine's loopback (IPv4, IPv6, or IPv4 mapped into IPv6). */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
 /** The principal a request authenticated as, if any (for logs). */
