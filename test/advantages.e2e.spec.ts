@@ -186,6 +186,31 @@ describe('errors are clear, with codes', () => {
     );
   });
 
+  test('advantages that overflow are refused with 400 over HTTP and BAD_USER_INPUT in GraphQL', async () => {
+    const { id } = await client.createRun({ name: 'huge rewards', env: 'e', method: 'reinforce' });
+    const step = { state: 's', action: 'a', reward: 1e308 };
+    const batch: RolloutBatch = {
+      format: 'rollout-batch/v1',
+      groups: [{ id: 'g', trajectories: [{ id: 't', steps: [step, step] }] }],
+    };
+    await client.appendEvents(id, rolloutEvents(0, batch));
+    const res = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"method":"reinforce"}',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toContain(
+      'method "reinforce" gives this step a non-finite advantage (Infinity)',
+    );
+    const g = await gql(
+      server,
+      'query($id: ID!) { compare(runId: $id, methods: [{ name: "reinforce" }]) { stepCount } }',
+      { id },
+    );
+    expect(g.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+  });
+
   test('an iteration without rollouts, an unknown run', async () => {
     const empty = await api(`${server.url}/v1/runs/${runId}/iterations/9/advantages`, {
       method: 'POST',

@@ -10,7 +10,13 @@ export interface BatchLocation {
 }
 
 export type EstimatorErrorCode =
-  'INVALID_BATCH' | 'MISSING_FIELD' | 'UNKNOWN_METHOD' | 'UNKNOWN_PARAMETER' | 'INVALID_PARAMETER';
+  | 'INVALID_BATCH'
+  | 'MISSING_FIELD'
+  | 'UNKNOWN_METHOD'
+  | 'UNKNOWN_PARAMETER'
+  | 'INVALID_PARAMETER'
+  /** Finite inputs whose arithmetic overflowed: a parameter or a reward far too large. */
+  | 'NON_FINITE_RESULT';
 
 /**
  * The one error type of the library: bad input of any kind (batch, method name,

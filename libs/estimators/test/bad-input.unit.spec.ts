@@ -225,6 +225,29 @@ describe('methods and parameters', () => {
       'INVALID_PARAMETER',
       /parameter "gamma" of method "gigpo" must be a number in \[0, 1\], got 1.5/,
     ));
+  test('finite rewards whose arithmetic overflows: refused, naming the step', () => {
+    // Two rewards of 1e308 in one trajectory: their undiscounted return is beyond float64.
+    const huge = columnarBatchFromJson({
+      format: 'rollout-batch/v1',
+      groups: [
+        {
+          id: 'g',
+          trajectories: [
+            { id: 't0', steps: [0, 1].map(() => ({ state: 's', action: 'a', reward: 1e308 })) },
+            { id: 't1', steps: [{ state: 's', action: 'a', reward: 0 }] },
+          ],
+        },
+      ],
+    });
+    expect(() => estimate(huge, 'reinforce')).toThrow(
+      expect.objectContaining({
+        code: 'NON_FINITE_RESULT',
+        message: expect.stringMatching(
+          /trajectory "t0", step 0 .*: method "reinforce" gives this step a non-finite advantage \(Infinity\)/,
+        ),
+      }),
+    );
+  });
   test('open interval', () =>
     rejects(
       'gigpo',

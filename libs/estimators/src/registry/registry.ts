@@ -84,6 +84,16 @@ export function estimate(
     }
   }
   const out = method.estimate(batch, resolved);
+  // Every input is finite, yet a parameter or reward near float64's limit can overflow on the
+  // way: refused here, so that no caller stores, serves or trains on an infinite advantage.
+  const overflow = out.advantages.findIndex((a) => !Number.isFinite(a));
+  if (overflow >= 0) {
+    throw new EstimatorInputError(
+      'NON_FINITE_RESULT',
+      `method "${method.name}" gives this step a non-finite advantage (${out.advantages[overflow]}): a parameter or reward is too large for the arithmetic; use smaller values`,
+      locateStep(batch, overflow),
+    );
+  }
   return { method: method.name, version: method.version, params: { ...resolved }, ...out };
 }
 
