@@ -42,6 +42,14 @@ async function online(
   });
 }
 
+/** POST …/advantages of any run and iteration with a JSON body. */
+const postAdvantages = (id: string, iteration: number, body: string) =>
+  api(`${server.url}/v1/runs/${id}/iterations/${iteration}/advantages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+
 const cases = fixture.expected.map(
   (e, n) => [`#${n} ${e.method} ${JSON.stringify(e.params)}`, e.method, e.params] as const,
 );
@@ -174,11 +182,7 @@ describe('errors are clear, with codes', () => {
     const batch = structuredClone(fixture.batch);
     delete batch.groups[1]!.trajectories[2]!.steps[3]!.embedding;
     await client.appendEvents(id, rolloutEvents(0, batch));
-    const res = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"method":"bipace"}',
-    });
+    const res = await postAdvantages(id, 0, '{"method":"bipace"}');
     expect(res.status).toBe(400);
     const body = (await res.json()) as { message: string };
     expect(body.message).toBe(
@@ -194,11 +198,7 @@ describe('errors are clear, with codes', () => {
       groups: [{ id: 'g', trajectories: [{ id: 't', steps: [step, step] }] }],
     };
     await client.appendEvents(id, rolloutEvents(0, batch));
-    const res = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"method":"reinforce"}',
-    });
+    const res = await postAdvantages(id, 0, '{"method":"reinforce"}');
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toContain(
       'method "reinforce" gives this step a non-finite advantage (Infinity)',
@@ -212,11 +212,7 @@ describe('errors are clear, with codes', () => {
   });
 
   test('an iteration without rollouts, an unknown run', async () => {
-    const empty = await api(`${server.url}/v1/runs/${runId}/iterations/9/advantages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"method":"grpo"}',
-    });
+    const empty = await postAdvantages(runId, 9, '{"method":"grpo"}');
     expect(empty.status).toBe(400);
     expect(((await empty.json()) as { message: string }).message).toBe(
       `run ${runId} has no rollouts in iteration 9`,
