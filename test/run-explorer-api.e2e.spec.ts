@@ -92,6 +92,11 @@ const names = async (filter: Record<string, unknown>, sort = 'CREATED_DESC') =>
 
 test('runs: name search, any-of methods, statuses, created range and parent', async () => {
   expect(await names({ nameContains: 'BASELINE' })).toEqual(['Baseline GRPO']);
+  // Searched as written: % and _ are characters, not LIKE's wildcards.
+  expect(await names({ nameContains: 'to_gigpo' })).toEqual([]);
+  expect(await names({ nameContains: '%' })).toEqual([]);
+  expect(await names({ nameContains: 'e_under' })).toEqual([]);
+  expect(await names({ nameContains: '\\' })).toEqual([]);
   expect(await names({ methods: ['gigpo', 'gaca'] })).toEqual([
     'retrain under gaca',
     'fork to gigpo',

@@ -27,13 +27,21 @@ function runWhere(caller: Principal, f: RunFilter | undefined): Record<string, u
     method: f?.methods?.length ? { in: f.methods } : f?.method,
     ...(f?.status?.length ? { status: { in: f.status } } : {}),
     ...(f?.tags?.length ? { tags: { hasEvery: f.tags } } : {}),
-    ...(f?.nameContains ? { name: { contains: f.nameContains, mode: 'insensitive' } } : {}),
+    ...(f?.nameContains
+      ? { name: { contains: likeLiteral(f.nameContains), mode: 'insensitive' } }
+      : {}),
     ...(f?.createdAfter || f?.createdBefore
       ? { createdAt: { gte: f.createdAfter ?? undefined, lt: f.createdBefore ?? undefined } }
       : {}),
     ...(f?.parentRunId ? { parentRunId: isUuid(f.parentRunId) ? f.parentRunId : NO_RUN } : {}),
   };
 }
+
+/**
+ * Text matched as written: Prisma hands `contains` to ILIKE as it is, where %, _ and \ are
+ * wildcards and the escape character (PostgreSQL's default escape is the backslash).
+ */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, '\\$&');
 
 /** A uuid no run has: a malformed id in a filter matches nothing. */
 const NO_RUN = '00000000-0000-0000-0000-000000000000';
