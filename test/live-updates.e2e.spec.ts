@@ -159,3 +159,34 @@ test('no key, an unknown key, or another project’s key: nothing about the run'
   expect(JSON.stringify(stranger.errors)).toContain('NOT_FOUND');
   expect(JSON.stringify(stranger.errors)).toContain(`run \\"${id}\\" not found`);
 });
+
+test('a subscription that does not parse gets an error naming the mistake; the socket stays open', async () => {
+  const socket = createClient({
+    url: server.url.replace(/^http/, 'ws') + '/graphql',
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${ADMIN_KEY}` },
+    retryAttempts: 0,
+  });
+  sockets.push(socket);
+  const outcome = (query: string) =>
+    new Promise<unknown>((resolve) => {
+      const stop = socket.subscribe(
+        { query },
+        {
+          next: (m) => {
+            stop();
+            resolve(m);
+          },
+          error: resolve,
+          complete: () => resolve('complete'),
+        },
+      );
+    });
+  // An error message for the operation, not the socket closed as the server's own failure (4500).
+  const broken = await outcome('subscription {');
+  expect(Array.isArray(broken)).toBe(true);
+  expect((broken as { message: string }[])[0]?.message).toMatch(/^Syntax Error: Expected Name/);
+  const { id } = await client.createRun({ name: 'after a mistake', env: 'e', method: 'grpo' });
+  const fine = await outcome(`subscription { runProgress(runId: "${id}") { runId } }`);
+  expect(fine).toMatchObject({ data: { runProgress: { runId: id } } });
+});

@@ -8,6 +8,7 @@ import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
+import { GraphQLError, parse } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
@@ -54,6 +55,8 @@ export function graphqlOptions(
     subscriptions: {
       'graphql-ws': {
         path: '/graphql',
+        onSubscribe: (_ctx, _id, payload) =>
+          refuseUnparsable(payload.query, config.limits.graphqlMaxTokens),
         onConnect: async (ctx) => {
           const socket = ctx as unknown as SocketContext;
           const header =
@@ -78,4 +81,19 @@ export function graphqlOptions(
       complexityLimitPlugin(config.limits.graphqlMaxCost),
     ],
   };
+}
+
+/**
+ * A document that does not parse is the caller's mistake, answered on the socket as an error for
+ * that operation; graphql-ws would otherwise close the whole socket as for its own failure (4500).
+ * Parsed documents go on to graphql-ws's own handling (undefined). Its token limit is HTTP's.
+ */
+function refuseUnparsable(query: string, maxTokens: number): readonly GraphQLError[] | undefined {
+  try {
+    parse(query, { maxTokens }); // bounded as over HTTP
+    return undefined;
+  } catch (e) {
+    if (e instanceof GraphQLError) return [e];
+    throw e;
+  }
 }
