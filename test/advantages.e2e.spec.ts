@@ -166,6 +166,21 @@ describe('errors are clear, with codes', () => {
     expect(((await bad.json()) as { message: string }).message).toBe(
       'parameter "gamma" of method "gigpo" must be a number in [0, 1], got 2',
     );
+    // Not an object at all (GraphQL's JSON scalar takes anything): was taken as no parameters
+    // (5) or as parameter "0" ("x").
+    for (const params of ['5', '"x"']) {
+      const notAnObject = await gql(
+        server,
+        `query($id: ID!) { compare(runId: $id, methods: [{ name: "gigpo", params: ${params} }]) { stepCount } }`,
+        { id: runId },
+      );
+      expect(notAnObject.errors?.[0]).toMatchObject({
+        message: expect.stringContaining(
+          'the parameters of method "gigpo" must be an object of names and values',
+        ),
+        extensions: { code: 'BAD_USER_INPUT' },
+      });
+    }
     const g = await gql(
       server,
       'query($id: ID!) { compare(runId: $id, methods: [{ name: "gigpo", params: { stepwieght: 1 } }]) { stepCount } }',

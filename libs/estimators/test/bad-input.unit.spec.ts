@@ -248,6 +248,24 @@ describe('methods and parameters', () => {
       }),
     );
   });
+  test('parameters that are not an object of names and values', () => {
+    for (const [given, got] of [
+      [5, '5'],
+      ['x', '"x"'],
+      [[0.9], '[0.9]'],
+      [null, 'null'],
+    ] as const)
+      rejects(
+        'gigpo',
+        given as unknown as Record<string, unknown>,
+        'INVALID_PARAMETER',
+        new RegExp(
+          `^the parameters of method "gigpo" must be an object of names and values, e\\.g\\. \\{"gamma": 0\\.9\\}, got ${got.replace(/[[\].]/g, '\\$&')}$`,
+        ),
+      );
+  });
+  test('a number JSON cannot say is shown as it was written', () =>
+    rejects('gigpo', { gamma: Infinity }, 'INVALID_PARAMETER', /got Infinity$/));
   test('open interval', () =>
     rejects(
       'gigpo',

@@ -63,6 +63,13 @@ export function resolveParams<S extends ParamSchema>(
   schema: S,
   given: Readonly<Record<string, unknown>> = {},
 ): ResolvedParams<S> {
+  // Callers pass JSON from the wire: a number or text would otherwise read as no or odd names.
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new EstimatorInputError(
+      'INVALID_PARAMETER',
+      `the parameters of method "${method}" must be an object of names and values, e.g. {"gamma": 0.9}, got ${shown(given)}`,
+    );
+  }
   for (const name of Object.keys(given)) {
     if (!Object.hasOwn(schema, name)) {
       throw new EstimatorInputError(
@@ -81,7 +88,7 @@ export function resolveParams<S extends ParamSchema>(
     if (!isValid(spec, value)) {
       throw new EstimatorInputError(
         'INVALID_PARAMETER',
-        `parameter "${name}" of method "${method}" must be ${describeParamType(spec)}, got ${JSON.stringify(value)}`,
+        `parameter "${name}" of method "${method}" must be ${describeParamType(spec)}, got ${shown(value)}`,
       );
     }
     out[name] = value;
@@ -138,4 +145,11 @@ function isValid(spec: ParamSpec, value: unknown): boolean {
       return true;
     }
   }
+}
+
+/** A value as the caller wrote it: JSON, except numbers JSON cannot say (1e999 parses to Infinity). */
+function shown(value: unknown): string {
+  return typeof value === 'number' && !Number.isFinite(value)
+    ? String(value)
+    : (JSON.stringify(value) ?? String(value));
 }
