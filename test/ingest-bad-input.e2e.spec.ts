@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { CreditlabClient } from '@creditlab/client';
 import { rowCounts } from './support/row-counts';
 import { gql, startTestServer, type ServerProcess, ADMIN_KEY, api } from './support/test-server';
@@ -104,6 +105,30 @@ test.each(cases)('%s', async (_name, c) => {
   expect(json.message).toContain(c.expect.message);
   if (c.expect.line !== undefined) expect(json.line).toBe(c.expect.line);
   if (c.expect.path !== undefined) expect(json.path).toBe(c.expect.path);
+  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+});
+
+test('a compressed body is refused with 415 naming its encoding, for events and checkpoints', async () => {
+  const before = await rowCounts(server.databaseUrl);
+  const line = JSON.stringify({
+    id: '00000000-0000-4000-8000-00000000e5c0',
+    type: 'metrics.logged',
+    data: { iteration: 0, metrics: { loss: 1 } },
+  });
+  for (const [route, method, type] of [
+    [`/v1/runs/${runId}/events`, 'POST', 'application/x-ndjson'],
+    [`/v1/runs/${runId}/checkpoints/0`, 'PUT', 'application/octet-stream'],
+  ] as const) {
+    const res = await api(`${server.url}${route}`, {
+      method,
+      headers: { 'content-type': type, 'content-encoding': 'gzip' },
+      body: gzipSync(`${line}\n`),
+    });
+    expect(res.status).toBe(415);
+    expect(await res.json()).toMatchObject({
+      message: 'Content-Encoding "gzip" is not accepted here; send the body uncompressed',
+    });
+  }
   expect(await rowCounts(server.databaseUrl)).toEqual(before);
 });
 

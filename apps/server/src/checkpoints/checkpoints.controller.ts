@@ -19,6 +19,7 @@ import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
+import { refuseEncodedBody } from '../http/unencoded-body';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
@@ -54,6 +55,7 @@ export class CheckpointsController {
         ErrorCode.InvalidInput,
         `X-Creditlab-Checkpoint-Format: 1–100 of [A-Za-z0-9_.+/-], got ${JSON.stringify(format)}`,
       );
+    refuseEncodedBody(req);
     const limit = this.config.limits.maxCheckpointBytes;
     let data: Buffer;
     try {

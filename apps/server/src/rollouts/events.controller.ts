@@ -9,6 +9,7 @@ import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { AppendResult } from './append-session';
 import { EventAppender } from './event-appender.service';
+import { refuseEncodedBody } from '../http/unencoded-body';
 import { ndjsonEvents } from './ndjson-source';
 
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
@@ -42,6 +43,7 @@ export class EventsController {
         `send events as Content-Type: application/x-ndjson (one JSON event per line), not ${JSON.stringify(type || 'nothing')}`,
       );
     }
+    refuseEncodedBody(req);
     return this.uploads.run(caller, () =>
       this.appender.append(runId, ndjsonEvents(req, this.config.limits)),
     );
