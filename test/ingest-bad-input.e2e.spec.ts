@@ -108,6 +108,19 @@ test.each(cases)('%s', async (_name, c) => {
   expect(await rowCounts(server.databaseUrl)).toEqual(before);
 });
 
+test('a JSON body over its limit is refused with 413 naming the limit', async () => {
+  const res = await api(`${server.url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'x', env: 'e', method: 'grpo', config: { pad: 'x'.repeat(3e6) } }),
+  });
+  expect(res.status).toBe(413);
+  expect(await res.json()).toMatchObject({
+    error: 'PAYLOAD_TOO_LARGE',
+    message: expect.stringMatching(/^JSON body larger than 2097152 bytes/),
+  });
+});
+
 test('a compressed body is refused with 415 naming its encoding, for events and checkpoints', async () => {
   const before = await rowCounts(server.databaseUrl);
   const line = JSON.stringify({

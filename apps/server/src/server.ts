@@ -14,6 +14,7 @@ import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
 import { ConnectionDraining } from './operations/connection-draining';
+import { JSON_BODY_LIMIT_BYTES } from './http/json-body';
 import { jobsOnly } from './operations/jobs-only';
 import { Metrics } from './operations/metrics';
 import { RequestLogging } from './operations/request-logging';
@@ -72,7 +73,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     const draining = new ConnectionDraining(() => app.getHttpServer() as Server);
     app.use(draining.middleware);
     app.use(logging.middleware());
-    app.useBodyParser('json', { limit: '2mb', type: parsesJsonBody });
+    app.useBodyParser('json', { limit: JSON_BODY_LIMIT_BYTES, type: parsesJsonBody });
     const metrics = app.get(Metrics);
     app.use((req: Request, res: Response, next: NextFunction) => {
       const end = metrics.httpSeconds.startTimer();
