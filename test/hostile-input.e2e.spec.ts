@@ -120,6 +120,16 @@ describe('a finished run', () => {
     expect(late.status).toBe(409);
     expect(late.body).toMatchObject({ error: 'RUN_FINISHED', line: 1, runStatus: 'completed' });
     expect(late.body.message).toContain('send a run.resumed event first');
+    // A request whose event the server writes (here a checkpoint's) is told which event it was.
+    const checkpoint = await api(`${server.url}/v1/runs/${runId}/checkpoints/0`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'weights',
+    });
+    expect(checkpoint.status).toBe(409);
+    expect(((await checkpoint.json()) as { message: string }).message).toMatch(
+      /^the checkpoint\.saved event this request records: run .* is completed; send a run\.resumed event first/,
+    );
     const again = await post(runId, [
       { id: newEventId(), type: 'run.finished', data: { status: 'failed' } },
     ]);

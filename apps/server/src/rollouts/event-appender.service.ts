@@ -68,7 +68,8 @@ export class EventAppender {
       (async function* () {
         yield { position: 1, value: event };
       })(),
-      undefined,
+      // Not a line the caller sent: a refusal names the event the request would have recorded.
+      () => `the ${event.type} event this request records`,
       alsoWrite,
     );
   }
