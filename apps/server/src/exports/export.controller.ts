@@ -24,11 +24,16 @@ const list = (what: string) =>
 const querySchema = z.object({
   format: z.enum(['csv', 'parquet']).default('csv'),
   iterations: list('iterations')
-    .transform((xs) => xs.map(Number))
-    .refine(
-      (xs) => xs.every((x) => Number.isInteger(x) && x >= 0 && x <= MAX_INT32),
-      'whole numbers from 0 to 2147483647',
-    )
+    .transform((xs, ctx) => {
+      // Digits only, as in an iteration's path (…/iterations/7/…): "1e3" and "0x1" are not 1000 and 1.
+      const bad = xs.find((x) => !/^\d{1,10}$/.test(x) || Number(x) > MAX_INT32);
+      if (bad === undefined) return xs.map(Number);
+      ctx.addIssue({
+        code: 'custom',
+        message: `whole numbers from 0 to ${MAX_INT32}, got ${JSON.stringify(bad)}`,
+      });
+      return z.NEVER;
+    })
     .optional(),
   methods: z
     .string()
@@ -51,7 +56,9 @@ const querySchema = z.object({
         .max(12),
     )
     .default([]),
-  include: list('column names').default([]),
+  include: list('column names')
+    .transform((xs) => [...new Set(xs)]) // a column named twice is one column
+    .default([]),
 });
 
 /**
