@@ -214,6 +214,16 @@ test('query limits: cost and page size are refused with clear errors', async () 
   );
   const page = await gql(server, '{ runs(first: 1000) { nodes { id } } }');
   expect(page.errors?.[0]?.message).toBe('runs: first must be an integer from 1 to 100, got 1000');
+  for (const [arg, message] of [
+    ['disagreements: -1', 'disagreements: from 0 to 100, got -1'],
+    ['examples: 101', 'examples: from 0 to 100, got 101'],
+  ]) {
+    const listed = await gql(
+      server,
+      `{ compare(runId: "${runIds[0]}", methods: [{ name: "grpo" }], ${arg}) { stepCount } }`,
+    );
+    expect(listed.errors?.[0]?.message).toBe(message);
+  }
   const cursor = await gql(server, '{ runs(after: "nonsense") { nodes { id } } }');
   expect(cursor.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
 });

@@ -69,8 +69,14 @@ export class CompareResolver {
     @Context() ctx: Record<string, unknown>,
   ): Promise<ComparisonReportObject> {
     await this.scope.assertRun(caller, runId);
-    if (disagreements > 100 || examples > 100)
-      throw new DomainError(ErrorCode.InvalidInput, 'disagreements and examples: at most 100');
+    for (const [name, n] of [
+      ['disagreements', disagreements],
+      ['examples', examples],
+    ] as const)
+      if (n < 0 || n > 100)
+        throw new DomainError(ErrorCode.InvalidInput, `${name}: from 0 to 100, got ${n}`, {
+          path: name,
+        });
     const requests = methods.map(toRequest);
     for (const m of requests) {
       const r = this.compareService.resolve(m);
