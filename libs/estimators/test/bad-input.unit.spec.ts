@@ -225,6 +225,13 @@ describe('methods and parameters', () => {
       'INVALID_PARAMETER',
       /parameter "gamma" of method "gigpo" must be a number in \[0, 1\], got 1.5/,
     ));
+  test('an advantage beyond float32 (what the server and the trainer keep): refused, naming the step', () =>
+    rejects(
+      'gigpo',
+      { stepWeight: 1e39 },
+      'NON_FINITE_RESULT',
+      /: method "gigpo" gives this step an advantage beyond float32's range \(-?[\d.]+e\+\d+\)/,
+    ));
   test('finite rewards whose arithmetic overflows: refused, naming the step', () => {
     // Two rewards of 1e308 in one trajectory: their undiscounted return is beyond float64.
     const huge = columnarBatchFromJson({
@@ -260,7 +267,7 @@ describe('methods and parameters', () => {
         given as unknown as Record<string, unknown>,
         'INVALID_PARAMETER',
         new RegExp(
-          `^the parameters of method "gigpo" must be an object of names and values, e\\.g\\. \\{"gamma": 0\\.9\\}, got ${got.replace(/[[\].]/g, '\\$&')}$`,
+          `^the parameters of method "gigpo" must be an object of names and values, e\\.g\\. \\{"gamma": [\\d.]+\\}, got ${got.replace(/[[\].]/g, '\\$&')}$`,
         ),
       );
   });

@@ -67,7 +67,7 @@ export function resolveParams<S extends ParamSchema>(
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw new EstimatorInputError(
       'INVALID_PARAMETER',
-      `the parameters of method "${method}" must be an object of names and values, e.g. {"gamma": 0.9}, got ${shown(given)}`,
+      `the parameters of method "${method}" must be an object of names and values, e.g. ${example(schema)}, got ${shown(given)}`,
     );
   }
   for (const name of Object.keys(given)) {
@@ -152,4 +152,10 @@ function shown(value: unknown): string {
   return typeof value === 'number' && !Number.isFinite(value)
     ? String(value)
     : (JSON.stringify(value) ?? String(value));
+}
+
+/** The method's first parameter at its default, as an example of a parameters object. */
+function example(schema: ParamSchema): string {
+  const first = Object.entries(schema)[0];
+  return first ? `{${JSON.stringify(first[0])}: ${shown(first[1].default)}}` : '{}';
 }

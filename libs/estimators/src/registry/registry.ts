@@ -84,13 +84,15 @@ export function estimate(
     }
   }
   const out = method.estimate(batch, resolved);
-  // Every input is finite, yet a parameter or reward near float64's limit can overflow on the
-  // way: refused here, so that no caller stores, serves or trains on an infinite advantage.
-  const overflow = out.advantages.findIndex((a) => !Number.isFinite(a));
+  // Every input is finite, yet a large parameter or reward can overflow on the way, or give an
+  // advantage beyond float32, which the server and the trainer store and train on: refused here,
+  // so that no caller stores, serves or trains on an infinite advantage.
+  const overflow = out.advantages.findIndex((a) => !Number.isFinite(Math.fround(a)));
   if (overflow >= 0) {
+    const a = out.advantages[overflow] as number;
     throw new EstimatorInputError(
       'NON_FINITE_RESULT',
-      `method "${method.name}" gives this step a non-finite advantage (${out.advantages[overflow]}): a parameter or reward is too large for the arithmetic; use smaller values`,
+      `method "${method.name}" gives this step ${Number.isFinite(a) ? `an advantage beyond float32's range (${a})` : `a non-finite advantage (${a})`}: a parameter or reward is too large for the arithmetic; use smaller values`,
       locateStep(batch, overflow),
     );
   }
