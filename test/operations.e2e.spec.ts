@@ -1,5 +1,7 @@
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { rowCounts } from './support/row-counts';
 import { metric, startTestServer, ADMIN_KEY, api } from './support/test-server';
 
@@ -124,4 +126,23 @@ test('SIGTERM during an ingest request: the request completes, its connection is
   );
   expect(ack.accepted).toBeGreaterThan(0);
   expect((await rowCounts(server.databaseUrl)).steps).toBe(steps);
+});
+
+test('SIGTERM with a live-updates WebSocket open: the socket is told the server is going away, and the server exits', async () => {
+  const server = await startTestServer();
+  const socket = new WebSocket(
+    `${server.url.replace(/^http/, 'ws')}/graphql`,
+    'graphql-transport-ws',
+  );
+  await once(socket, 'open');
+  const acked = once(socket, 'message');
+  socket.send(
+    JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${ADMIN_KEY}` } }),
+  );
+  expect(JSON.parse(String((await acked)[0]))).toEqual({ type: 'connection_ack' });
+  const closed = once(socket, 'close');
+  // Without the close, the server waited for as long as the socket stayed open (a browser tab).
+  expect(await server.stop()).toBe(0);
+  const [code] = (await closed) as [number];
+  expect(code).toBe(1001);
 });

@@ -70,7 +70,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       // checkpoint uploads): those take any bytes, whatever Content-Type a client sends.
       bodyParser: false,
     });
-    const draining = new ConnectionDraining(() => app.getHttpServer() as Server);
+    const draining = new ConnectionDraining(app.getHttpServer() as Server);
     app.use(draining.middleware);
     app.use(logging.middleware());
     app.useBodyParser('json', { limit: JSON_BODY_LIMIT_BYTES, type: parsesJsonBody });
