@@ -262,6 +262,13 @@ test('caller mistakes found before execution are refused with 400, not 500', asy
     message: 'argument filter.nameContains: must not contain the NUL character (\\u0000)',
     extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
   });
+  const nulDefault = await post(
+    'query($n: String = "a\\u0000") { runs(filter: { nameContains: $n }) { nodes { id } } }',
+  );
+  expect(nulDefault.status).toBe(400);
+  expect(nulDefault.body.errors?.[0]).toMatchObject({
+    message: 'the default of variable $n: must not contain the NUL character (\\u0000)',
+  });
   const nulVariable = await post(runsQuery, { f: { tags: ['ok', 'a\u0000'] } });
   expect(nulVariable.status).toBe(400);
   expect(nulVariable.body.errors?.[0]).toMatchObject({

@@ -161,7 +161,11 @@ test('no key, an unknown key, or another project’s key: nothing about the run'
 });
 
 test('a subscription that does not parse gets an error naming the mistake; the socket stays open', async () => {
+  let connections = 0;
   const socket = createClient({
+    on: { connected: () => connections++ },
+    lazy: false, // one socket for both subscriptions, unless the server closes it
+    onNonLazyError: () => undefined, // the old close (4500) shows as a second connection below
     url: server.url.replace(/^http/, 'ws') + '/graphql',
     webSocketImpl: WebSocket,
     connectionParams: { authorization: `Bearer ${ADMIN_KEY}` },
@@ -189,4 +193,5 @@ test('a subscription that does not parse gets an error naming the mistake; the s
   const { id } = await client.createRun({ name: 'after a mistake', env: 'e', method: 'grpo' });
   const fine = await outcome(`subscription { runProgress(runId: "${id}") { runId } }`);
   expect(fine).toMatchObject({ data: { runProgress: { runId: id } } });
+  expect(connections).toBe(1); // the second subscription used the same socket
 });

@@ -97,6 +97,15 @@ test('runs: name search, any-of methods, statuses, created range and parent', as
   expect(await names({ nameContains: '%' })).toEqual([]);
   expect(await names({ nameContains: 'e_under' })).toEqual([]);
   expect(await names({ nameContains: '\\' })).toEqual([]);
+  // …and a name holding them is still found by them.
+  const odd = await admin.createRun({
+    name: '50%_done\\x',
+    project: 'like',
+    env: 'e',
+    method: 'grpo',
+  });
+  const found = await read<Page>(RUNS, { filter: { project: 'like', nameContains: '%_DONE\\' } });
+  expect(found.runs.nodes.map((r) => r.id)).toEqual([odd.id]);
   expect(await names({ methods: ['gigpo', 'gaca'] })).toEqual([
     'retrain under gaca',
     'fork to gigpo',

@@ -33,8 +33,7 @@ export function authenticate(
     const token = bearerToken(req.headers.authorization);
     if (!token) {
       // A proxy on this machine forwards others' requests from loopback: they say so in a header.
-      const proxied =
-        req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined;
+      const proxied = PROXY_HEADERS.some((h) => req.headers[h] !== undefined);
       const local = isLoopback(req.socket.remoteAddress) && !proxied;
       const advice = noKeyAdvice(credentialsFile, local);
       sendDomainError(req, res, new DomainError(ErrorCode.Unauthenticated, advice));
@@ -84,6 +83,9 @@ export function isLoopback(address: string | undefined): boolean {
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
   return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
+
+/** Headers reverse proxies add (nginx's usual setup sends X-Real-IP, others Forwarded or Via). */
+const PROXY_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip', 'via'];
 
 /** The principal a request authenticated as, if any (for logs). */
 export const attachedPrincipal = (req: object): Principal | undefined =>

@@ -13,7 +13,7 @@ export function storableTextRule(context: ValidationContext): ASTVisitor {
       const problem = textProblem(node.value);
       if (problem)
         context.reportError(
-          new GraphQLError(`argument ${argumentPath([...ancestors, parent])}: ${problem}`, {
+          new GraphQLError(`${placeOf([...ancestors, parent])}: ${problem}`, {
             nodes: node,
           }),
         );
@@ -21,14 +21,18 @@ export function storableTextRule(context: ValidationContext): ASTVisitor {
   };
 }
 
-/** `filter.nameContains` from the argument and input fields enclosing a literal. */
-function argumentPath(enclosing: readonly (ASTNode | readonly ASTNode[] | undefined)[]): string {
-  return enclosing
-    .filter((a): a is ASTNode => a !== undefined && !Array.isArray(a))
-    .flatMap((a) =>
-      a.kind === Kind.ARGUMENT || a.kind === Kind.OBJECT_FIELD ? [a.name.value] : [],
-    )
-    .join('.');
+/**
+ * Where a literal is: `argument filter.nameContains`, from the argument and input fields that
+ * enclose it, or `the default of variable $name`.
+ */
+function placeOf(enclosing: readonly (ASTNode | readonly ASTNode[] | undefined)[]): string {
+  const nodes = enclosing.filter((a): a is ASTNode => a !== undefined && !Array.isArray(a));
+  const variable = nodes.find((a) => a.kind === Kind.VARIABLE_DEFINITION);
+  if (variable) return `the default of variable $${variable.variable.name.value}`;
+  const path = nodes.flatMap((a) =>
+    a.kind === Kind.ARGUMENT || a.kind === Kind.OBJECT_FIELD ? [a.name.value] : [],
+  );
+  return `argument ${path.join('.')}`;
 }
 
 /** The same for the operation's variables: a 400 naming the variable and the place within it. */

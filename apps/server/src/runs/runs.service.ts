@@ -118,20 +118,19 @@ function parseRunInput(input: unknown): ParsedRunInput {
     throw new DomainError(ErrorCode.InvalidInput, `${path || 'body'}: ${unstorable.message}`, {
       path,
       reason: unstorable.message,
+      issues: [{ path, reason: unstorable.message }],
     });
   }
   const parsed = runInputSchema.safeParse(input);
   if (parsed.success) return parsed.data;
   // Every mistake at once, so that a caller fixes them in one go; path and reason name the first.
-  const issues = allIssues(parsed.error).map((i) => ({
-    path: i.path || 'body',
-    reason: i.message,
-  }));
+  // The body itself has the empty path, as in `path`; the message calls it "body".
+  const issues = allIssues(parsed.error).map((i) => ({ path: i.path, reason: i.message }));
   const first = issues[0] as { path: string; reason: string };
   throw new DomainError(
     ErrorCode.InvalidInput,
-    issues.map((i) => `${i.path}: ${i.reason}`).join('; '),
-    { path: first.path === 'body' ? '' : first.path, reason: first.reason, issues },
+    issues.map((i) => `${i.path || 'body'}: ${i.reason}`).join('; '),
+    { path: first.path, reason: first.reason, issues },
   );
 }
 

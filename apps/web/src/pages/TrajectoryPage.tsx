@@ -51,7 +51,7 @@ export function TrajectoryPage() {
     const next = ids.data?.[position + d];
     if (next)
       void navigate(
-        `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(next)}?${params.toString()}`,
+        `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(next)}${window.location.search}`,
       );
   };
   if (run.isError) return <Failure error={run.error} />;
