@@ -13,6 +13,7 @@ import {
   simpleEstimator,
   type ComplexityEstimator,
 } from 'graphql-query-complexity';
+import { callersMistake } from './callers-mistake';
 
 /**
  * Rejects operations nested deeper than `maxDepth` fields, or that expand (fragments spread in
@@ -78,12 +79,6 @@ export function documentLimitsRule(maxDepth: number, maxFields: number) {
 }
 
 /**
- * Apollo answers 500 for an error thrown before execution unless the error names its status (it
- * takes the `http` extension off the response).
- */
-const CALLERS_MISTAKE = { status: 400 };
-
-/**
  * Cost ≈ the number of objects an operation can return: an object field costs
  * its page size × (1 + its children's cost), where the page size is `first`
  * when the field takes it, else the typical size of that list (G trajectories
@@ -119,17 +114,13 @@ export function complexityLimitPlugin(maxCost: number): ApolloServerPlugin {
             // Costing coerces the variables first, so a bad variable (a status not in the enum, a
             // malformed date) fails here: the caller's mistake, told as graphql-js words it.
             if (e instanceof GraphQLError)
-              throw new GraphQLError(e.message, {
-                extensions: { code: 'BAD_USER_INPUT', http: CALLERS_MISTAKE },
-              });
+              throw callersMistake(e.message, { code: 'BAD_USER_INPUT' });
             throw e;
           }
           if (cost > maxCost) {
-            throw new GraphQLError(
+            throw callersMistake(
               `query cost ${cost} exceeds the limit of ${maxCost}; ask for smaller pages`,
-              {
-                extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost, http: CALLERS_MISTAKE },
-              },
+              { code: 'QUERY_TOO_COSTLY', cost, maxCost },
             );
           }
         },

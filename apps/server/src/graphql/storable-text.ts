@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { findUnstorable, formatPath, textProblem } from '@creditlab/events';
+import { callersMistake } from './callers-mistake';
 import { GraphQLError, Kind, type ASTNode, type ASTVisitor, type ValidationContext } from 'graphql';
 
 /**
@@ -43,8 +44,8 @@ export function storableVariablesPlugin(): ApolloServerPlugin {
         async didResolveOperation({ request }) {
           const issue = findUnstorable(request.variables ?? {});
           if (!issue) return;
-          throw new GraphQLError(`variable $${formatPath(issue.path)}: ${issue.message}`, {
-            extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+          throw callersMistake(`variable $${formatPath(issue.path)}: ${issue.message}`, {
+            code: 'BAD_USER_INPUT',
           });
         },
       };

@@ -1,5 +1,5 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import { GraphQLError } from 'graphql';
+import { callersMistake } from './callers-mistake';
 
 /**
  * Subscriptions run over graphql-ws on /graphql, never through this HTTP pipeline (which would
@@ -11,9 +11,9 @@ export function subscriptionsOverSocketPlugin(): ApolloServerPlugin {
       return {
         async didResolveOperation({ operation }) {
           if (operation?.operation !== 'subscription') return;
-          throw new GraphQLError(
+          throw callersMistake(
             'subscriptions are served over WebSocket (the graphql-ws protocol on /graphql), not over HTTP',
-            { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+            { code: 'BAD_REQUEST' },
           );
         },
       };
