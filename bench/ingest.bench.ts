@@ -38,6 +38,12 @@ interface Result extends Scenario {
   httpSeconds: number;
   /** CPU the server process used during the HTTP ingest. */
   serverCpuSeconds: number;
+  /**
+   * From the last answer until every complete iteration was packed for recompute (the background
+   * packer may lag behind ingest), and the server's and PostgreSQL's CPU from the first request
+   * until then; undefined with CREDITLAB_PACK_ITERATIONS=on-read, which packs nothing at ingest.
+   */
+  packing?: { lagSeconds: number; serverCpuSeconds: number; databaseCpuSeconds: number };
   /** WAL written during the HTTP ingest: every byte the database wrote for it. */
   httpWalBytes: number;
   /** COPY of the logical step rows (texts inline): the ceiling the goal is stated against. */
@@ -130,6 +136,22 @@ async function timeCopy(
   return { seconds, walBytes, databaseCpuSeconds };
 }
 
+/** Waits until every complete iteration of the run (all but its last) is packed at its current position. */
+async function packingDone(db: pg.Pool, runId: string): Promise<void> {
+  for (;;) {
+    const { rows } = await db.query<{ left: number }>(
+      `SELECT count(*)::int AS left FROM iterations it JOIN runs r ON r.id = it.run_id
+       LEFT JOIN iteration_columns c ON c.run_id = it.run_id AND c.iteration = it.iteration
+         AND c.inputs_seq = it.inputs_seq
+       WHERE it.run_id = $1 AND it.step_count > 0 AND it.iteration < r.last_iteration
+         AND c.run_id IS NULL`,
+      [runId],
+    );
+    if (rows[0]?.left === 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const postFile = (url: string, file: string, size: number) =>
   postNdjsonStream(url, createReadStream(file), size);
 
@@ -161,6 +183,15 @@ async function runScenario(
   const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
   const httpDatabaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu0);
   const httpWalBytes = await walSince(db, wal);
+  let packing: Result['packing'];
+  if (process.env.CREDITLAB_PACK_ITERATIONS !== 'on-read') {
+    await packingDone(db, id);
+    packing = {
+      lagSeconds: (performance.now() - t0) / 1000 - httpSeconds,
+      serverCpuSeconds: (await cpuSeconds(serverPid)) - cpu0,
+      databaseCpuSeconds: await databaseCpuSince(pgDir, dbCpu0),
+    };
+  }
   const statements = await stats.top(STATEMENTS_SHOWN);
   const steps = Number(
     (await db.query('SELECT count(*) FROM steps WHERE run_id = $1', [id])).rows[0].count,
@@ -206,6 +237,7 @@ async function runScenario(
       bytes,
       httpSeconds,
       serverCpuSeconds,
+      packing,
       httpWalBytes,
       httpDatabaseCpuSeconds,
       logicalDatabaseCpuSeconds: logical.databaseCpuSeconds,
@@ -297,6 +329,13 @@ ${lines.join('\n')}
 `;
 }
 
+/** The cells of the packing columns: lag, then CPU per step until packed (n/a when nothing packs at ingest). */
+function packingCells(r: Result, us: (seconds: number, steps: number) => string): string {
+  if (!r.packing) return 'n/a | n/a | n/a';
+  const p = r.packing;
+  return `${fmt(p.lagSeconds, 2)} s | ${us(p.serverCpuSeconds, r.steps)} | ${us(p.databaseCpuSeconds, r.steps)}`;
+}
+
 const kSteps = (steps: number, seconds: number) => `${fmt(steps / seconds / 1000, 1)}k`;
 
 async function main(): Promise<void> {
@@ -317,7 +356,7 @@ async function main(): Promise<void> {
       );
       results.push(r);
       console.log(
-        `${r.label} ${r.steps}: HTTP ${kSteps(r.steps, r.httpSeconds)} steps/s (server CPU ${fmt((r.serverCpuSeconds / r.steps) * 1e6, 1)} µs/step, database CPU ${fmt((r.httpDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.httpWalBytes / r.steps, 0)} B/step); logical COPY ${kSteps(r.steps, r.logicalCopySeconds)} (database CPU ${fmt((r.logicalDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.logicalWalBytes / r.steps, 0)} B/step); stored-rows COPY ${kSteps(r.steps, r.storedCopySeconds)}`,
+        `${r.label} ${r.steps}: HTTP ${kSteps(r.steps, r.httpSeconds)} steps/s (server CPU ${fmt((r.serverCpuSeconds / r.steps) * 1e6, 1)} µs/step, database CPU ${fmt((r.httpDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.httpWalBytes / r.steps, 0)} B/step); logical COPY ${kSteps(r.steps, r.logicalCopySeconds)} (database CPU ${fmt((r.logicalDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.logicalWalBytes / r.steps, 0)} B/step); stored-rows COPY ${kSteps(r.steps, r.storedCopySeconds)}${r.packing ? `; packed ${fmt(r.packing.lagSeconds, 2)} s after the last answer, server ${fmt((r.packing.serverCpuSeconds / r.steps) * 1e6, 1)} and database ${fmt((r.packing.databaseCpuSeconds / r.steps) * 1e6, 1)} µs/step until then` : ''}`,
       );
     }
   } finally {
@@ -331,7 +370,7 @@ async function main(): Promise<void> {
   );
   const costs = results.map(
     (r) =>
-      `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r.serverCpuSeconds, r.steps)} | ${us(r.httpDatabaseCpuSeconds, r.steps)} | ${fmt(r.httpWalBytes / r.steps, 0)} B | ${us(r.logicalDatabaseCpuSeconds, r.steps)} | ${fmt(r.logicalWalBytes / r.steps, 0)} B |`,
+      `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r.serverCpuSeconds, r.steps)} | ${us(r.httpDatabaseCpuSeconds, r.steps)} | ${fmt(r.httpWalBytes / r.steps, 0)} B | ${packingCells(r, us)} | ${us(r.logicalDatabaseCpuSeconds, r.steps)} | ${fmt(r.logicalWalBytes / r.steps, 0)} B |`,
   );
   const external = process.env.BENCH_DATABASE_URL !== undefined;
   writeSection(
@@ -350,10 +389,13 @@ ${rows.join('\n')}
 
 What each step costs, whatever else the machine is doing: CPU of the server process and of PostgreSQL (all its
 processes) per step, and the write-ahead log written per step (every byte the database wrote), for the HTTP
-ingest and for the logical COPY.
+ingest and for the logical COPY. The HTTP figures end at the last answer; packing for recompute
+(\`CREDITLAB_PACK_ITERATIONS\`, here ${process.env.CREDITLAB_PACK_ITERATIONS ?? 'on-append, the default'}) may still be
+under way then, so the next columns wait until every complete iteration is packed: how long after the last answer
+that was, and the server's and PostgreSQL's CPU per step from the first request until then.
 
-| scenario | steps | HTTP: server CPU | HTTP: database CPU | HTTP: WAL | logical COPY: database CPU | logical COPY: WAL |
-|---|---:|---:|---:|---:|---:|---:|
+| scenario | steps | HTTP: server CPU | HTTP: database CPU | HTTP: WAL | packed after | until packed: server CPU | until packed: database CPU | logical COPY: database CPU | logical COPY: WAL |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${costs.join('\n')}
 ${statementsSection(results)}`,
   );

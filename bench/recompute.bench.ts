@@ -221,8 +221,9 @@ async function main(): Promise<void> {
     await client.appendEvents(online.id, [
       { id: crypto.randomUUID(), type: 'run.resumed', data: {} },
     ]);
-    // The part of a first call the reader is: the old row reader and the steps reader on iteration 0
-    // (what the trainer's call on its current iteration reads: not packed yet, as not complete).
+    // The part of a first call the reader is: the old row reader, the step slices' reader, and the
+    // packed row's reader on iteration 0 (what the trainer's call on its current iteration reads: packed
+    // by its own append with on-append, the default; from the step slices with on-complete).
     const readMs = async (read: () => Promise<unknown>) => {
       const times: number[] = [];
       for (let i = 0; i < 9; i++) {
@@ -240,8 +241,9 @@ async function main(): Promise<void> {
         later.push((await post(online.id, method, i % online.iterations)).ms);
       const oldRead = await readMs(() => readBatchesByRows(pool, online.id, [0], new Map()));
       const newRead = await readMs(() => binaryRead(pool, online.id, [0], method));
+      const packedRead = await readMs(() => binaryRead(pool, online.id, [0], method, true));
       onlineRows.push(
-        `| ${method} | ${online.sizes.slice(0, online.iterations).join(', ')} | ${fmt(median(firsts), 1)} ms (${fmt(Math.min(...firsts), 1)}–${fmt(Math.max(...firsts), 1)}) | ${fmt(median(later), 1)} ms | ${fmt(oldRead, 1)} ms | ${fmt(newRead, 1)} ms |`,
+        `| ${method} | ${online.sizes.slice(0, online.iterations).join(', ')} | ${fmt(median(firsts), 1)} ms (${fmt(Math.min(...firsts), 1)}–${fmt(Math.max(...firsts), 1)}) | ${fmt(median(later), 1)} ms | ${fmt(oldRead, 1)} ms | ${fmt(newRead, 1)} ms | ${fmt(packedRead, 1)} ms |`,
       );
       console.log(onlineRows.at(-1));
     }
@@ -292,8 +294,9 @@ in the chunks the recompute job reads them in (consecutive iterations up to 131,
 process on its own connection.
 The row reader is the server's reader before binary COPY, kept in \`bench/support/row-reader-baseline.ts\` (it
 reads the \`steps\` view, one row per step); the binary COPY of the step slices is what reads an iteration without
-a fresh packed row (\`step_slices\` rows, their arrays walked in the server); packed rows are the \`iteration_columns\` rows the server wrote in the background as iterations completed
-(all ${run.iterations} were there ${fmt(packingLag, 2)} s after the last append returned). All read in the same run, so their
+a fresh packed row (\`step_slices\` rows, their arrays walked in the server); packed rows are the \`iteration_columns\` rows the server wrote as it ingested (with on-append, the default,
+each request packs the iteration it sends; with on-complete, a background pass packs each iteration once complete;
+all ${run.iterations} were there ${fmt(packingLag, 2)} s after the last append returned). All read in the same run, so their
 ratios hold even when the shared machine is busy.
 
 | reader | read once | speed-up |
@@ -352,14 +355,16 @@ statements before and after.
 ${rows.join('\n')}
 
 **Online path, first call** (\`POST /v1/runs/{id}/iterations/{i}/advantages\`, float32 response): the trainer's
-recording path on the iteration it has just appended (running, so not packed), each method in turn right after
-the append — the check for a stored version, reading the iteration from the step slices, estimating, storing
-the set's iteration with the \`advantages.used\` event. Median over ${ONLINE_ITERATIONS} iterations (one first call
-each; range in brackets); later calls read the stored set. The last two columns are the reader alone on iteration 0
-(median of 9): the row reader before binary COPY (through the \`steps\` view), and the slices' reader a first call uses.
+recording path on the iteration it has just appended, each method in turn right after the append — the check
+for a stored version, reading the iteration (packed by its own append: \`CREDITLAB_PACK_ITERATIONS\` is
+${process.env.CREDITLAB_PACK_ITERATIONS ?? 'on-append, the default'}), estimating, storing the set's iteration
+with the \`advantages.used\` event. Median over ${ONLINE_ITERATIONS} iterations (one first call each; range in
+brackets); later calls read the stored set. The last three columns are the reader alone on iteration 0 (median
+of 9): the row reader before binary COPY (through the \`steps\` view), the step slices' binary reader (what a
+first call read before appends packed iterations), and the packed row's reader.
 
-| method | steps per iteration | first call | later calls (median of 20) | row reader | binary reader |
-|---|---|---:|---:|---:|---:|
+| method | steps per iteration | first call | later calls (median of 20) | row reader | slices' binary reader | packed reader |
+|---|---|---:|---:|---:|---:|---:|
 ${onlineRows.join('\n')}
 
 **compare** over one iteration of ${big.steps.toLocaleString('en')} steps with five methods (grpo, gigpo, gaca,

@@ -1,11 +1,18 @@
+import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
+import type { ClientEvent } from '@creditlab/events';
 import pg from 'pg';
+import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
+import { packRun } from '../apps/server/src/advantages/iteration-packing';
+import { stepByStepEvents } from './support/step-by-step-events';
 import { syntheticRun } from './support/synthetic-run';
-import { gql, startTestServer, type ServerProcess } from './support/test-server';
+import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
 
 /**
- * When complete iterations are packed for recompute (CREDITLAB_PACK_ITERATIONS): by default as
- * they complete, in the background of ingest; with `on-read` only once a recompute job has read
- * them from the steps table, so that ingest pays nothing for them.
+ * When iterations are packed for recompute (CREDITLAB_PACK_ITERATIONS): by default (`on-append`) by
+ * the request that writes an iteration whole, in its own transaction, and the others as they
+ * complete; with `on-complete` all of them as they complete, in the background of ingest; with
+ * `on-read` only once a recompute job has read them from the step slices, so that ingest pays
+ * nothing for them.
  */
 type Server = ServerProcess & { databaseUrl: string };
 
@@ -54,10 +61,108 @@ async function recomputeGrpo(server: Server, runId: string): Promise<void> {
   }
 }
 
-describe('on-complete (the default)', () => {
+/** The run's packed rows, every column, by iteration. */
+async function packedRows(pool: pg.Pool, runId: string): Promise<Record<string, unknown>[]> {
+  const { rows } = await pool.query(
+    'SELECT * FROM iteration_columns WHERE run_id = $1 ORDER BY iteration',
+    [runId],
+  );
+  return rows;
+}
+
+/** Each iteration's current log position and whether its packed row is at it. */
+async function positions(pool: pg.Pool, runId: string) {
+  const { rows } = await pool.query<{ iteration: number; inputs_seq: string; packed_at: string }>(
+    `SELECT it.iteration, it.inputs_seq, c.inputs_seq AS packed_at FROM iterations it
+     LEFT JOIN iteration_columns c USING (run_id, iteration)
+     WHERE it.run_id = $1 ORDER BY it.iteration`,
+    [runId],
+  );
+  return rows.map((r) => ({
+    iteration: r.iteration,
+    fresh: r.packed_at !== null && r.packed_at === r.inputs_seq,
+    packed: r.packed_at !== null,
+  }));
+}
+
+describe('on-append (the default)', () => {
   let server: Server;
+  let pool: pg.Pool;
+  let client: CreditlabClient;
   beforeAll(async () => {
     server = await startTestServer();
+    pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
+    client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 100_000 });
+  });
+  afterAll(async () => {
+    await pool.end();
+    await server.stop();
+  });
+
+  test('each iteration a request writes whole is packed by that request, byte for byte what the packer writes', async () => {
+    const { id } = await client.createRun({ name: 'in-hand', env: 'synthetic', method: 'gigpo' });
+    const small = { groups: 3, groupSize: 4, maxSteps: 12, statesPerGroup: 5, embeddingDim: 64 };
+    const full = { ...small, withOptionalFields: true };
+    // One request per iteration, in every way a request can carry one: objects, columns, events of
+    // a few steps (trajectories continued across events), slices longer than one row (64-d vectors),
+    // a step per event out of canonical order with the outcomes sent after.
+    const requests: ClientEvent[][] = [
+      rolloutEvents(0, syntheticBatchJson(small, 1)),
+      rolloutEvents(1, syntheticBatchJson(full, 2), 2000, { columnar: true }),
+      rolloutEvents(2, syntheticBatchJson(full, 3), 5),
+      rolloutEvents(3, syntheticBatchJson({ ...full, maxSteps: 150 }, 4)),
+      stepByStepEvents(4, syntheticBatchJson(full, 5)),
+      rolloutEvents(5, syntheticBatchJson(small, 6), 7, { columnar: true }),
+    ];
+    for (const [i, events] of requests.entries()) {
+      const sent = await client.appendEvents(id, events);
+      expect(sent.requests).toBe(1);
+      // Packed when the request returns, the open iteration too: no background pass did it.
+      expect((await positions(pool, id))[i]).toEqual({ iteration: i, fresh: true, packed: true });
+    }
+    const inHand = await packedRows(pool, id);
+    expect(inHand.map((r) => r.iteration)).toEqual([0, 1, 2, 3, 4, 5]);
+
+    // The packer, reading the same iterations back from the step slices, writes the same rows.
+    await client.appendEvents(id, [
+      { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
+    ]);
+    await pool.query('DELETE FROM iteration_columns WHERE run_id = $1', [id]);
+    await packRun(pool, id);
+    expect(await packedRows(pool, id)).toEqual(inHand);
+  });
+
+  test('an iteration appended to by a later request is not packed by it, and is packed again once complete', async () => {
+    const { id } = await client.createRun({ name: 'split', env: 'synthetic', method: 'gigpo' });
+    const shape = { groups: 4, groupSize: 4, maxSteps: 10, statesPerGroup: 5 };
+    const batch = syntheticBatchJson(shape, 7);
+    const firstHalf = { groups: batch.groups.slice(0, 2) };
+    const secondHalf = { groups: batch.groups.slice(2) };
+    await client.appendEvents(id, rolloutEvents(0, firstHalf));
+    expect(await positions(pool, id)).toEqual([{ iteration: 0, fresh: true, packed: true }]);
+    // The second request holds only part of iteration 0: its row stays at the first position (stale,
+    // so never served) rather than being stamped with the new one.
+    await client.appendEvents(id, rolloutEvents(0, secondHalf));
+    expect(await positions(pool, id)).toEqual([{ iteration: 0, fresh: false, packed: true }]);
+    // Iteration 1 completes iteration 0: the background packer packs it again, at its new position.
+    await client.appendEvents(id, rolloutEvents(1, syntheticBatchJson(shape, 8)));
+    const until = Date.now() + 60_000;
+    let now = await positions(pool, id);
+    while (!now.every((p) => p.fresh) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 100));
+      now = await positions(pool, id);
+    }
+    expect(now).toEqual([
+      { iteration: 0, fresh: true, packed: true },
+      { iteration: 1, fresh: true, packed: true },
+    ]);
+  });
+});
+
+describe('on-complete', () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = await startTestServer({ CREDITLAB_PACK_ITERATIONS: 'on-complete' });
   });
   afterAll(() => server.stop());
 

@@ -1,5 +1,4 @@
 import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
-import type { ClientEvent } from '@creditlab/events';
 import {
   columnarBatchFromJson,
   listMethods,
@@ -11,6 +10,7 @@ import pg from 'pg';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { packRun } from '../apps/server/src/advantages/iteration-packing';
 import { readIterations } from '../apps/server/src/advantages/iteration-reader';
+import { stepByStepEvents } from './support/step-by-step-events';
 import { ADMIN_KEY, startTestServer, type ServerProcess } from './support/test-server';
 
 /**
@@ -46,45 +46,13 @@ function asStored(batch: RolloutBatch): RolloutBatch {
   return batch;
 }
 
-/** Iteration `i` one step at a time, round-robin over its trajectories (last first): rows land out of canonical order. */
-function interleaved(i: number, batch: RolloutBatch): ClientEvent[] {
-  const events: ClientEvent[] = [];
-  const all = batch.groups.flatMap((g) => g.trajectories.map((t) => ({ g, t })));
-  const longest = Math.max(...all.map(({ t }) => t.steps.length));
-  for (let k = 0; k < longest; k++) {
-    // First steps in order (that order is the canonical one), later ones last trajectory first.
-    for (const { g, t } of k === 0 ? all : [...all].reverse()) {
-      if (k >= t.steps.length) continue;
-      events.push({
-        id: newEventId(),
-        type: 'steps.appended',
-        data: {
-          iteration: i,
-          groupId: g.id,
-          trajectoryId: t.id,
-          firstStepIndex: k,
-          steps: [{ ...t.steps[k]! }],
-        },
-      });
-    }
-  }
-  for (const { g, t } of all)
-    if (t.outcome)
-      events.push({
-        id: newEventId(),
-        type: 'trajectory.finished',
-        data: { iteration: i, groupId: g.id, trajectoryId: t.id, outcome: t.outcome },
-      });
-  return events;
-}
-
 test('three iterations read in one call equal the library batches, whatever the rows order', async () => {
   const shape = { groups: 4, groupSize: 6, maxSteps: 9, statesPerGroup: 5, embeddingDim: 4 };
   const batches = [0, 1, 2].map((i) => asStored(syntheticBatchJson(shape, 50 + i)));
   const { id } = await client.createRun({ name: 'reader', env: 'synthetic', method: 'gigpo' });
   await client.appendEvents(id, [
     ...rolloutEvents(0, batches[0]!, 1),
-    ...interleaved(1, batches[1]!),
+    ...stepByStepEvents(1, batches[1]!),
     ...rolloutEvents(2, batches[2]!, 1),
   ]);
   const read = await readIterations(pool, id, [2, 0, 1]);
@@ -134,7 +102,7 @@ async function finishedRun(name: string): Promise<{ id: string; batches: Rollout
   const { id } = await client.createRun({ name, env: 'synthetic', method: 'gigpo' });
   await client.appendEvents(id, [
     ...rolloutEvents(0, batches[0]!, 1),
-    ...interleaved(1, batches[1]!),
+    ...stepByStepEvents(1, batches[1]!),
     ...rolloutEvents(2, batches[2]!, 1),
     { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
   ]);

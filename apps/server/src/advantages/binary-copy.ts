@@ -69,9 +69,9 @@ function headerEnd(buf: Buffer): number {
 
 /**
  * Fills `fields` for the tuple at `at` and returns the offset after it; −1 if the tuple is not
- * complete in `buf` yet, −2 at the trailer.
+ * complete in `buf` yet, −2 at the trailer. Also reads a row ingest wrote (in-hand packing).
  */
-function tupleEnd(buf: Buffer, at: number, fields: TupleFields, fieldCount: number): number {
+export function tupleEnd(buf: Buffer, at: number, fields: TupleFields, fieldCount: number): number {
   if (at + 2 > buf.length) return -1;
   const count = buf.readInt16BE(at);
   if (count === -1) return -2;

@@ -18,7 +18,8 @@ const REMEMBERED_RUNS = 10_000;
 /**
  * Writes iteration_columns (packed-columns.ts): each complete iteration with steps (a later
  * iteration exists, or the run ended) packed once at its current log position, so that recompute
- * reads it as one row. Runs in the background of a worker process after every change to a run
+ * reads it as one row. With on-append, the appends themselves pack the iterations they write whole
+ * (in-hand-packing.ts), and a pass here finds only the others. Runs in the background of a worker process after every change to a run
  * (what a NOTIFY announces), one pass per run at a time; an iteration changed by late steps or
  * outcomes is packed again, since readers ignore a row of another position. Losing a pass (a
  * crash) costs only speed: readers fall back to the step slices, and the next change packs it.
@@ -47,7 +48,9 @@ export class IterationPacker implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     const { worker, packIterations } = this.config.recompute;
-    if (worker && packIterations === 'on-complete') {
+    // on-append packs most iterations in the appending transaction; the rest (appended to by several
+    // requests, or too large to keep in hand) are packed here as they complete.
+    if (worker && packIterations !== 'on-read') {
       const stopRuns = this.notifications.onAnyRun((runId) => this.poke(runId));
       // A rebuild deleted the run's packed rows behind this process's memory of them.
       const stopRebuilds = this.notifications.onAnyRebuild((runId) => this.poke(runId, true));

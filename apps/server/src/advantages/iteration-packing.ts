@@ -1,24 +1,15 @@
-import type { BatchInput } from '@creditlab/estimators';
 import type pg from 'pg';
 import { readIterations, type IterationSnapshot } from './iteration-reader';
 import {
   PACKED_COLUMNS,
   PACKED_FORMAT,
+  PACKED_INPUTS,
   packIteration,
   type PackedIteration,
 } from './packed-columns';
 
 /** Iterations packed per read and write: as many as a recompute job reads at once. */
 const CHUNK = 16;
-/** Every input but the texts: packed rows keep text ids, and readers fetch texts by them. */
-const PACKED_INPUTS: ReadonlySet<BatchInput> = new Set([
-  'state',
-  'action',
-  'nll',
-  'value',
-  'embedding',
-  'bootstrap',
-]);
 
 /**
  * Where a run stood when a pass of the packer had packed every complete iteration: its log position
@@ -114,8 +105,13 @@ async function packIterations(pool: pg.Pool, runId: string, iterations: number[]
 /**
  * One statement for all rows. A row stays if it is at a later position already (another pass read
  * the iteration after this one did); one at an earlier position or of another format is replaced.
+ * Also written by ingest itself, in the appending transaction (in-hand-packing.ts).
  */
-async function storePacked(pool: pg.Pool, runId: string, rows: PackedIteration[]): Promise<void> {
+export async function storePacked(
+  pool: pg.Pool | pg.PoolClient,
+  runId: string,
+  rows: PackedIteration[],
+): Promise<void> {
   if (rows.length === 0) return;
   const values: unknown[] = [runId, PACKED_FORMAT];
   const tuples = rows.map((r) => {

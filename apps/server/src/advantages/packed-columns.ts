@@ -1,4 +1,4 @@
-import type { ColumnarBatch, Outcome } from '@creditlab/estimators';
+import type { BatchInput, ColumnarBatch, Outcome } from '@creditlab/estimators';
 import type { TupleFields } from './binary-copy';
 import { layoutOf, type StepColumns, type TextIds } from './iteration-columns';
 import type { TrajectoryShape } from './trajectory-shape';
@@ -28,6 +28,16 @@ export const PACKED_COLUMNS = [
   'embedding',
   'bootstrap',
 ] as const;
+
+/** What a packed row holds: every input but the texts (it keeps text ids; readers fetch texts by them). */
+export const PACKED_INPUTS: ReadonlySet<BatchInput> = new Set([
+  'state',
+  'action',
+  'nll',
+  'value',
+  'embedding',
+  'bootstrap',
+]);
 
 /** One iteration_columns row's values, ready to insert. */
 export interface PackedIteration {

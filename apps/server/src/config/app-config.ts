@@ -48,7 +48,7 @@ const schema = z.object({
   CREDITLAB_WORKER: z.enum(['true', 'false']).default('true'),
   CREDITLAB_API: z.enum(['true', 'false']).default('true'),
   CREDITLAB_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
-  CREDITLAB_PACK_ITERATIONS: z.enum(['on-complete', 'on-read']).default('on-complete'),
+  CREDITLAB_PACK_ITERATIONS: z.enum(['on-append', 'on-complete', 'on-read']).default('on-append'),
   CREDITLAB_RECOMPUTE_TURN_MS: z.coerce.number().int().min(1).default(2000),
   CREDITLAB_RECOMPUTE_CHUNK_STEPS: z.coerce.number().int().min(1).default(DEFAULT_CHUNK_STEPS),
   CREDITLAB_JOB_POLL_SECONDS: z.coerce.number().min(0.1).default(0.5),
@@ -99,10 +99,13 @@ export interface AppConfig {
     /** Whether this process takes recompute jobs from the queue. */
     worker: boolean;
     /**
-     * When iterations are packed for recompute: as each completes (recompute reads fast from the
-     * start, ingest pays for it), or only once a recompute job has read them from the step slices.
+     * When iterations are packed for recompute: by the append that writes an iteration whole, from
+     * the rows in hand, and the others as each completes (on-append); all of them as each completes,
+     * read back from the step slices in the background (on-complete); or only once a recompute job
+     * has read them from the step slices (on-read). The first two make recompute read fast from the
+     * start, and ingest pays for it.
      */
-    packIterations: 'on-complete' | 'on-read';
+    packIterations: 'on-append' | 'on-complete' | 'on-read';
     /** Jobs this process works on at once. */
     concurrency: number;
     /** Work (ms) a job does before it yields its turn to the next job in the queue (round-robin across runs). */

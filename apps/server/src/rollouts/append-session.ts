@@ -72,9 +72,15 @@ export class AppendSession {
     private readonly describe: (position: number) => string,
     /** Whose events these are: only the server writes run.created. */
     private readonly from: 'client' | 'server',
+    /** Pack the iterations the request writes whole, in its transaction (in-hand-packing.ts). */
+    packInHand = false,
   ) {
-    this.projector = new RunProjector(client, runId, run, (position, path, reason) =>
-      this.fail(position, path, reason),
+    this.projector = new RunProjector(
+      client,
+      runId,
+      run,
+      (position, path, reason) => this.fail(position, path, reason),
+      { packInHand },
     );
   }
 

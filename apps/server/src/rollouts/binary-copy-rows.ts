@@ -31,6 +31,7 @@ export class BinaryCopyRows {
   private readonly chunks: Buffer[] = [HEADER];
   private buf = Buffer.allocUnsafe(CHUNK_BYTES);
   private at = 0;
+  private rowStart = 0;
   private rowCount = 0;
 
   get rows(): number {
@@ -40,10 +41,19 @@ export class BinaryCopyRows {
   /** Starts a row of `fields` fields; `maxBytes` bounds what its fields will take. */
   row(fields: number, maxBytes: number): this {
     this.reserve(2 + fields * 4 + maxBytes);
+    this.rowStart = this.at;
     this.buf.writeInt16BE(fields, this.at);
     this.at += 2;
     this.rowCount++;
     return this;
+  }
+
+  /**
+   * The bytes of the row written last, as COPY will send them. A view, not a copy: it stays valid,
+   * since a full buffer is set aside for a new one (and no row is written after copyInto).
+   */
+  lastRow(): Buffer {
+    return this.buf.subarray(this.rowStart, this.at);
   }
 
   int4(x: number): this {

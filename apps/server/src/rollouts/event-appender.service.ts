@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type pg from 'pg';
+import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { isUuid } from '../database/uuid';
 import { Database } from '../database/database';
 import { Metrics } from '../operations/metrics';
@@ -31,6 +32,7 @@ export class EventAppender {
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(Metrics) private readonly metrics: Metrics,
+    @Inject(AppConfigToken) private readonly config: AppConfig,
   ) {}
 
   async append(
@@ -121,7 +123,15 @@ export class EventAppender {
         : attempt(() => prepareEvent(first.value, 'client', describe));
       const locked = await locking;
       if (!locked) throw runNotFound(runId);
-      session = new AppendSession(client, runId, locked.run, locked.now, describe, 'client');
+      session = new AppendSession(
+        client,
+        runId,
+        locked.run,
+        locked.now,
+        describe,
+        'client',
+        this.config.recompute.packIterations === 'on-append',
+      );
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())
         await session.add(item.value);

@@ -11,6 +11,8 @@ export interface IterationRow {
   metrics: Record<string, number>;
   evaluationSuccessRate: number | null;
   lastSeq: number;
+  /** Whether it held no trajectories when this append first touched it: all it holds is this append's. */
+  startedEmpty: boolean;
   dirty: boolean;
 }
 
@@ -41,8 +43,8 @@ export class IterationTally {
     private readonly lastIterationStored: number | null,
   ) {}
 
-  /** Loads the rows of these iterations that are stored and not in memory yet. */
-  async touch(iterations: Iterable<number>): Promise<void> {
+  /** Loads the rows of these iterations that are stored and not in memory yet; returns those rows. */
+  async touch(iterations: Iterable<number>): Promise<IterationRow[]> {
     const last = this.lastIterationStored;
     const wanted = [...new Set(iterations)].filter((i) => !this.rows.has(i));
     const stored = wanted.filter((i) => last !== null && i <= last);
@@ -70,6 +72,7 @@ export class IterationTally {
           metrics: r.metrics,
           evaluationSuccessRate: r.evaluation_success_rate,
           lastSeq: Number(r.last_seq),
+          startedEmpty: r.trajectory_count === 0,
           dirty: false,
         });
       }
@@ -85,9 +88,16 @@ export class IterationTally {
         metrics: {},
         evaluationSuccessRate: null,
         lastSeq: 0,
+        startedEmpty: true,
         dirty: true,
       });
     }
+    return wanted.map((i) => this.rows.get(i) as IterationRow);
+  }
+
+  /** The log position an iteration's estimator inputs reflect so far (null: none yet, or not touched). */
+  inputsSeqOf(iteration: number): number | null {
+    return this.rows.get(iteration)?.inputsSeq ?? null;
   }
 
   /** The row of an iteration touched before, marked to be written. */

@@ -1,5 +1,6 @@
 import { resolveOutcome, type Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
+import type { TrajectoryShape } from '../advantages/trajectory-shape';
 
 export interface TrajectoryState {
   iteration: number;
@@ -41,6 +42,10 @@ export const UPSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iterat
     outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`;
 
 const k = (iteration: number, key: string) => `${iteration}\u0000${key}`;
+
+/** The outcome a trajectory's row stores: the one sent, else what its return implies. */
+const storedOutcome = (t: TrajectoryState): Outcome =>
+  resolveOutcome(t.outcomeGiven ?? undefined, t.return);
 
 /**
  * The task groups and trajectories an append touches, loaded once and kept in memory for the
@@ -126,12 +131,48 @@ export class RolloutIndex {
       changed.map((t) => t.groupOrd),
       changed.map((t) => t.ord),
       changed.map((t) => t.key),
-      changed.map((t) => resolveOutcome(t.outcomeGiven ?? undefined, t.return)),
+      changed.map(storedOutcome),
       changed.map((t) => t.outcomeGiven !== null),
       changed.map((t) => t.stepCount),
       changed.map((t) => t.return),
     ]);
     for (const t of changed) t.changed = false;
+  }
+
+  /**
+   * The trajectories held of these iterations, each iteration's in canonical order, as a reader's
+   * shape would give them once saved: complete only for an iteration whose every trajectory this
+   * index created or loaded (InHandPacking's iterations: none was stored before).
+   */
+  shapes(iterations: readonly number[]): Map<number, TrajectoryShape[]> {
+    const wanted = new Set(iterations);
+    const out = new Map<number, TrajectoryState[]>();
+    for (const t of this.trajectories.values()) {
+      if (!wanted.has(t.iteration)) continue;
+      const list = out.get(t.iteration);
+      if (list) list.push(t);
+      else out.set(t.iteration, [t]);
+    }
+    return new Map(
+      [...out].map(([iteration, list]) => {
+        list.sort((a, b) => a.groupOrd - b.groupOrd || a.ord - b.ord);
+        let offset = 0;
+        const shape = list.map((t) => {
+          const s: TrajectoryShape = {
+            groupId: t.groupKey,
+            trajectoryId: t.key,
+            groupOrd: t.groupOrd,
+            trajOrd: t.ord,
+            outcome: storedOutcome(t),
+            length: t.stepCount,
+            offset,
+          };
+          offset += t.stepCount;
+          return s;
+        });
+        return [iteration, shape];
+      }),
+    );
   }
 
   private async load(refs: RolloutRef[]): Promise<void> {

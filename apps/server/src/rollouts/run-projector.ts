@@ -1,6 +1,8 @@
 import type { Outcome } from '@creditlab/estimators';
 import type { StepPayload, ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
+import { InHandPacking } from '../advantages/in-hand-packing';
+import { storePacked } from '../advantages/iteration-packing';
 import { uuidBytes } from './binary-copy-rows';
 import { IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
@@ -91,6 +93,8 @@ export class RunProjector {
   private readonly rollouts: RolloutIndex;
   private readonly iterations: IterationTally;
   private readonly state: RunSummary;
+  /** Packs what the appending transaction wrote whole (CREDITLAB_PACK_ITERATIONS=on-append). */
+  private readonly packing: InHandPacking | undefined;
   private steps = 0;
 
   constructor(
@@ -98,7 +102,9 @@ export class RunProjector {
     private readonly runId: string,
     start: RunSummary,
     private readonly fail: Fail,
+    options: { packInHand: boolean } = { packInHand: false },
   ) {
+    this.packing = options.packInHand ? new InHandPacking() : undefined;
     this.state = { ...start };
     this.texts = new TextDictionary(client, runId);
     this.runIdBytes = uuidBytes(runId);
@@ -120,13 +126,14 @@ export class RunProjector {
     const slices = batch.flatMap((e) => slicesOf(e.event));
     const created = await this.rollouts.ensure(slices);
     await this.rollouts.ensure(finishedRefs(batch), { createMissing: false });
-    await this.iterations.touch(
+    const touched = await this.iterations.touch(
       batch.flatMap((e) => (ITERATION_EVENTS.has(e.event.type) ? [iterationOf(e.event)!] : [])),
     );
+    for (const it of touched) if (it.startedEmpty) this.packing?.watch(it.iteration);
     for (const i of created.groups) this.iterations.at(i).groupCount++;
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
-    const rows = new StepSliceRows(this.runIdBytes, this.texts);
+    const rows = new StepSliceRows(this.runIdBytes, this.texts, this.packing?.onRow);
     const placed = batch.map((e) => this.apply(e, rows));
     await this.texts.save();
     await this.rollouts.save();
@@ -135,9 +142,13 @@ export class RunProjector {
     return placed;
   }
 
-  /** Writes the run's summary columns. */
+  /** Writes the run's summary columns, and the iterations packed in hand. */
   async finish(): Promise<void> {
     await this.client.query(runSummaryUpdate(this.runId, this.state));
+    if (!this.packing) return;
+    const shapes = this.rollouts.shapes(this.packing.iterations);
+    const packed = this.packing.pack(shapes, (i) => this.iterations.inputsSeqOf(i));
+    await storePacked(this.client, this.runId, packed);
   }
 
   private apply(

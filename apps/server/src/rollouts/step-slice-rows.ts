@@ -44,6 +44,9 @@ export interface TrajectoryPlace {
   ord: number;
 }
 
+/** Told of each row once written: where it goes, its trajectory's first step index in it, its bytes. */
+export type OnSliceRow = (traj: TrajectoryPlace, first: number, row: Buffer) => void;
+
 /** Steps `from` to `from + count` of an event's columns (the columnar form). */
 export interface ColumnRange {
   columns: StepColumns;
@@ -64,6 +67,7 @@ export class StepSliceRows {
   constructor(
     private readonly runIdBytes: Buffer,
     private readonly texts: TextDictionary,
+    private readonly onRow?: OnSliceRow,
   ) {}
 
   /** Steps sent as objects, the first at index `first` of their trajectory. */
@@ -126,6 +130,7 @@ export class StepSliceRows {
     this.float8s(n, (i) => step(i).nextValue);
     if (extras.some((e) => e !== undefined)) this.rows.jsonbArray(n, (i) => extras[i]);
     else this.rows.null();
+    this.onRow?.(traj, first, this.rows.lastRow());
   }
 
   private columnRow(
@@ -160,6 +165,7 @@ export class StepSliceRows {
     const nextValue = c.nextValue;
     this.float8s(count, nextValue ? (i) => present(nextValue[from + i]) : undefined);
     this.rows.null(); // extra: the columnar form has no fields beyond v1
+    this.onRow?.(traj, first, this.rows.lastRow());
   }
 
   /** Streams the rows into `step_slices` (inside the caller's transaction). */

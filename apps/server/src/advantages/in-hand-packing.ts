@@ -1,0 +1,128 @@
+import { STEP_SLICE_COLUMNS, type OnSliceRow } from '../rollouts/step-slice-rows';
+import { tupleEnd, type TupleFields } from './binary-copy';
+import { IterationColumns, StepColumns } from './iteration-columns';
+import { PACKED_INPUTS, packIteration, type PackedIteration } from './packed-columns';
+import { SliceSteps } from './slice-steps';
+import type { TrajectoryShape } from './trajectory-shape';
+
+/**
+ * Slice rows one request keeps for packing, at most: beyond it, the request packs nothing itself
+ * and the background packer packs its iterations once complete. 64 MiB is about 400k steps without
+ * vectors, or 60k with 256-d embeddings: an iteration-sized request fits many times over.
+ */
+const MAX_KEPT_BYTES = 64 * 1024 * 1024;
+
+/** A row ingest wrote into step_slices, kept with its place in canonical order. */
+interface KeptRow {
+  groupOrd: number;
+  ord: number;
+  first: number;
+  row: Buffer;
+}
+
+/** What the packer reads of a slice, in the order it reads them, then the slice's step count. */
+const READ_COLUMNS = new StepColumns(PACKED_INPUTS);
+const FIELD_OF_READ_COLUMN = Int32Array.from(
+  [...READ_COLUMNS.names, 'step_count'].map((name) => {
+    const at = STEP_SLICE_COLUMNS.indexOf(name);
+    if (at < 0) throw new Error(`step_slices rows lack the column ${name}`);
+    return at;
+  }),
+);
+
+/**
+ * Packs, in the appending transaction, the iterations whose every step the request itself wrote,
+ * from the step slice rows it has in hand: what the background packer would write for them
+ * (iteration-packing.ts), without reading those steps back from the database. The rows go
+ * through the packer's own decoder (SliceSteps, IterationColumns), as a binary COPY out of
+ * step_slices would have given them, so the packed bytes are the same by construction.
+ *
+ * An iteration qualifies if it held no trajectories when the request first touched it (then all
+ * its trajectories and steps are the request's). One appended to later is packed again by the
+ * background packer when complete: readers serve a packed row only at the iteration's current
+ * log position.
+ */
+export class InHandPacking {
+  private readonly kept = new Map<number, KeptRow[]>();
+  private bytes = 0;
+  private gaveUp = false;
+
+  /** From now on, keeps the rows of this iteration (it held no trajectories before this request). */
+  watch(iteration: number): void {
+    if (!this.gaveUp && !this.kept.has(iteration)) this.kept.set(iteration, []);
+  }
+
+  /** For StepSliceRows: each row as written. */
+  readonly onRow: OnSliceRow = (traj, first, row) => {
+    const rows = this.kept.get(traj.iteration);
+    if (!rows) return;
+    this.bytes += row.length;
+    if (this.bytes > MAX_KEPT_BYTES) {
+      this.kept.clear();
+      this.gaveUp = true;
+      return;
+    }
+    rows.push({ groupOrd: traj.groupOrd, ord: traj.ord, first, row });
+  };
+
+  /** The iterations watched: the ones `pack` needs the trajectories and position of. */
+  get iterations(): number[] {
+    return [...this.kept.keys()];
+  }
+
+  /**
+   * The watched iterations with steps, packed. `shapes` gives each one's trajectories in canonical
+   * order (all of them), `inputsSeq` its log position after the request.
+   */
+  pack(
+    shapes: Map<number, TrajectoryShape[]>,
+    inputsSeq: (iteration: number) => number | null,
+  ): PackedIteration[] {
+    const out: PackedIteration[] = [];
+    for (const [iteration, rows] of this.kept) {
+      const seq = inputsSeq(iteration);
+      const shape = shapes.get(iteration);
+      if (rows.length === 0 || seq === null || !shape) continue;
+      out.push(packRows(iteration, seq, shape, rows));
+    }
+    return out;
+  }
+}
+
+function packRows(
+  iteration: number,
+  inputsSeq: number,
+  shape: TrajectoryShape[],
+  rows: KeptRow[],
+): PackedIteration {
+  rows.sort((a, b) => a.groupOrd - b.groupOrd || a.ord - b.ord || a.first - b.first);
+  const columns = new IterationColumns(shape, READ_COLUMNS);
+  const slices = new SliceSteps(READ_COLUMNS.names.length);
+  const all = fieldsOf(STEP_SLICE_COLUMNS.length);
+  const read = fieldsOf(FIELD_OF_READ_COLUMN.length);
+  let steps = 0;
+  for (const { row } of rows) {
+    tupleEnd(row, 0, all, STEP_SLICE_COLUMNS.length);
+    read.buf = row;
+    for (let i = 0; i < FIELD_OF_READ_COLUMN.length; i++) {
+      read.start[i] = all.start[FIELD_OF_READ_COLUMN[i] as number] as number;
+      read.length[i] = all.length[FIELD_OF_READ_COLUMN[i] as number] as number;
+    }
+    slices.each(read, (step) => {
+      if (++steps > columns.stepCount)
+        throw new Error(`iteration ${iteration}: more steps written than its trajectories count`);
+      columns.add(step);
+    });
+  }
+  const batch = columns.build([], []); // throws if fewer steps came than the trajectories count
+  return packIteration(iteration, inputsSeq, shape, batch, {
+    states: columns.states,
+    actions: columns.actions,
+  });
+}
+
+const fieldsOf = (n: number): TupleFields => ({
+  buf: Buffer.alloc(0),
+  start: new Int32Array(n),
+  length: new Int32Array(n),
+});
