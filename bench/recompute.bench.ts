@@ -51,6 +51,14 @@ async function timeRead(
 }
 
 /** The server's reader: from packed rows where fresh ones exist (`packed`), else from the step slices. */
+/** How the online path's first call reads the iteration it was just sent, under this run's setting. */
+function onlineRead(): string {
+  const setting = process.env.CREDITLAB_PACK_ITERATIONS ?? 'on-append';
+  return setting === 'on-append'
+    ? 'one packed row: its own append packed it, `CREDITLAB_PACK_ITERATIONS=on-append`, the default'
+    : `its step slices: with \`CREDITLAB_PACK_ITERATIONS=${setting}\` the open iteration is not packed`;
+}
+
 async function binaryRead(
   pool: pg.Pool,
   runId: string,
@@ -356,8 +364,7 @@ ${rows.join('\n')}
 
 **Online path, first call** (\`POST /v1/runs/{id}/iterations/{i}/advantages\`, float32 response): the trainer's
 recording path on the iteration it has just appended, each method in turn right after the append — the check
-for a stored version, reading the iteration (packed by its own append: \`CREDITLAB_PACK_ITERATIONS\` is
-${process.env.CREDITLAB_PACK_ITERATIONS ?? 'on-append, the default'}), estimating, storing the set's iteration
+for a stored version, reading the iteration (${onlineRead()}), estimating, storing the set's iteration
 with the \`advantages.used\` event. Median over ${ONLINE_ITERATIONS} iterations (one first call each; range in
 brackets); later calls read the stored set. The last three columns are the reader alone on iteration 0 (median
 of 9): the row reader before binary COPY (through the \`steps\` view), the step slices' binary reader (what a

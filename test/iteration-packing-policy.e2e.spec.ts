@@ -9,7 +9,7 @@ import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/t
 
 /**
  * When iterations are packed for recompute (CREDITLAB_PACK_ITERATIONS): by default (`on-append`) by
- * the request that writes an iteration whole, in its own transaction, and the others as they
+ * the request that writes an iteration whole, in the appending transaction, and the others as they
  * complete; with `on-complete` all of them as they complete, in the background of ingest; with
  * `on-read` only once a recompute job has read them from the step slices, so that ingest pays
  * nothing for them.
@@ -130,6 +130,50 @@ describe('on-append (the default)', () => {
     await pool.query('DELETE FROM iteration_columns WHERE run_id = $1', [id]);
     await packRun(pool, id);
     expect(await packedRows(pool, id)).toEqual(inHand);
+  });
+
+  test('a request of several iterations over several writes, and one of thousands of iterations, pack them all', async () => {
+    const { id } = await client.createRun({ name: 'many', env: 'synthetic', method: 'gigpo' });
+    // Iteration 0 exists before its steps, with no trajectory: its steps are still all the next request's.
+    await client.appendEvents(id, [
+      { id: newEventId(), type: 'metrics.logged', data: { iteration: 0, metrics: { loss: 1 } } },
+    ]);
+    // About 1,000 steps each, so the request is written in two chunks; a trajectory without steps.
+    const shape = { groups: 8, groupSize: 8, maxSteps: 30, statesPerGroup: 6 };
+    const batches = [0, 1, 2].map((i) => syntheticBatchJson(shape, 20 + i));
+    batches[1]!.groups[0]!.trajectories.push({ id: 'no-steps', steps: [] });
+    const sent = await client.appendEvents(
+      id,
+      batches.flatMap((b, i) => rolloutEvents(i, b)),
+    );
+    expect(sent.requests).toBe(1);
+    expect(await positions(pool, id)).toEqual(
+      [0, 1, 2].map((iteration) => ({ iteration, fresh: true, packed: true })),
+    );
+    const inHand = await packedRows(pool, id);
+    await pool.query('DELETE FROM iteration_columns WHERE run_id = $1', [id]);
+    await client.appendEvents(id, [
+      { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
+    ]);
+    await packRun(pool, id);
+    expect(await packedRows(pool, id)).toEqual(inHand);
+
+    // More packed rows than one statement's parameters can carry (65,535 at ten a row).
+    const { id: spool } = await client.createRun({
+      name: 'spool',
+      env: 'synthetic',
+      method: 'grpo',
+    });
+    const tiny = {
+      groups: [
+        { id: 'g', trajectories: [{ id: 't', steps: [{ state: 's', action: 'a', reward: 1 }] }] },
+      ],
+    };
+    const iterations = 6600;
+    const events = Array.from({ length: iterations }, (_, i) => rolloutEvents(i, tiny)).flat();
+    expect((await client.appendEvents(spool, events)).requests).toBe(1);
+    const packed = await positions(pool, spool);
+    expect(packed.filter((p) => p.fresh)).toHaveLength(iterations);
   });
 
   test('an iteration appended to by a later request is not packed by it, and is packed again once complete', async () => {

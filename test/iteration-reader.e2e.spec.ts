@@ -23,9 +23,10 @@ let server: ServerProcess & { databaseUrl: string };
 let client: CreditlabClient;
 let pool: pg.Pool;
 beforeAll(async () => {
-  // These tests pack with packRun themselves and check what each pass did: the server's own packer
-  // (on-complete) would pack the same iterations in between whenever it got there first (seen on a
-  // loaded machine), so it packs only on read here, and nothing here reads through the server.
+  // These tests pack with packRun themselves and check what each pass did: the server's own packing
+  // (appends packing what they write whole, a background pass the rest) would pack the same
+  // iterations first (seen on a loaded machine), so it packs only on read here, and nothing here
+  // reads through the server.
   server = await startTestServer({ CREDITLAB_PACK_ITERATIONS: 'on-read' });
   client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { STEP_SLICE_COLUMNS, type OnSliceRow } from '../rollouts/step-slice-rows';
 import { tupleEnd, type TupleFields } from './binary-copy';
 import { IterationColumns, StepColumns } from './iteration-columns';
@@ -62,7 +63,8 @@ export class InHandPacking {
       this.gaveUp = true;
       return;
     }
-    rows.push({ groupOrd: traj.groupOrd, ord: traj.ord, first, row });
+    // A copy: the row is a view of a 256 KiB chunk of the COPY, which it would keep alive whole.
+    rows.push({ groupOrd: traj.groupOrd, ord: traj.ord, first, row: Buffer.from(row) });
   };
 
   /** The iterations watched: the ones `pack` needs the trajectories and position of. */
@@ -72,7 +74,9 @@ export class InHandPacking {
 
   /**
    * The watched iterations with steps, packed. `shapes` gives each one's trajectories in canonical
-   * order (all of them), `inputsSeq` its log position after the request.
+   * order (all of them), `inputsSeq` its log position after the request. An iteration whose rows do
+   * not fit its shape (a bug) is left out with a warning: the append goes on, and the background
+   * pass packs the iteration from what was stored.
    */
   pack(
     shapes: Map<number, TrajectoryShape[]>,
@@ -83,7 +87,11 @@ export class InHandPacking {
       const seq = inputsSeq(iteration);
       const shape = shapes.get(iteration);
       if (rows.length === 0 || seq === null || !shape) continue;
-      out.push(packRows(iteration, seq, shape, rows));
+      try {
+        out.push(packRows(iteration, seq, shape, rows));
+      } catch (e) {
+        logger.warn(`not packing iteration ${iteration} in hand: ${(e as Error).message}`);
+      }
     }
     return out;
   }
@@ -102,7 +110,8 @@ function packRows(
   const read = fieldsOf(FIELD_OF_READ_COLUMN.length);
   let steps = 0;
   for (const { row } of rows) {
-    tupleEnd(row, 0, all, STEP_SLICE_COLUMNS.length);
+    if (tupleEnd(row, 0, all, STEP_SLICE_COLUMNS.length) !== row.length)
+      throw new Error(`iteration ${iteration}: a kept step slice row is not one whole row`);
     read.buf = row;
     for (let i = 0; i < FIELD_OF_READ_COLUMN.length; i++) {
       read.start[i] = all.start[FIELD_OF_READ_COLUMN[i] as number] as number;
@@ -120,6 +129,8 @@ function packRows(
     actions: columns.actions,
   });
 }
+
+const logger = new Logger('in-hand-packing');
 
 const fieldsOf = (n: number): TupleFields => ({
   buf: Buffer.alloc(0),

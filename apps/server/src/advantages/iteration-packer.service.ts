@@ -18,11 +18,12 @@ const REMEMBERED_RUNS = 10_000;
 /**
  * Writes iteration_columns (packed-columns.ts): each complete iteration with steps (a later
  * iteration exists, or the run ended) packed once at its current log position, so that recompute
- * reads it as one row. With on-append, the appends themselves pack the iterations they write whole
- * (in-hand-packing.ts), and a pass here finds only the others. Runs in the background of a worker process after every change to a run
- * (what a NOTIFY announces), one pass per run at a time; an iteration changed by late steps or
- * outcomes is packed again, since readers ignore a row of another position. Losing a pass (a
- * crash) costs only speed: readers fall back to the step slices, and the next change packs it.
+ * reads it as one row. With on-append, the appends themselves pack the iterations they write
+ * whole (in-hand-packing.ts), and a pass here finds only the others. Runs in the background of a
+ * worker process after every change to a run (what a NOTIFY announces), one pass per run at a
+ * time; an iteration changed by late steps or outcomes is packed again, since readers ignore a row
+ * of another position. Losing a pass (a crash) costs only speed: readers fall back to the step
+ * slices, and the next change packs it.
  */
 @Injectable()
 export class IterationPacker implements OnModuleInit, OnModuleDestroy {

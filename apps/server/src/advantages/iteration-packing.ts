@@ -103,16 +103,31 @@ async function packIterations(pool: pg.Pool, runId: string, iterations: number[]
 }
 
 /**
- * One statement for all rows. A row stays if it is at a later position already (another pass read
- * the iteration after this one did); one at an earlier position or of another format is replaced.
- * Also written by ingest itself, in the appending transaction (in-hand-packing.ts).
+ * Rows per INSERT: a statement takes at most 65,535 parameters, and a row takes ten. A pass stores
+ * CHUNK rows at a time; an append may store thousands (a spool of small iterations sent at once).
+ */
+const ROWS_PER_STATEMENT = 1000;
+
+/**
+ * Upserts packed rows, ROWS_PER_STATEMENT per statement. A row stays if it is at a later position
+ * already (another pass read the iteration after this one did); one at an earlier position or of
+ * another format is replaced. Also written by ingest itself, in the appending transaction
+ * (in-hand-packing.ts).
  */
 export async function storePacked(
   pool: pg.Pool | pg.PoolClient,
   runId: string,
   rows: PackedIteration[],
 ): Promise<void> {
-  if (rows.length === 0) return;
+  for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT)
+    await upsertPacked(pool, runId, rows.slice(at, at + ROWS_PER_STATEMENT));
+}
+
+async function upsertPacked(
+  pool: pg.Pool | pg.PoolClient,
+  runId: string,
+  rows: PackedIteration[],
+): Promise<void> {
   const values: unknown[] = [runId, PACKED_FORMAT];
   const tuples = rows.map((r) => {
     const at = values.length;
