@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import { STEP_SLICE_COLUMNS, type OnSliceRow } from '../rollouts/step-slice-rows';
 import { tupleEnd, type TupleFields } from './binary-copy';
 import { IterationColumns, StepColumns } from './iteration-columns';
@@ -48,6 +47,9 @@ export class InHandPacking {
   private bytes = 0;
   private gaveUp = false;
 
+  /** `warn`: where an iteration left out is reported (this module stays free of Nest). */
+  constructor(private readonly warn: (message: string) => void) {}
+
   /** From now on, keeps the rows of this iteration (it held no trajectories before this request). */
   watch(iteration: number): void {
     if (!this.gaveUp && !this.kept.has(iteration)) this.kept.set(iteration, []);
@@ -90,7 +92,7 @@ export class InHandPacking {
       try {
         out.push(packRows(iteration, seq, shape, rows));
       } catch (e) {
-        logger.warn(`not packing iteration ${iteration} in hand: ${(e as Error).message}`);
+        this.warn(`not packing iteration ${iteration} in hand: ${(e as Error).message}`);
       }
     }
     return out;
@@ -129,8 +131,6 @@ function packRows(
     actions: columns.actions,
   });
 }
-
-const logger = new Logger('in-hand-packing');
 
 const fieldsOf = (n: number): TupleFields => ({
   buf: Buffer.alloc(0),

@@ -73,14 +73,14 @@ export class AppendSession {
     /** Whose events these are: only the server writes run.created. */
     private readonly from: 'client' | 'server',
     /** Pack the iterations the request writes whole, in its transaction (in-hand-packing.ts). */
-    packInHand = false,
+    packInHand?: { warn: (message: string) => void },
   ) {
     this.projector = new RunProjector(
       client,
       runId,
       run,
       (position, path, reason) => this.fail(position, path, reason),
-      { packInHand },
+      packInHand,
     );
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { isUuid } from '../database/uuid';
@@ -29,11 +29,20 @@ export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
  */
 @Injectable()
 export class EventAppender {
+  private readonly logger = new Logger('ingest');
+  /** How appends pack in hand (CREDITLAB_PACK_ITERATIONS=on-append), or undefined. */
+  private readonly packInHand: { warn: (message: string) => void } | undefined;
+
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(Metrics) private readonly metrics: Metrics,
-    @Inject(AppConfigToken) private readonly config: AppConfig,
-  ) {}
+    @Inject(AppConfigToken) config: AppConfig,
+  ) {
+    this.packInHand =
+      config.recompute.packIterations === 'on-append'
+        ? { warn: (message) => this.logger.warn(message) }
+        : undefined;
+  }
 
   async append(
     runId: string,
@@ -130,7 +139,7 @@ export class EventAppender {
         locked.now,
         describe,
         'client',
-        this.config.recompute.packIterations === 'on-append',
+        this.packInHand,
       );
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())

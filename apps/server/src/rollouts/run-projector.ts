@@ -102,9 +102,10 @@ export class RunProjector {
     private readonly runId: string,
     start: RunSummary,
     private readonly fail: Fail,
-    options: { packInHand: boolean } = { packInHand: false },
+    /** Pack in hand (in-hand-packing.ts), reporting an iteration it leaves out to `warn`. */
+    packInHand?: { warn: (message: string) => void },
   ) {
-    this.packing = options.packInHand ? new InHandPacking() : undefined;
+    this.packing = packInHand && new InHandPacking(packInHand.warn);
     this.state = { ...start };
     this.texts = new TextDictionary(client, runId);
     this.runIdBytes = uuidBytes(runId);
