@@ -320,8 +320,8 @@ Where PostgreSQL's time went during the HTTP ingest of the ${r.label} scenario a
 statement by statement (\`pg_stat_statements\`, which the benchmarks' embedded PostgreSQL preloads; its ${STATEMENTS_SHOWN}
 costliest statements, ${fmt((total * 1000) / r.steps, 2)} µs per step in all). Execution time is wall time inside PostgreSQL: a
 COPY from the server includes the time the server takes to send its rows, a COPY to it the time it takes to read
-them. Packing for recompute is the \`COPY (SELECT … FROM step_slices …) TO STDOUT\` and the \`INSERT INTO
-iteration_columns\`.
+them. Packing for recompute is the \`INSERT INTO iteration_columns\`, and with \`on-complete\` also the
+background pass's \`COPY (SELECT … FROM step_slices …) TO STDOUT\`, which reads the steps back.
 
 | statement | calls | time per step | share | WAL per step |
 |---|---:|---:|---:|---:|
