@@ -191,6 +191,26 @@ describe('run creation', () => {
     }
     expect(await rowCounts(server.databaseUrl)).toEqual(before);
   });
+
+  test('a JSON body that is not an object (null, a number, a list) is a 400 that says so; no run is made', async () => {
+    const before = await rowCounts(server.databaseUrl);
+    for (const [body, received] of [
+      ['null', 'null'],
+      ['42', 'number'],
+      ['[]', 'array'],
+    ] as const) {
+      const res = await api(`${server.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      expect(res.status).toBe(400);
+      const answer = (await res.json()) as Record<string, unknown>;
+      expect(answer).toMatchObject({ error: 'INVALID_INPUT', path: '' });
+      expect(answer.message).toBe(`body: Invalid input: expected object, received ${received}`);
+    }
+    expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  });
 });
 
 describe('checkpoint uploads', () => {
@@ -249,6 +269,28 @@ describe('cursors and page sizes', () => {
     }
     const page = await gql(server, '{ runs(first: 100000) { nodes { id } } }');
     expect(page.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('iterations', () => {
+  test('a negative iteration in groups, group or trajectory is BAD_USER_INPUT naming it, not an empty answer', async () => {
+    const runId = await newRun('negative iteration');
+    for (const field of [
+      'groups(iteration: -1) { nodes { id } }',
+      'group(iteration: -1, id: "g") { id }',
+      'trajectory(iteration: -1, id: "t") { id }',
+    ]) {
+      const res = await gql(server, `{ run(id: "${runId}") { ${field} } }`);
+      expect(res.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+      expect(res.errors?.[0]?.message).toBe(
+        'iteration: a whole number from 0 to 2147483647, got -1',
+      );
+    }
+    const fine = await gql(
+      server,
+      `{ run(id: "${runId}") { groups(iteration: 0) { nodes { id } } } }`,
+    );
+    expect(fine).toEqual({ data: { run: { groups: { nodes: [] } } } });
   });
 });
 

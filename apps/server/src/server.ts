@@ -73,7 +73,13 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     const draining = new ConnectionDraining(app.getHttpServer() as Server);
     app.use(draining.middleware);
     app.use(logging.middleware());
-    app.useBodyParser('json', { limit: JSON_BODY_LIMIT_BYTES, type: parsesJsonBody });
+    // Not strict: a body of `null` or `42` is valid JSON, and each route's validator then says
+    // what it expected; strict mode would refuse it with a parse error about a valid token.
+    app.useBodyParser('json', {
+      limit: JSON_BODY_LIMIT_BYTES,
+      type: parsesJsonBody,
+      strict: false,
+    });
     const metrics = app.get(Metrics);
     app.use((req: Request, res: Response, next: NextFunction) => {
       const end = metrics.httpSeconds.startTimer();

@@ -13,6 +13,7 @@ import {
   POSITION_CURSOR,
   toPage,
 } from '../graphql/pagination';
+import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { Run } from '../runs/run.models';
 import { EventAppender } from './event-appender.service';
 import type { RolloutLoaders } from './rollout-loaders';
@@ -33,7 +34,7 @@ export class RunRolloutsResolver {
   async groups(
     @Parent() run: Run,
     @Context('loaders') loaders: RolloutLoaders,
-    @Args('iteration', { type: () => Int }) iteration: number,
+    @Args('iteration', { type: () => Int }, ParseIterationPipe) iteration: number,
     @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
     @Args('after', { type: () => String, nullable: true }) after: string | undefined,
   ): Promise<RolloutGroupConnection> {
@@ -55,7 +56,7 @@ export class RunRolloutsResolver {
   async group(
     @Parent() run: Run,
     @Context('loaders') loaders: RolloutLoaders,
-    @Args('iteration', { type: () => Int }) iteration: number,
+    @Args('iteration', { type: () => Int }, ParseIterationPipe) iteration: number,
     @Args('id') id: string,
   ): Promise<RolloutGroup | null> {
     return (await loaders.groupByKey.load({ runId: run.id, iteration, key: id })) ?? null;
@@ -68,7 +69,7 @@ export class RunRolloutsResolver {
   async trajectory(
     @Parent() run: Run,
     @Context('loaders') loaders: RolloutLoaders,
-    @Args('iteration', { type: () => Int }) iteration: number,
+    @Args('iteration', { type: () => Int }, ParseIterationPipe) iteration: number,
     @Args('id') id: string,
   ): Promise<Trajectory | null> {
     return (await loaders.trajectoryByKey.load({ runId: run.id, iteration, key: id })) ?? null;
