@@ -1,7 +1,7 @@
 import type { Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
 import { PACKED_FORMAT, unpackShape, type PackedIteration } from './packed-columns';
-import type { TrajectoryShape } from './trajectory-shape';
+import { canonicalShape, type TrajectoryShape } from './trajectory-shape';
 
 /** An iteration's log position and shape, as the first round trip of a read finds them. */
 export interface IterationHead {
@@ -77,18 +77,23 @@ export function shapesFrom(results: pg.QueryResult[]): Map<number, IterationHead
     });
   }
   const groupKeys = new Map(groups.rows.map((g) => [`${g.iteration}/${g.ord}`, g.key]));
+  const unpacked = new Map<number, Omit<TrajectoryShape, 'offset'>[]>();
   for (const r of trajectories.rows) {
-    const it = out.get(r.iteration) as IterationHead;
-    it.shape.push({
+    let list = unpacked.get(r.iteration);
+    if (!list) unpacked.set(r.iteration, (list = []));
+    list.push({
       groupId: groupKeys.get(`${r.iteration}/${r.group_ord}`) as string,
       trajectoryId: r.key,
       groupOrd: r.group_ord,
       trajOrd: r.ord,
       outcome: r.outcome,
       length: r.step_count,
-      offset: it.stepCount,
     });
-    it.stepCount += r.step_count;
+  }
+  for (const [iteration, list] of unpacked) {
+    const it = out.get(iteration) as IterationHead;
+    it.shape = canonicalShape(list);
+    it.stepCount = it.shape.reduce((sum, t) => sum + t.length, 0);
   }
   return out;
 }

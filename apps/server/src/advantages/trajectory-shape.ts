@@ -11,3 +11,19 @@ export interface TrajectoryShape {
   /** Index of its first step in the iteration's canonical order. */
   offset: number;
 }
+
+/**
+ * An iteration's trajectories in canonical order (by group, then by place in the group; both in
+ * order of first appearance), each with the offset of its first step. The one statement of that
+ * rule: the readers (from stored rows) and packing in hand (from an append's memory) both use it,
+ * so a packed row and the step slices it stands for agree on where every step sits.
+ */
+export function canonicalShape(trajectories: Omit<TrajectoryShape, 'offset'>[]): TrajectoryShape[] {
+  const sorted = [...trajectories].sort((a, b) => a.groupOrd - b.groupOrd || a.trajOrd - b.trajOrd);
+  let offset = 0;
+  return sorted.map((t) => {
+    const shape = { ...t, offset };
+    offset += t.length;
+    return shape;
+  });
+}

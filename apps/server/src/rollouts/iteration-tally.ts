@@ -11,8 +11,6 @@ export interface IterationRow {
   metrics: Record<string, number>;
   evaluationSuccessRate: number | null;
   lastSeq: number;
-  /** Whether it held no trajectories when this append first touched it: all it holds is this append's. */
-  startedEmpty: boolean;
   dirty: boolean;
 }
 
@@ -43,8 +41,11 @@ export class IterationTally {
     private readonly lastIterationStored: number | null,
   ) {}
 
-  /** Loads the rows of these iterations that are stored and not in memory yet; returns those rows. */
-  async touch(iterations: Iterable<number>): Promise<IterationRow[]> {
+  /**
+   * Loads the rows of these iterations that are stored and not in memory yet. Returns those of them
+   * that held no trajectories: all they will hold is this append's.
+   */
+  async touch(iterations: Iterable<number>): Promise<number[]> {
     const last = this.lastIterationStored;
     const wanted = [...new Set(iterations)].filter((i) => !this.rows.has(i));
     const stored = wanted.filter((i) => last !== null && i <= last);
@@ -72,7 +73,6 @@ export class IterationTally {
           metrics: r.metrics,
           evaluationSuccessRate: r.evaluation_success_rate,
           lastSeq: Number(r.last_seq),
-          startedEmpty: r.trajectory_count === 0,
           dirty: false,
         });
       }
@@ -88,11 +88,10 @@ export class IterationTally {
         metrics: {},
         evaluationSuccessRate: null,
         lastSeq: 0,
-        startedEmpty: true,
         dirty: true,
       });
     }
-    return wanted.map((i) => this.rows.get(i) as IterationRow);
+    return wanted.filter((i) => (this.rows.get(i) as IterationRow).trajectoryCount === 0);
   }
 
   /** The log position an iteration's estimator inputs reflect so far (null: none yet, or not touched). */

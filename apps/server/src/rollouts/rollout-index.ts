@@ -1,6 +1,6 @@
 import { resolveOutcome, type Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
-import type { TrajectoryShape } from '../advantages/trajectory-shape';
+import { canonicalShape, type TrajectoryShape } from '../advantages/trajectory-shape';
 
 export interface TrajectoryState {
   iteration: number;
@@ -154,24 +154,19 @@ export class RolloutIndex {
       else out.set(t.iteration, [t]);
     }
     return new Map(
-      [...out].map(([iteration, list]) => {
-        list.sort((a, b) => a.groupOrd - b.groupOrd || a.ord - b.ord);
-        let offset = 0;
-        const shape = list.map((t) => {
-          const s: TrajectoryShape = {
+      [...out].map(([iteration, list]) => [
+        iteration,
+        canonicalShape(
+          list.map((t) => ({
             groupId: t.groupKey,
             trajectoryId: t.key,
             groupOrd: t.groupOrd,
             trajOrd: t.ord,
             outcome: storedOutcome(t),
             length: t.stepCount,
-            offset,
-          };
-          offset += t.stepCount;
-          return s;
-        });
-        return [iteration, shape];
-      }),
+          })),
+        ),
+      ]),
     );
   }
 

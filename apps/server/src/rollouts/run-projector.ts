@@ -127,10 +127,10 @@ export class RunProjector {
     const slices = batch.flatMap((e) => slicesOf(e.event));
     const created = await this.rollouts.ensure(slices);
     await this.rollouts.ensure(finishedRefs(batch), { createMissing: false });
-    const touched = await this.iterations.touch(
+    const startingEmpty = await this.iterations.touch(
       batch.flatMap((e) => (ITERATION_EVENTS.has(e.event.type) ? [iterationOf(e.event)!] : [])),
     );
-    for (const it of touched) if (it.startedEmpty) this.packing?.watch(it.iteration);
+    for (const i of startingEmpty) this.packing?.watch(i);
     for (const i of created.groups) this.iterations.at(i).groupCount++;
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
