@@ -62,7 +62,8 @@ async function readPass(bodies: Buffer[]): Promise<number> {
 
 function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { steps: number } {
   const times: Times = { parse: 0, read: 0, prepare: 0, rows: 0 };
-  // A new dictionary per pass, as a request has one: each pass hashes its texts again.
+  // A new dictionary per pass, as a request has one. Ids come from the process's text-id cache, warm
+  // after the first pass, as for a run whose texts recur (bench:ingest's: 99.5 % of a request's).
   const texts = new TextDictionary(noDatabase, runId);
   let steps = 0;
   for (const [position, line] of lines.entries()) {
@@ -160,7 +161,7 @@ this process by the server's own modules, with no database, HTTP or other thread
 each line (the baseline: the least any server must do with the body); **read** is the body cut into lines and each
 parsed, as the server reads a request (\`ndjsonEvents\`, the body fed in 64 KB chunks); **prepare** checks the event and makes
 the log's body and digest (\`prepareEvent\`); **rows** cuts its trajectory slices and writes their binary COPY rows
-for \`step_slices\` (\`StepSliceRows\`, text ids hashed afresh each pass, as each request does). Each figure is the
+for \`step_slices\` (\`StepSliceRows\`, text ids from the process's cache, warm after the warm-up passes, as for a run whose texts recur). Each figure is the
 least over ${PASSES} passes after ${WARM_UP_PASSES} warm-up passes. What bench:ingest measures beyond these (its "server CPU") is HTTP,
 streams, node-postgres, packing for recompute, garbage collection and compilation on V8's own threads, and the
 system calls of all of them.

@@ -20,11 +20,16 @@ const INT8S = [
   2 ** 32 + 5,
   -(2 ** 33) - 7,
   Number.MAX_SAFE_INTEGER,
-  -(2n ** 63n),
-  2n ** 63n - 1n,
+  -Number.MAX_SAFE_INTEGER,
 ];
+/** Values past the safe integers, written as words. */
+const EXTREMES = [-(2n ** 63n), 2n ** 63n - 1n, -(2n ** 53n) - 3n, 2n ** 32n - 1n];
+const words = (b: bigint) => ({
+  high: Number(BigInt.asIntN(32, b >> 32n)),
+  low: Number(BigInt.asUintN(32, b)),
+});
 
-test('uuid, int4, int8 (numbers and bigints), float8, bytea and jsonb read back as written', async () => {
+test('uuid, int4, int8 (safe integers and words), float8, bytea and jsonb read back as written', async () => {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -39,8 +44,11 @@ test('uuid, int4, int8 (numbers and bigints), float8, bytea and jsonb read back 
       rows
         .row(COLUMNS.length, 16 + 4 + 8 + 8 + 4 + 64)
         .bytes(uuidBytes(RUN))
-        .int4(i - 10)
-        .int8(i < INT8S.length ? INT8S[i] : i % 5 === 0 ? undefined : i * 1e6)
+        .int4(i - 10);
+      if (i >= INT8S.length && i < INT8S.length + EXTREMES.length)
+        rows.int8Words(words(EXTREMES[i - INT8S.length] as bigint));
+      else rows.int8(i < INT8S.length ? INT8S[i] : i % 5 === 0 ? undefined : i * 1e6);
+      rows
         .float8(i % 7 === 0 ? undefined : i / 3)
         .bytes(vec)
         .jsonb(doc);
@@ -56,7 +64,15 @@ test('uuid, int4, int8 (numbers and bigints), float8, bytea and jsonb read back 
     }>('SELECT * FROM t ORDER BY n');
     expect(back.rows).toHaveLength(rowCount);
     back.rows.forEach((r, i) => {
-      const big = i < INT8S.length ? INT8S[i] : i % 5 === 0 ? null : i * 1e6;
+      const extreme = EXTREMES[i - INT8S.length];
+      const big =
+        i < INT8S.length
+          ? INT8S[i]
+          : extreme !== undefined
+            ? extreme
+            : i % 5 === 0
+              ? null
+              : i * 1e6;
       expect(r.id).toBe(RUN);
       expect(r.n).toBe(i - 10);
       expect(r.big).toBe(big === null ? null : String(big));
@@ -70,7 +86,7 @@ test('uuid, int4, int8 (numbers and bigints), float8, bytea and jsonb read back 
   }
 });
 
-test('int8[], float8[], bytea[] and jsonb[] read back as written, NULL elements and NULL arrays included', async () => {
+test('int8[] (as words), float8[], bytea[] and jsonb[] read back as written, NULL elements and NULL arrays included', async () => {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -91,7 +107,10 @@ test('int8[], float8[], bytea[] and jsonb[] read back as written, NULL elements 
       rows
         .row(5, 4 + 4 * (20 + 12 * n) + 64 * n)
         .int4(i)
-        .int8Array(n, (k) => big(i, k))
+        .int8WordsArray(n, (k) => {
+          const b = big(i, k);
+          return b === undefined ? undefined : words(b);
+        })
         .float8Array(n, (k) => x(i, k));
       if (i % 10 === 0) rows.null();
       else rows.byteaArray(n, (k) => vec(i, k));

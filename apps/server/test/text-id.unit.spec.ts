@@ -1,4 +1,6 @@
-import { textId } from '../src/rollouts/text-dictionary';
+import { TextDictionary, textId } from '../src/rollouts/text-dictionary';
+
+const RUN = '0b7e4a2c-9d3f-4e1a-8b6c-5f2d1a3e4c7b';
 
 /**
  * Text ids are stored (steps reference texts by them) and a rebuild derives them again, so the
@@ -10,4 +12,31 @@ test.each([
   ['', -2039914840885289964n],
 ])('textId(%j) is the first 8 bytes of its SHA-256', (text, id) => {
   expect(textId(text)).toBe(id);
+});
+
+/** The id as a COPY row carries it: its int8's two words (high signed), put back together. */
+const fromWords = ({ high, low }: { high: number; low: number }) =>
+  (BigInt(high) << 32n) | BigInt(low);
+
+test('the dictionary gives every text the id textId derives, in words and in decimal, however often it is asked', () => {
+  const texts = ['open fridge', 'Kitchen. A fridge — 冷蔵庫 😀', '', 'x'.repeat(1000)];
+  for (let session = 0; session < 3; session++) {
+    const dictionary = new TextDictionary(undefined as never, RUN);
+    for (const text of [...texts, ...texts]) {
+      const id = dictionary.id(text);
+      expect(fromWords(id)).toBe(textId(text));
+      expect(id.decimal).toBe(String(textId(text)));
+    }
+  }
+});
+
+test('ids stay right while the process-wide cache turns over (texts past its bound, then the first again)', () => {
+  const dictionary = new TextDictionary(undefined as never, RUN);
+  const text = (i: number) => `${i} ${'observation '.repeat(5_000)}`; // about 60 kB each
+  for (let i = 0; i < 1_000; i++) dictionary.id(text(i)); // 60 MB of text: past the 32 MiB bound
+  for (const i of [0, 1, 500, 999]) {
+    const fresh = new TextDictionary(undefined as never, RUN).id(text(i));
+    expect(fresh.decimal).toBe(String(textId(text(i))));
+    expect(fromWords(fresh)).toBe(textId(text(i)));
+  }
 });

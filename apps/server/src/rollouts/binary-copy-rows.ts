@@ -17,6 +17,12 @@ const OID = { int8: 20, float8: 701, bytea: 17, jsonb: 3802 } as const;
 const ARRAY_HEADER_BYTES = 20;
 
 /** What an array field of `n` elements takes after its length word, given its elements' bytes. */
+/** An int8 as its two 32-bit words, high (signed) and low (unsigned): written with no BigInt. */
+export interface Int8Words {
+  high: number;
+  low: number;
+}
+
 export const arrayBytes = (n: number, elementBytes: number) =>
   ARRAY_HEADER_BYTES + 4 * n + elementBytes;
 
@@ -63,17 +69,18 @@ export class BinaryCopyRows {
     return this;
   }
 
-  /** int8, or NULL for a missing value. */
-  int8(x: bigint | number | undefined): this {
+  /** int8 from a safe integer (as its two 32-bit words: no BigInt made per row), or NULL. */
+  int8(x: number | undefined): this {
+    if (x === undefined) return this.null();
+    return this.int8Words({ high: Math.floor(x / 2 ** 32), low: x >>> 0 });
+  }
+
+  /** int8 from its two 32-bit words, or NULL for a missing value. */
+  int8Words(x: Int8Words | undefined): this {
     if (x === undefined) return this.null();
     this.buf.writeInt32BE(8, this.at);
-    if (typeof x === 'bigint') {
-      this.buf.writeBigInt64BE(x, this.at + 4);
-    } else {
-      // A safe integer as its two 32-bit words: no BigInt made per row (every step's seq comes here).
-      this.buf.writeInt32BE(Math.floor(x / 2 ** 32), this.at + 4);
-      this.buf.writeUInt32BE(x >>> 0, this.at + 8);
-    }
+    this.buf.writeInt32BE(x.high, this.at + 4);
+    this.buf.writeUInt32BE(x.low, this.at + 8);
     this.at += 12;
     return this;
   }
@@ -112,10 +119,10 @@ export class BinaryCopyRows {
     return this;
   }
 
-  /** int8[] of `n` elements, `get(i)` each (undefined: a NULL element). */
-  int8Array(n: number, get: (i: number) => bigint | undefined): this {
+  /** int8[] of `n` elements given as words, `get(i)` each (undefined: a NULL element). */
+  int8WordsArray(n: number, get: (i: number) => Int8Words | undefined): this {
     const start = this.arrayStart(n, OID.int8);
-    for (let i = 0; i < n; i++) this.int8(get(i));
+    for (let i = 0; i < n; i++) this.int8Words(get(i));
     return this.fieldEnd(start);
   }
 

@@ -1,7 +1,7 @@
 import { STEP_FIELDS, type StepColumns, type StepPayload } from '@creditlab/events';
 import type pg from 'pg';
-import { arrayBytes, BinaryCopyRows } from './binary-copy-rows';
-import type { TextDictionary } from './text-dictionary';
+import { arrayBytes, BinaryCopyRows, type Int8Words } from './binary-copy-rows';
+import type { TextDictionary, TextIdForms } from './text-dictionary';
 
 /** The `step_slices` columns ingest writes, in the order of its COPY rows. */
 export const STEP_SLICE_COLUMNS = [
@@ -62,7 +62,7 @@ export interface ColumnRange {
  */
 export class StepSliceRows {
   private readonly rows = new BinaryCopyRows();
-  private readonly columnTextIds = new WeakMap<StepColumns, bigint[]>();
+  private readonly columnTextIds = new WeakMap<StepColumns, TextIdForms[]>();
 
   constructor(
     private readonly runIdBytes: Buffer,
@@ -116,8 +116,8 @@ export class StepSliceRows {
     const n = steps.length;
     const step = (i: number) => steps[i] as StepPayload;
     this.start(traj, first, seq, n, variableBytes)
-      .int8Array(n, (i) => this.texts.id(step(i).state))
-      .int8Array(n, (i) => this.texts.id(step(i).action))
+      .int8WordsArray(n, (i) => this.texts.id(step(i).state))
+      .int8WordsArray(n, (i) => this.texts.id(step(i).action))
       .float8Array(n, (i) => step(i).reward);
     this.float8s(n, (i) => step(i).nll);
     this.vectors(n, (i) => float32Bytes(step(i).tokenLogprobs));
@@ -143,8 +143,8 @@ export class StepSliceRows {
   ): void {
     const ids = this.textIdsOf(c);
     this.start(traj, first, seq, count, variableBytes)
-      .int8Array(count, (i) => ids[c.state[from + i] as number])
-      .int8Array(count, (i) => ids[c.action[from + i] as number])
+      .int8WordsArray(count, (i) => ids[c.state[from + i] as number])
+      .int8WordsArray(count, (i) => ids[c.action[from + i] as number])
       .float8Array(count, (i) => c.reward[from + i]);
     const nll = c.nll;
     this.float8s(count, nll ? (i) => present(nll[from + i]) : undefined);
@@ -200,8 +200,8 @@ export class StepSliceRows {
   }
 
   /** An optional int8[]: NULL when no step has the field. */
-  private int8s(n: number, get: ((i: number) => bigint | undefined) | undefined): void {
-    if (get && someDefined(n, get)) this.rows.int8Array(n, get);
+  private int8s(n: number, get: ((i: number) => Int8Words | undefined) | undefined): void {
+    if (get && someDefined(n, get)) this.rows.int8WordsArray(n, get);
     else this.rows.null();
   }
 
@@ -212,7 +212,7 @@ export class StepSliceRows {
   }
 
   /** The text ids of an event's text table, each resolved once per event. */
-  private textIdsOf(c: StepColumns): bigint[] {
+  private textIdsOf(c: StepColumns): TextIdForms[] {
     let ids = this.columnTextIds.get(c);
     if (!ids) {
       ids = c.texts.map((t) => this.texts.id(t));

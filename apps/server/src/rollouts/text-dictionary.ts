@@ -1,12 +1,58 @@
 import { hash } from 'node:crypto';
 import type pg from 'pg';
+import type { Int8Words } from './binary-copy-rows';
 
 /**
  * A text's id: the first 8 bytes of its SHA-256 (of its UTF-8) as a signed bigint, derived from the
  * text alone. The one-shot `hash` makes no Hash object per text (ingest hashes every new text).
  */
 export function textId(text: string): bigint {
-  return hash('sha256', text, 'buffer').readBigInt64BE(0);
+  return sha256(text).readBigInt64BE(0);
+}
+
+const sha256 = (text: string) => hash('sha256', text, 'buffer');
+
+/** A text's id in the forms ingest writes: its int8's two words (COPY rows) and decimal text. */
+export interface TextIdForms extends Int8Words {
+  decimal: string;
+}
+
+function textIdForms(text: string): TextIdForms {
+  const digest = sha256(text);
+  return {
+    high: digest.readInt32BE(0),
+    low: digest.readUInt32BE(4),
+    decimal: String(digest.readBigInt64BE(0)),
+  };
+}
+
+/**
+ * Text ids already derived, shared by every request of the process: a run's states and actions
+ * recur across iterations, so most of a request's texts were in the last one. Two generations bound
+ * it: once the current one holds half of CACHE_BYTES (two bytes per character of text, the most V8
+ * takes, plus ENTRY_BYTES for the entry) it becomes the previous one and the one before is dropped,
+ * so texts in use stay and the cache holds at most about CACHE_BYTES (measured: 31 MiB of heap for
+ * millions of 10-character texts, 21 MiB for 200-character ones). An id is a pure function of its
+ * text, so a cached one is never stale.
+ */
+const CACHE_BYTES = 32 * 1024 * 1024;
+const ENTRY_BYTES = 128;
+let current = new Map<string, TextIdForms>();
+let previous = new Map<string, TextIdForms>();
+let currentBytes = 0;
+
+function cachedTextId(text: string): TextIdForms {
+  let id = current.get(text);
+  if (id) return id;
+  id = previous.get(text) ?? textIdForms(text);
+  current.set(text, id);
+  currentBytes += 2 * text.length + ENTRY_BYTES;
+  if (currentBytes > CACHE_BYTES / 2) {
+    previous = current;
+    current = new Map();
+    currentBytes = 0;
+  }
+  return id;
 }
 
 /**
@@ -26,8 +72,8 @@ export const STORED_TEXT_IDS_SQL = `SELECT id::text AS id FROM texts WHERE run_i
  * lookup of their ids per chunk, and a statement for those the run has not stored.
  */
 export class TextDictionary {
-  private readonly ids = new Map<string, bigint>();
-  private pending: [bigint, string][] = [];
+  private readonly ids = new Map<string, TextIdForms>();
+  private pending: [string, string][] = [];
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -35,12 +81,12 @@ export class TextDictionary {
   ) {}
 
   /** The id of `text`, queued to be stored if this session has not stored it yet. */
-  id(text: string): bigint {
+  id(text: string): TextIdForms {
     let id = this.ids.get(text);
     if (id === undefined) {
-      id = textId(text);
+      id = cachedTextId(text);
       this.ids.set(text, id);
-      this.pending.push([id, text]);
+      this.pending.push([id.decimal, text]);
     }
     return id;
   }
@@ -48,7 +94,7 @@ export class TextDictionary {
   /** Stores the texts queued since the last save (those already stored are left as they are). */
   async save(): Promise<void> {
     if (this.pending.length === 0) return;
-    const ids = this.pending.map(([id]) => String(id));
+    const ids = this.pending.map(([id]) => id);
     const texts = this.pending.map(([, text]) => text);
     this.pending = [];
     // Most texts of a request are usually stored already (states and actions recur across
