@@ -464,6 +464,69 @@ test('a read key exports, even at parameters it may not store, and the export re
   expect(await tables()).toEqual(before);
 });
 
+test('a method needing a field that an exported step lacks is a 400 naming the step, before any byte', async () => {
+  // Every step with NLL and value; then, in iteration 1, one trajectory missing some of them.
+  const complete = (b: RolloutBatch): RolloutBatch => ({
+    ...b,
+    groups: b.groups.map((g) => ({
+      ...g,
+      trajectories: g.trajectories.map((t) => ({
+        ...t,
+        steps: t.steps.map((step, k) => ({ ...step, nll: 0.5 + k, value: 0.1 * k })),
+      })),
+    })),
+  });
+  const lacking = complete(first);
+  const group = lacking.groups[1]!;
+  const traj = group.trajectories[0]!;
+  expect(traj.steps.length).toBeGreaterThanOrEqual(3);
+  delete traj.steps[1]!.value;
+  traj.steps[1]!.nll = undefined; // …but its token log-probs give it one, as the reader derives it
+  traj.steps[1]!.tokenLogprobs = [-0.5, -1.5];
+  delete traj.steps[2]!.nll;
+  // A trajectory of the first group with no embedding at all (its slice's array is NULL).
+  const bare = lacking.groups[0]!.trajectories[1]!;
+  for (const step of bare.steps) delete step.embedding;
+  const noEmbedding = `iteration 1, group "${lacking.groups[0]!.id}", trajectory "${bare.id}", step 0`;
+  const runId = (
+    await admin.createRun({ name: 'lacking', project: 'explorer', env: 'e', method: 'grpo' })
+  ).id;
+  await admin.appendEvents(runId, [
+    ...rolloutEvents(0, complete(first)),
+    ...rolloutEvents(1, lacking),
+  ]);
+  const where = `iteration 1, group "${group.id}", trajectory "${traj.id}"`;
+  for (const [method, needs, step] of [
+    ['ppo-gae', '"value"', `${where}, step 1`],
+    ['gaca', '"nll" (or "tokenLogprobs")', `${where}, step 2`],
+    ['bipace', '"embedding"', noEmbedding],
+  ] as const) {
+    const methods = JSON.stringify([{ name: 'grpo' }, { name: method }]);
+    const res = await api(exportUrl(runId, { methods }));
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    expect(await res.json()).toMatchObject({
+      error: 'INVALID_INPUT',
+      message: `methods[1]: method "${method}" needs ${needs} on every step; ${step} has none`,
+      estimatorError: 'MISSING_FIELD',
+    });
+    // The advantages endpoint refuses that step's iteration too.
+    const iteration = step.slice('iteration '.length, step.indexOf(','));
+    const same = await api(
+      `${server.url}/v1/runs/${runId}/iterations/${iteration}/advantages?method=${method}`,
+    );
+    expect(same.status).toBe(400);
+  }
+  // Iteration 0 has NLL and value on every step: its export goes through.
+  const methods = JSON.stringify([{ name: 'gaca' }, { name: 'ppo-gae' }]);
+  const ok = await api(exportUrl(runId, { methods, iterations: '0' }));
+  expect(ok.status).toBe(200);
+  const rows = parse(await ok.text(), { columns: true }) as Record<string, string>[];
+  expect(rows).toHaveLength(
+    first.groups.flatMap((g) => g.trajectories.flatMap((t) => t.steps)).length,
+  );
+});
+
 test('a bad export request is a 400 naming the parameter, before any byte of the file', async () => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ format: 'xlsx' }, /^format: /],

@@ -100,6 +100,7 @@ export class ExportController {
     // Everything a request can get wrong is checked before the first byte goes out.
     const columns = this.exports.columns(request);
     const iterations = await this.exports.iterations(request);
+    await this.exports.checkFields(request, iterations);
     res.status(200);
     res.setHeader(
       'Content-Type',

@@ -9,6 +9,7 @@ import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { iterationColumns, OPTIONAL_COLUMNS, STEP_COLUMNS, type ExportColumn } from './export-rows';
 import type { BatchWriter } from './export-writers';
+import { refuseMissingFields } from './missing-fields';
 
 export interface ExportRequest {
   runId: string;
@@ -62,6 +63,12 @@ export class RunExportService {
         { path: 'iterations' },
       );
     return [...new Set(req.iterations)].sort((a, b) => a - b);
+  }
+
+  /** Refuses a method that needs a step field some exported step lacks (checked before the first byte). */
+  async checkFields(req: ExportRequest, iterations: number[]): Promise<void> {
+    const methods = req.methods.map((m) => this.sets.resolve(m).method);
+    await refuseMissingFields(this.db.pool, req.runId, iterations, methods);
   }
 
   async write(req: ExportRequest, iterations: number[], out: BatchWriter): Promise<number> {

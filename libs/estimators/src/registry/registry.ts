@@ -20,7 +20,8 @@ export type AnyMethod = MethodDefinition<ParamSchema>;
 
 export const METHOD_NAMES = METHOD_LIST.map((m) => m.name) as readonly MethodName[];
 
-const FIELD_HINT: Record<StepField, string> = {
+/** How a message names a step field a method needs (the server's export check names it the same way). */
+export const FIELD_HINT: Record<StepField, string> = {
   nll: '"nll" (or "tokenLogprobs")',
   value: '"value"',
   embedding: '"embedding"',
