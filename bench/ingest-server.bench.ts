@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { prepareEvent } from '../apps/server/src/rollouts/append-session';
+import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
 import { ndjsonEvents } from '../apps/server/src/rollouts/ndjson-source';
 import { slicesOf } from '../apps/server/src/rollouts/run-projector';
 import { StepSliceRows } from '../apps/server/src/rollouts/step-slice-rows';
@@ -70,7 +71,7 @@ function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { 
     const t0 = process.hrtime.bigint();
     const value: unknown = JSON.parse(line);
     const t1 = process.hrtime.bigint();
-    const { event } = prepareEvent({ position, value }, 'client', (p) => `line ${p}`);
+    const { event } = prepareEvent({ position, value }, 'client', BODY_LINES);
     const t2 = process.hrtime.bigint();
     const rows = new StepSliceRows(runIdBytes, texts);
     for (const slice of slicesOf(event)) {

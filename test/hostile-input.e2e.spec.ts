@@ -127,9 +127,22 @@ describe('a finished run', () => {
       body: 'weights',
     });
     expect(checkpoint.status).toBe(409);
-    expect(((await checkpoint.json()) as { message: string }).message).toMatch(
+    const refusal = (await checkpoint.json()) as Record<string, unknown>;
+    expect(refusal.message).toMatch(
       /^the checkpoint\.saved event this request records: run .* is completed; send a run\.resumed event first/,
     );
+    // …and given no line: the caller sent no body of lines.
+    expect(refusal).toMatchObject({ error: 'RUN_FINISHED', path: 'type' });
+    expect(refusal).not.toHaveProperty('line');
+    // GraphQL's appendEvents names an item of its events list, by index.
+    const listed = await gql(
+      server,
+      'mutation($runId: ID!, $events: [JSON!]!) { appendEvents(runId: $runId, events: $events) { accepted } }',
+      { runId, events: [metrics(1, 1), metrics(2, 1)] },
+    );
+    expect(listed.errors?.[0]?.message).toMatch(/^events\[0\]: run .* is completed/);
+    expect(listed.errors?.[0]?.extensions).toMatchObject({ index: 0, path: 'type' });
+    expect(listed.errors?.[0]?.extensions).not.toHaveProperty('line');
     const again = await post(runId, [
       { id: newEventId(), type: 'run.finished', data: { status: 'failed' } },
     ]);

@@ -2,6 +2,7 @@ import { validateEvent, type ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { bodyOf, eventDigest, sameEvent } from './event-digest';
+import type { EventOrigin } from './event-origin';
 import { insertEvents, type EventRow } from './events-insert';
 import {
   RunProjector,
@@ -69,7 +70,8 @@ export class AppendSession {
     run: RunSummary,
     /** The transaction's time: every event of the request is recorded at it. */
     private readonly now: Date,
-    private readonly describe: (position: number) => string,
+    /** Where the events come from, as refusals name them. */
+    private readonly origin: EventOrigin,
     /** Whose events these are: only the server writes run.created. */
     private readonly from: 'client' | 'server',
     /** Pack the iterations the request writes whole, in its transaction (in-hand-packing.ts). */
@@ -85,14 +87,15 @@ export class AppendSession {
   }
 
   async add(item: IncomingEvent): Promise<void> {
-    return this.addPrepared(prepareEvent(item, this.from, this.describe));
+    return this.addPrepared(prepareEvent(item, this.from, this.origin));
   }
 
   /** Adds an event `prepareEvent` has checked (perhaps before the session's run was locked). */
   async addPrepared({ position, event, body, hash }: PreparedEvent): Promise<void> {
     const seen = this.seenIds.get(event.id);
     if (seen) {
-      if (!seen.hash.equals(hash)) this.reusedId(position, event.id, `line ${seen.position}`);
+      if (!seen.hash.equals(hash))
+        this.reusedId(position, event.id, this.origin.name(seen.position));
       this.duplicates++;
       return;
     }
@@ -184,15 +187,15 @@ export class AppendSession {
       if (status !== 'running') return 'running';
       throw new DomainError(
         ErrorCode.Conflict,
-        `${this.describe(position)}: run ${this.runId} is running; run.resumed reopens a finished run`,
-        { line: position, path: 'type', runStatus: status },
+        `${this.origin.name(position)}: run ${this.runId} is running; run.resumed reopens a finished run`,
+        { ...this.origin.place(position), path: 'type', runStatus: status },
       );
     }
     if (status !== 'running') {
       throw new DomainError(
         ErrorCode.RunFinished,
-        `${this.describe(position)}: run ${this.runId} is ${status}; send a run.resumed event first to add to it`,
-        { line: position, path: 'type', runStatus: status },
+        `${this.origin.name(position)}: run ${this.runId} is ${status}; send a run.resumed event first to add to it`,
+        { ...this.origin.place(position), path: 'type', runStatus: status },
       );
     }
     return event.type === 'run.finished' ? event.data.status : status;
@@ -201,13 +204,13 @@ export class AppendSession {
   private reusedId(position: number, id: string, where: string): never {
     throw new DomainError(
       ErrorCode.Conflict,
-      `${this.describe(position)}: id: event id ${id} is already used by ${where} with another body; give each event its own id (the same id with the same body is a retry and is stored once)`,
-      { line: position, path: 'id', eventId: id },
+      `${this.origin.name(position)}: id: event id ${id} is already used by ${where} with another body; give each event its own id (the same id with the same body is a retry and is stored once)`,
+      { ...this.origin.place(position), path: 'id', eventId: id },
     );
   }
 
   private fail(position: number, path: string, reason: string): never {
-    return invalidEvent(this.describe, position, path, reason);
+    return invalidEvent(this.origin, position, path, reason);
   }
 }
 
@@ -218,10 +221,10 @@ export class AppendSession {
 export function prepareEvent(
   item: IncomingEvent,
   from: 'client' | 'server',
-  describe: (position: number) => string,
+  origin: EventOrigin,
 ): PreparedEvent {
   const result = validateEvent(item.value, from);
-  if (!result.ok) invalidEvent(describe, item.position, result.issue.path, result.issue.message);
+  if (!result.ok) invalidEvent(origin, item.position, result.issue.path, result.issue.message);
   const body = bodyOf(result.event);
   return {
     position: item.position,
@@ -231,14 +234,9 @@ export function prepareEvent(
   };
 }
 
-function invalidEvent(
-  describe: (position: number) => string,
-  position: number,
-  path: string,
-  reason: string,
-): never {
-  throw new DomainError(ErrorCode.InvalidEvent, `${describe(position)}: ${path}: ${reason}`, {
-    line: position,
+function invalidEvent(origin: EventOrigin, position: number, path: string, reason: string): never {
+  throw new DomainError(ErrorCode.InvalidEvent, `${origin.name(position)}: ${path}: ${reason}`, {
+    ...origin.place(position),
     path,
     reason,
   });

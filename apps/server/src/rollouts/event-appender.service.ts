@@ -11,10 +11,9 @@ import {
   type AppendResult,
   type IncomingEvent,
 } from './append-session';
+import { BODY_LINES, serverEvent, type EventOrigin } from './event-origin';
 import { beginAndLockRun, lockRun } from './run-lock';
 import { notifyRun } from '../database/notifications';
-
-const describeLine = (position: number) => `line ${position}`;
 
 /** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
 export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
@@ -47,12 +46,12 @@ export class EventAppender {
   async append(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
-    describe: (position: number) => string = describeLine,
+    origin: EventOrigin = BODY_LINES,
     alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
     const timer = this.metrics.appendSeconds.startTimer();
     try {
-      const result = await this.appendInTransaction(runId, events, describe, alsoWrite);
+      const result = await this.appendInTransaction(runId, events, origin, alsoWrite);
       this.metrics.ingestedEvents.inc(result.accepted);
       this.metrics.ingestedSteps.inc(result.steps);
       this.metrics.duplicateEvents.inc(result.duplicates);
@@ -80,7 +79,7 @@ export class EventAppender {
         yield { position: 1, value: event };
       })(),
       // Not a line the caller sent: a refusal names the event the request would have recorded.
-      () => `the ${event.type} event this request records`,
+      serverEvent(event.type),
       alsoWrite,
     );
   }
@@ -101,7 +100,7 @@ export class EventAppender {
       runId,
       locked.run,
       locked.now,
-      describeLine,
+      serverEvent(event.type),
       'server',
     );
     await session.add({ position: 1, value: event });
@@ -111,7 +110,7 @@ export class EventAppender {
   private async appendInTransaction(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
-    describe: (position: number) => string,
+    origin: EventOrigin,
     alsoWrite: AlsoWrite | undefined,
   ): Promise<AppendResult & { steps: number }> {
     if (!isUuid(runId)) throw runNotFound(runId);
@@ -129,7 +128,7 @@ export class EventAppender {
       locking.catch(() => undefined); // awaited below
       const prepared = first.done
         ? undefined
-        : attempt(() => prepareEvent(first.value, 'client', describe));
+        : attempt(() => prepareEvent(first.value, 'client', origin));
       const locked = await locking;
       if (!locked) throw runNotFound(runId);
       session = new AppendSession(
@@ -137,7 +136,7 @@ export class EventAppender {
         runId,
         locked.run,
         locked.now,
-        describe,
+        origin,
         'client',
         this.packInHand,
       );

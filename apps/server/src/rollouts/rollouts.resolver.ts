@@ -16,6 +16,7 @@ import {
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { Run } from '../runs/run.models';
 import { EventAppender } from './event-appender.service';
+import { EVENTS_LIST } from './event-origin';
 import type { RolloutLoaders } from './rollout-loaders';
 import {
   AppendEventsResult,
@@ -134,6 +135,6 @@ export class EventsResolver {
     async function* source() {
       for (let i = 0; i < events.length; i++) yield { position: i + 1, value: events[i] };
     }
-    return this.appender.append(runId, source(), (p) => `events[${p - 1}]`);
+    return this.appender.append(runId, source(), EVENTS_LIST);
   }
 }
