@@ -205,11 +205,14 @@ describe('run creation', () => {
     expect(await rowCounts(server.databaseUrl)).toEqual(before);
   });
 
-  test('a JSON body that is not an object (null, a number, a list) is a 400 that says so; no run is made', async () => {
+  test('a JSON body that is not an object (null, a number, text, a boolean, a list) is a 400 that says so; nothing is written', async () => {
+    const runId = await newRun('null body');
     const before = await rowCounts(server.databaseUrl);
     for (const [body, received] of [
       ['null', 'null'],
       ['42', 'number'],
+      ['"text"', 'string'],
+      ['true', 'boolean'],
       ['[]', 'array'],
     ] as const) {
       const res = await api(`${server.url}/v1/runs`, {
@@ -222,6 +225,16 @@ describe('run creation', () => {
       expect(answer).toMatchObject({ error: 'INVALID_INPUT', path: '' });
       expect(answer.message).toBe(`body: Invalid input: expected object, received ${received}`);
     }
+    // The trainer's advantages POST too: `null` is not "no body".
+    const advantages = await api(`${server.url}/v1/runs/${runId}/iterations/0/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'null',
+    });
+    expect(advantages.status).toBe(400);
+    expect(((await advantages.json()) as { message: string }).message).toBe(
+      'body: Invalid input: expected object, received null',
+    );
     expect(await rowCounts(server.databaseUrl)).toEqual(before);
   });
 });

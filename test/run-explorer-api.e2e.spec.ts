@@ -491,13 +491,28 @@ test('a method needing a field that an exported step lacks is a 400 naming the s
   const runId = (
     await admin.createRun({ name: 'lacking', project: 'explorer', env: 'e', method: 'grpo' })
   ).id;
+  // Sent last but first in canonical order: a step without value continuing the first trajectory.
+  const earlier = lacking.groups[0]!.trajectories[0]!;
+  const continued = { ...earlier.steps[0]!, value: undefined };
   await admin.appendEvents(runId, [
     ...rolloutEvents(0, complete(first)),
     ...rolloutEvents(1, lacking),
+    {
+      id: newEventId(),
+      type: 'steps.appended',
+      data: {
+        iteration: 1,
+        groupId: lacking.groups[0]!.id,
+        trajectoryId: earlier.id,
+        firstStepIndex: earlier.steps.length,
+        steps: [continued],
+      },
+    },
   ]);
   const where = `iteration 1, group "${group.id}", trajectory "${traj.id}"`;
+  const continuedAt = `iteration 1, group "${lacking.groups[0]!.id}", trajectory "${earlier.id}", step ${earlier.steps.length}`;
   for (const [method, needs, step] of [
-    ['ppo-gae', '"value"', `${where}, step 1`],
+    ['ppo-gae', '"value"', continuedAt],
     ['gaca', '"nll" (or "tokenLogprobs")', `${where}, step 2`],
     ['bipace', '"embedding"', noEmbedding],
   ] as const) {
@@ -510,12 +525,15 @@ test('a method needing a field that an exported step lacks is a 400 naming the s
       message: `methods[1]: method "${method}" needs ${needs} on every step; ${step} has none`,
       estimatorError: 'MISSING_FIELD',
     });
-    // The advantages endpoint refuses that step's iteration too.
+    // The advantages endpoint refuses that step's iteration, naming the same step.
     const iteration = step.slice('iteration '.length, step.indexOf(','));
     const same = await api(
       `${server.url}/v1/runs/${runId}/iterations/${iteration}/advantages?method=${method}`,
     );
     expect(same.status).toBe(400);
+    expect(((await same.json()) as { message: string }).message).toContain(
+      step.slice(step.indexOf(', ') + 2),
+    );
   }
   // Iteration 0 has NLL and value on every step: its export goes through.
   const methods = JSON.stringify([{ name: 'gaca' }, { name: 'ppo-gae' }]);

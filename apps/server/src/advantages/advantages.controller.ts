@@ -104,7 +104,7 @@ export class AdvantagesController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
     await this.scope.assertRun(caller, runId);
-    const b = parse(consumeSchema, body ?? {}, 'body');
+    const b = parse(consumeSchema, body === undefined ? {} : body, 'body'); // no body at all: as if {}
     const set = await this.sets.ensureSet(runId, { name: b.method, params: b.params });
     const withDiagnostics = b.diagnostics && !wantsBinary(req);
     const it = await this.sets.iteration(set, iteration, {

@@ -16,13 +16,13 @@ const OID = { int8: 20, float8: 701, bytea: 17, jsonb: 3802 } as const;
 /** An array field's header: dimensions, has-nulls flag, element type, length, lower bound. */
 const ARRAY_HEADER_BYTES = 20;
 
-/** What an array field of `n` elements takes after its length word, given its elements' bytes. */
 /** An int8 as its two 32-bit words, high (signed) and low (unsigned): written with no BigInt. */
 export interface Int8Words {
   high: number;
   low: number;
 }
 
+/** What an array field of `n` elements takes after its length word, given its elements' bytes. */
 export const arrayBytes = (n: number, elementBytes: number) =>
   ARRAY_HEADER_BYTES + 4 * n + elementBytes;
 

@@ -27,25 +27,30 @@ function textIdForms(text: string): TextIdForms {
 }
 
 /**
- * Text ids already derived, shared by every request of the process: a run's states and actions
- * recur across iterations, so most of a request's texts were in the last one. Two generations bound
- * it: once the current one holds half of CACHE_BYTES (two bytes per character of text, the most V8
- * takes, plus ENTRY_BYTES for the entry) it becomes the previous one and the one before is dropped,
- * so texts in use stay and the cache holds at most about CACHE_BYTES (measured: 31 MiB of heap for
- * millions of 10-character texts, 21 MiB for 200-character ones). An id is a pure function of its
- * text, so a cached one is never stale.
+ * Text ids already derived, for every request of the process, by run: a run's states and actions
+ * recur across its iterations, so most of a request's texts were in the last one. Kept per run so
+ * that no request finds another run's texts (how long an id took would tell whether some other
+ * run, perhaps another project's, had sent that text). Two generations bound it: once the current
+ * one holds half of CACHE_BYTES (two bytes per character of text, the most V8 takes, plus
+ * ENTRY_BYTES for the entry) it becomes the previous one and the one before is dropped, so texts in
+ * use stay and the cache holds at most about CACHE_BYTES (measured: 31 MiB of heap for millions of
+ * 10-character texts, 21 MiB for 200-character ones). An id is a pure function of its text, so a
+ * cached one is never stale.
  */
 const CACHE_BYTES = 32 * 1024 * 1024;
 const ENTRY_BYTES = 128;
-let current = new Map<string, TextIdForms>();
-let previous = new Map<string, TextIdForms>();
+type Generation = Map<string, Map<string, TextIdForms>>; // run id → text → id
+let current: Generation = new Map();
+let previous: Generation = new Map();
 let currentBytes = 0;
 
-function cachedTextId(text: string): TextIdForms {
-  let id = current.get(text);
+function cachedTextId(runId: string, text: string): TextIdForms {
+  let texts = current.get(runId);
+  let id = texts?.get(text);
   if (id) return id;
-  id = previous.get(text) ?? textIdForms(text);
-  current.set(text, id);
+  id = previous.get(runId)?.get(text) ?? textIdForms(text);
+  if (!texts) current.set(runId, (texts = new Map()));
+  texts.set(text, id);
   currentBytes += 2 * text.length + ENTRY_BYTES;
   if (currentBytes > CACHE_BYTES / 2) {
     previous = current;
@@ -84,7 +89,7 @@ export class TextDictionary {
   id(text: string): TextIdForms {
     let id = this.ids.get(text);
     if (id === undefined) {
-      id = cachedTextId(text);
+      id = cachedTextId(this.runId, text);
       this.ids.set(text, id);
       this.pending.push([id.decimal, text]);
     }
