@@ -15,6 +15,7 @@ import { mib, procStatusBytes } from './support/process-memory';
 import { BENCH_ITERATION, ingestRun } from './support/synthetic-ingest';
 
 const STEPS = Number(process.env.BENCH_EXPORT_STEPS ?? 1_000_000);
+const EMBEDDED_STEPS = Number(process.env.BENCH_EXPORT_EMBEDDING_STEPS ?? 100_000);
 const METHODS = [{ name: 'grpo' }, { name: 'gigpo' }];
 
 /** The process's resident memory now and at its peak since the last reset, in MiB (Linux). */
@@ -30,10 +31,16 @@ interface Exported {
   peak: number;
 }
 
-async function exportOnce(url: string, runId: string, pid: number, format: string) {
+async function exportOnce(
+  url: string,
+  runId: string,
+  pid: number,
+  format: string,
+  methods: { name: string }[] = METHODS,
+) {
   await writeFile(`/proc/${pid}/clear_refs`, '5'); // resets the peak (VmHWM) to the current RSS
   const rssBefore = memory(pid).rss;
-  const query = new URLSearchParams({ format, methods: JSON.stringify(METHODS) });
+  const query = new URLSearchParams({ format, methods: JSON.stringify(methods) });
   const t0 = performance.now();
   const res = await fetch(`${url}/v1/runs/${runId}/export?${query}`, {
     headers: { authorization: `Bearer ${ADMIN_KEY}` },
@@ -51,6 +58,7 @@ async function main(): Promise<void> {
   const results: Exported[] = [];
   let run: { steps: number; iterations: number };
   const checkSeconds: number[] = [];
+  let embeddingCheck: { steps: number; check: number; bipace: Exported } | undefined;
   try {
     const client = new CreditlabClient({ url: bench.server.url, apiKey: ADMIN_KEY });
     const ingested = await ingestRun(client, 'bench export', BENCH_ITERATION, STEPS);
@@ -72,6 +80,29 @@ async function main(): Promise<void> {
       checkSeconds.push((performance.now() - t0) / 1000);
     }
     console.log(`field check: ${checkSeconds.map((x) => fmt(x, 2)).join(', ')} s`);
+    // The embedding check (bipace) reads every embedding once more: measured on a run that has them,
+    // beside the bipace export it precedes.
+    const embedded = await ingestRun(
+      client,
+      'bench export embeddings',
+      { ...BENCH_ITERATION, withoutEmbeddings: false, embeddingDim: 256 },
+      EMBEDDED_STEPS,
+    );
+    const t0 = performance.now();
+    await refuseMissingFields(
+      bench.pool,
+      embedded.id,
+      Array.from({ length: embedded.iterations }, (_, i) => i),
+      ['bipace'],
+    );
+    const check = (performance.now() - t0) / 1000;
+    const bipace = await exportOnce(bench.server.url, embedded.id, pid, 'csv', [
+      { name: 'bipace' },
+    ]);
+    embeddingCheck = { steps: embedded.steps, check, bipace };
+    console.log(
+      `embedding check on ${embedded.steps} steps: ${fmt(embeddingCheck.check, 2)} s; bipace export ${fmt(bipace.seconds, 1)} s`,
+    );
   } finally {
     await bench.close();
   }
@@ -85,7 +116,7 @@ async function main(): Promise<void> {
 ## Export (\`npm run bench:export\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`npm run bench:export\` (\`BENCH_EXPORT_STEPS\`, default 1,000,000).
+Command: \`npm run bench:export\` (\`BENCH_EXPORT_STEPS\`, default 1,000,000; \`BENCH_EXPORT_EMBEDDING_STEPS\`, default 100,000).
 
 A synthetic run of ${run!.steps.toLocaleString('en')} steps in ${run!.iterations} iterations (tasks of G = 8
 rollouts of up to 50 steps) is exported in one call of \`GET /v1/runs/{id}/export\` with the advantages of
@@ -99,7 +130,10 @@ ${rows.join('\n')}
 
 A method that needs a step field (gaca: NLL, ppo-gae: value, bipace: embeddings) has every exported step
 checked for it before the first byte, so that a step lacking it is a 400 naming that step rather than a file cut
-short. That check for NLL and value on this run, timed alone: ${checkSeconds.map((x) => `${fmt(x, 2)} s`).join(' then ')}.
+short. That check for NLL and value on this run, timed alone: ${checkSeconds.map((x) => `${fmt(x, 2)} s`).join(' then ')}. The check
+for embeddings (bipace) reads every embedding once more: on a run of ${embeddingCheck!.steps.toLocaleString('en')} steps with 256-d
+embeddings (\`BENCH_EXPORT_EMBEDDING_STEPS\`, default 100,000) it took ${fmt(embeddingCheck!.check, 2)} s timed alone, and a
+bipace export of that run as CSV (the check included) ${fmt(embeddingCheck!.bipace.seconds, 1)} s.
 `,
   );
   console.log('wrote docs/benchmarks.md');
