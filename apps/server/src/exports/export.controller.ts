@@ -97,7 +97,8 @@ export class ExportController {
       include: q.include,
       storage: hasRole(caller, 'write') ? ('any' as const) : ('defaults-only' as const),
     };
-    // Everything a request can get wrong is checked before the first byte goes out.
+    // What a request can get wrong is checked before the first byte goes out; only what computing
+    // finds (an advantage beyond float32) can still come after it and cut the file short.
     const columns = this.exports.columns(request);
     const iterations = await this.exports.iterations(request);
     await this.exports.checkFields(request, iterations);
