@@ -1,4 +1,4 @@
-import { TextDictionary, textId } from '../src/rollouts/text-dictionary';
+import { TextDictionary, textId, textIdCacheSize } from '../src/rollouts/text-dictionary';
 
 const RUN = '0b7e4a2c-9d3f-4e1a-8b6c-5f2d1a3e4c7b';
 
@@ -30,10 +30,16 @@ test('the dictionary gives every text the id textId derives, in words and in dec
   }
 });
 
-test('ids stay right while the process-wide cache turns over (texts past its bound, then the first again)', () => {
+test('the cache stays within its bound as it turns over, and ids stay right (texts past its bound, then the first again)', () => {
   const dictionary = new TextDictionary(undefined as never, RUN);
   const text = (i: number) => `${i} ${'observation '.repeat(5_000)}`; // about 60 kB each
-  for (let i = 0; i < 1_000; i++) dictionary.id(text(i)); // 60 MB of text: past the 32 MiB bound
+  let largest = 0;
+  for (let i = 0; i < 1_000; i++) {
+    dictionary.id(text(i)); // 1,000 texts of 60 kB, 120 MB as the cache counts them: past its bound
+    largest = Math.max(largest, textIdCacheSize().bytes);
+  }
+  expect(largest).toBeLessThanOrEqual(32 * 1024 * 1024);
+  expect(largest).toBeGreaterThan(16 * 1024 * 1024); // it did fill up: the previous generation is kept
   for (const i of [0, 1, 500, 999]) {
     const fresh = new TextDictionary(undefined as never, RUN).id(text(i));
     expect(fresh.decimal).toBe(String(textId(text(i))));

@@ -60,6 +60,19 @@ function cachedTextId(runId: string, text: string): TextIdForms {
   return id;
 }
 
+/** What the cache holds now, as it counts it (bytes of both generations): for tests and diagnostics. */
+export function textIdCacheSize(): { entries: number; bytes: number } {
+  let entries = 0;
+  let bytes = 0;
+  for (const generation of [previous, current])
+    for (const texts of generation.values())
+      for (const text of texts.keys()) {
+        entries++;
+        bytes += 2 * text.length + ENTRY_BYTES;
+      }
+  return { entries, bytes };
+}
+
 /**
  * The statement `save` writes with (exported for bench:ingest-database, which measures it alone):
  * the run id, the texts' ids (as decimal text) and the texts.
