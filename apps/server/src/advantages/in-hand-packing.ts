@@ -3,7 +3,7 @@ import { tupleEnd, type TupleFields } from './binary-copy';
 import { IterationColumns, StepColumns } from './iteration-columns';
 import { PACKED_INPUTS, packIteration, type PackedIteration } from './packed-columns';
 import { SliceSteps } from './slice-steps';
-import type { TrajectoryShape } from './trajectory-shape';
+import { byCanonicalPlace, type TrajectoryShape } from './trajectory-shape';
 
 /**
  * Slice rows one request keeps for packing, at most: beyond it, the request packs nothing itself
@@ -15,7 +15,7 @@ const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 /** A row ingest wrote into step_slices, kept with its place in canonical order. */
 interface KeptRow {
   groupOrd: number;
-  ord: number;
+  trajOrd: number;
   first: number;
   row: Buffer;
 }
@@ -66,7 +66,7 @@ export class InHandPacking {
       return;
     }
     // A copy: the row is a view of a 256 KiB chunk of the COPY, which it would keep alive whole.
-    rows.push({ groupOrd: traj.groupOrd, ord: traj.ord, first, row: Buffer.from(row) });
+    rows.push({ groupOrd: traj.groupOrd, trajOrd: traj.ord, first, row: Buffer.from(row) });
   };
 
   /** The iterations watched: the ones `pack` needs the trajectories and position of. */
@@ -105,7 +105,7 @@ function packRows(
   shape: TrajectoryShape[],
   rows: KeptRow[],
 ): PackedIteration {
-  rows.sort((a, b) => a.groupOrd - b.groupOrd || a.ord - b.ord || a.first - b.first);
+  rows.sort((a, b) => byCanonicalPlace(a, b) || a.first - b.first);
   const columns = new IterationColumns(shape, READ_COLUMNS);
   const slices = new SliceSteps(READ_COLUMNS.names.length);
   const all = fieldsOf(STEP_SLICE_COLUMNS.length);

@@ -12,6 +12,12 @@ export interface TrajectoryShape {
   offset: number;
 }
 
+/** Canonical order of trajectories (or of anything placed by group and trajectory order). */
+export const byCanonicalPlace = (
+  a: { groupOrd: number; trajOrd: number },
+  b: { groupOrd: number; trajOrd: number },
+): number => a.groupOrd - b.groupOrd || a.trajOrd - b.trajOrd;
+
 /**
  * An iteration's trajectories in canonical order (by group, then by place in the group; both in
  * order of first appearance), each with the offset of its first step. The one statement of that
@@ -19,7 +25,7 @@ export interface TrajectoryShape {
  * so a packed row and the step slices it stands for agree on where every step sits.
  */
 export function canonicalShape(trajectories: Omit<TrajectoryShape, 'offset'>[]): TrajectoryShape[] {
-  const sorted = [...trajectories].sort((a, b) => a.groupOrd - b.groupOrd || a.trajOrd - b.trajOrd);
+  const sorted = [...trajectories].sort(byCanonicalPlace);
   let offset = 0;
   return sorted.map((t) => {
     const shape = { ...t, offset };

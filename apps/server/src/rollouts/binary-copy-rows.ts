@@ -71,16 +71,18 @@ export class BinaryCopyRows {
 
   /** int8 from a safe integer (as its two 32-bit words: no BigInt made per row), or NULL. */
   int8(x: number | undefined): this {
-    if (x === undefined) return this.null();
-    return this.int8Words({ high: Math.floor(x / 2 ** 32), low: x >>> 0 });
+    return x === undefined ? this.null() : this.words(Math.floor(x / 2 ** 32), x >>> 0);
   }
 
   /** int8 from its two 32-bit words, or NULL for a missing value. */
   int8Words(x: Int8Words | undefined): this {
-    if (x === undefined) return this.null();
+    return x === undefined ? this.null() : this.words(x.high, x.low);
+  }
+
+  private words(high: number, low: number): this {
     this.buf.writeInt32BE(8, this.at);
-    this.buf.writeInt32BE(x.high, this.at + 4);
-    this.buf.writeUInt32BE(x.low, this.at + 8);
+    this.buf.writeInt32BE(high, this.at + 4);
+    this.buf.writeUInt32BE(low, this.at + 8);
     this.at += 12;
     return this;
   }
