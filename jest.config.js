@@ -44,6 +44,12 @@ const tier = (name, suffix) => ({
 });
 
 module.exports = {
+  // Two spec files at a time, whatever the core count (Jest's default is one less than the cores: a
+  // single worker on 2). The specs mostly wait, on servers starting, PostgreSQL, child processes and
+  // the browser, so two overlap well even on 2 cores: 16 → 10 minutes for the whole suite there
+  // (docs/DEVELOPERS.md). Not more: each spec's servers hold up to about 30 connections of the shared
+  // test PostgreSQL, which allows 100.
+  maxWorkers: 2,
   // One embedded PostgreSQL for the whole run; each int/e2e spec file makes its own database on it.
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -95,7 +95,10 @@ async function fetchAll(): Promise<{ result: Result['compare']; rows: Row[] }> {
 
 // Independent implementations (plain, sort-based) of what compare reports.
 const avg = (x: number[]) => x.reduce((a, b) => a + b, 0) / x.length;
-const sd = (x: number[]) => Math.sqrt(avg(x.map((v) => (v - avg(x)) ** 2)));
+const sd = (x: number[]) => {
+  const m = avg(x);
+  return Math.sqrt(avg(x.map((v) => (v - m) ** 2)));
+};
 const q = (x: number[], p: number) => {
   const s = [...x].sort((a, b) => a - b);
   const pos = (s.length - 1) * p;
@@ -110,8 +113,18 @@ const corr = (a: number[], b: number[]) => {
     Math.sqrt(a.reduce((s, v) => s + (v - ma) ** 2, 0) * b.reduce((s, v) => s + (v - mb) ** 2, 0))
   );
 };
-const rank = (x: number[]) =>
-  x.map((v) => x.filter((w) => w < v).length + (x.filter((w) => w === v).length + 1) / 2);
+/** 1-based ranks, ties given the mean of the ranks they span. */
+const rank = (x: number[]) => {
+  const order = x.map((_, i) => i).sort((i, j) => x[i]! - x[j]!);
+  const ranks = new Array<number>(x.length);
+  for (let start = 0; start < order.length;) {
+    let end = start + 1;
+    while (end < order.length && x[order[end]!] === x[order[start]!]) end++;
+    for (let k = start; k < end; k++) ranks[order[k]!] = (start + 1 + end) / 2;
+    start = end;
+  }
+  return ranks;
+};
 
 test('summaries, correlations, sign agreement and the episode-sign analysis match an independent computation', async () => {
   const { result, rows } = await fetchAll();
@@ -187,7 +200,10 @@ test('summaries, correlations, sign agreement and the episode-sign analysis matc
       9,
     );
     // The listed disagreements are the largest standardised gaps.
-    const z = (x: number[]) => x.map((v) => (v - avg(x)) / sd(x));
+    const z = (x: number[]) => {
+      const [m, s] = [avg(x), sd(x)];
+      return x.map((v) => (v - m) / s);
+    };
     const za = z(a);
     const zb = z(b);
     const gaps = rows.map((_, i) => Math.abs(za[i]! - zb[i]!)).sort((x, y) => y - x);
