@@ -160,22 +160,26 @@ test('no key, an unknown key, or another project’s key: nothing about the run'
   expect(JSON.stringify(stranger.errors)).toContain(`run \\"${id}\\" not found`);
 });
 
-test('a subscription that does not parse gets an error naming the mistake; the socket stays open', async () => {
-  let connections = 0;
+/**
+ * One socket (opened at once, not on first use) and what an operation sent on it comes to: its
+ * first message, its errors, or 'complete'.
+ */
+function socketOutcomes(key: string = ADMIN_KEY) {
+  const connected = { count: 0 };
   const socket = createClient({
-    on: { connected: () => connections++ },
-    lazy: false, // one socket for both subscriptions, unless the server closes it
-    onNonLazyError: () => undefined, // the old close (4500) shows as a second connection below
+    on: { connected: () => connected.count++ },
+    lazy: false, // one socket for every operation, unless the server closes it
+    onNonLazyError: () => undefined, // a close (4500) shows as a second connection
     url: server.url.replace(/^http/, 'ws') + '/graphql',
     webSocketImpl: WebSocket,
-    connectionParams: { authorization: `Bearer ${ADMIN_KEY}` },
+    connectionParams: { authorization: `Bearer ${key}` },
     retryAttempts: 0,
   });
   sockets.push(socket);
-  const outcome = (query: string) =>
+  const outcome = (query: string, variables?: Record<string, unknown>) =>
     new Promise<unknown>((resolve) => {
       const stop = socket.subscribe(
-        { query },
+        { query, variables },
         {
           next: (m) => {
             stop();
@@ -186,12 +190,77 @@ test('a subscription that does not parse gets an error naming the mistake; the s
         },
       );
     });
+  return { outcome, connected };
+}
+const messageOf = (refused: unknown) => {
+  expect(Array.isArray(refused)).toBe(true);
+  return (refused as { message: string }[])[0]?.message;
+};
+
+test('a subscription that does not parse gets an error naming the mistake; the socket stays open', async () => {
+  const { outcome, connected } = socketOutcomes();
   // An error message for the operation, not the socket closed as the server's own failure (4500).
-  const broken = await outcome('subscription {');
-  expect(Array.isArray(broken)).toBe(true);
-  expect((broken as { message: string }[])[0]?.message).toMatch(/^Syntax Error: Expected Name/);
+  expect(messageOf(await outcome('subscription {'))).toMatch(/^Syntax Error: Expected Name/);
   const { id } = await client.createRun({ name: 'after a mistake', env: 'e', method: 'grpo' });
   const fine = await outcome(`subscription { runProgress(runId: "${id}") { runId } }`);
   expect(fine).toMatchObject({ data: { runProgress: { runId: id } } });
-  expect(connections).toBe(1); // the second subscription used the same socket
+  expect(connected.count).toBe(1); // the second subscription used the same socket
+});
+
+test('the socket is no way around HTTP: queries and mutations refused, HTTP’s document limits and text checks on subscriptions', async () => {
+  const { outcome, connected } = socketOutcomes();
+  const overHttp =
+    /^a (query|mutation) is not served on the WebSocket, .*send it over HTTP \(POST \/graphql\)$/;
+  expect(messageOf(await outcome('{ viewer { role } }'))).toMatch(overHttp);
+  expect(
+    messageOf(await outcome('mutation { createProject(name: "by-socket") { name } }')),
+  ).toMatch(overHttp);
+  const projects = await gql<{ projects: { name: string }[] }>(server, '{ projects { name } }');
+  expect(projects.data!.projects.map((p) => p.name)).not.toContain('by-socket');
+
+  // Fields expanded past the limit by fragments that spread the one before twice (HTTP's 10,000).
+  let fragments = 'fragment F0 on RunProgress { runId lastSeq }\n';
+  for (let i = 1; i < 16; i++)
+    fragments += `fragment F${i} on RunProgress { ...F${i - 1} ...F${i - 1} }\n`;
+  const { id } = await client.createRun({ name: 'socket limits', env: 'e', method: 'grpo' });
+  expect(
+    messageOf(
+      await outcome(`subscription { runProgress(runId: "${id}") { ...F15 } }\n${fragments}`),
+    ),
+  ).toBe('query expands to 65537 fields (fragments spread in place), more than the limit of 10000');
+  expect(
+    messageOf(await outcome('subscription { runProgress(runId: "a\\u0000b") { runId } }')),
+  ).toBe('argument runId: must not contain the NUL character (\\u0000)');
+  expect(
+    messageOf(
+      await outcome('subscription($id: ID!) { runProgress(runId: $id) { runId } }', {
+        id: 'a\u0000b',
+      }),
+    ),
+  ).toBe('variable $id: must not contain the NUL character (\\u0000)');
+  // Each refusal was for its operation alone: the socket still serves.
+  const fine = await outcome(`subscription { runProgress(runId: "${id}") { runId } }`);
+  expect(fine).toMatchObject({ data: { runProgress: { runId: id } } });
+  expect(connected.count).toBe(1);
+});
+
+test('each subscription counts against its key’s rate limit, as an HTTP request does', async () => {
+  await gql(server, 'mutation { createProject(name: "lab-rate") { name } }');
+  const created = await gql<{ createApiKey: { key: string } }>(
+    server,
+    'mutation { createApiKey(input: { project: "lab-rate", role: read, rateLimitPerMinute: 3 }) { key } }',
+  );
+  expect(created.errors).toBeUndefined();
+  const { outcome } = socketOutcomes(created.data!.createApiKey.key);
+  // The connection is the first request; two subscriptions are served (NOT_FOUND: the run is
+  // nowhere), and the third is over the limit.
+  const subscription =
+    'subscription { runProgress(runId: "0b7e6c1e-0000-4000-8000-000000000000") { runId } }';
+  for (let i = 0; i < 2; i++)
+    expect(JSON.stringify(await outcome(subscription))).toContain('NOT_FOUND');
+  const limited = await outcome(subscription);
+  expect(messageOf(limited)).toMatch(
+    /^key cl_\w+_… is over its limit of 3 requests per minute; retry in \d+ s$/,
+  );
+  expect(limited).toMatchObject([{ extensions: { code: 'RATE_LIMITED' } }]);
 });

@@ -8,11 +8,11 @@ import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
-import { GraphQLError, parse } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
 import { storableTextRule, storableVariablesPlugin } from './storable-text';
+import { refuseOnSocket, socketValidation, type SocketOperation } from './socket-operations';
 import { subscriptionsOverSocketPlugin } from './subscriptions-over-socket';
 
 /** What graphql-ws hands the context function for a subscription's operations. */
@@ -25,7 +25,8 @@ interface SocketContext {
  * Apollo's configuration: the code-first schema, the request limits, errors as a caller may see
  * them, per-request batch loaders, and subscriptions over graphql-ws on the same path, whose key
  * comes in `connection_init` (`{ "authorization": "Bearer <key>" }`) and is checked and rated like
- * an HTTP request's.
+ * an HTTP request's; each subscription then counts as a request, and gets HTTP's limits
+ * (socket-operations.ts).
  */
 export function graphqlOptions(
   config: AppConfig,
@@ -34,6 +35,32 @@ export function graphqlOptions(
   limits: RateLimits,
 ): Omit<ApolloDriverConfig, 'driver'> {
   const loaders = () => ({ ...createRunLoaders(db), ...createRolloutLoaders(db) });
+  const rules = [
+    documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
+    storableTextRule,
+  ];
+  // graphql-ws takes more options than Nest's type for them names (`validate`); Nest passes them all on.
+  const socket = {
+    path: '/graphql',
+    onSubscribe: (ctx: unknown, _id: string, payload: SocketOperation) =>
+      refuseOnSocket(
+        payload,
+        (ctx as SocketContext).extra.principal,
+        limits,
+        config.limits.graphqlMaxTokens,
+      ),
+    validate: socketValidation(rules),
+    onConnect: async (ctx: unknown) => {
+      const connection = ctx as SocketContext;
+      const header =
+        connection.connectionParams?.authorization ?? connection.connectionParams?.Authorization;
+      const token = bearerToken(typeof header === 'string' ? header : undefined);
+      const principal = token ? await keys.authenticate(token) : undefined;
+      if (!principal || !(await limits.take(principal)).allowed) return false;
+      connection.extra.principal = principal;
+      return true;
+    },
+  };
   return {
     path: '/graphql',
     autoSchemaFile: true,
@@ -52,27 +79,8 @@ export function graphqlOptions(
             req: { principal: (arg as SocketContext).extra.principal, path: '/graphql' },
             loaders: loaders(),
           },
-    subscriptions: {
-      'graphql-ws': {
-        path: '/graphql',
-        onSubscribe: (_ctx, _id, payload) =>
-          refuseUnparsable(payload.query, config.limits.graphqlMaxTokens),
-        onConnect: async (ctx) => {
-          const socket = ctx as unknown as SocketContext;
-          const header =
-            socket.connectionParams?.authorization ?? socket.connectionParams?.Authorization;
-          const token = bearerToken(typeof header === 'string' ? header : undefined);
-          const principal = token ? await keys.authenticate(token) : undefined;
-          if (!principal || !(await limits.take(principal)).allowed) return false;
-          socket.extra.principal = principal;
-          return true;
-        },
-      },
-    },
-    validationRules: [
-      documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
-      storableTextRule,
-    ],
+    subscriptions: { 'graphql-ws': socket },
+    validationRules: rules,
     // Bounds the work of parsing itself: a document longer than this is refused unread.
     parseOptions: { maxTokens: config.limits.graphqlMaxTokens },
     plugins: [
@@ -81,19 +89,4 @@ export function graphqlOptions(
       complexityLimitPlugin(config.limits.graphqlMaxCost),
     ],
   };
-}
-
-/**
- * A document that does not parse is the caller's mistake, answered on the socket as an error for
- * that operation; graphql-ws would otherwise close the whole socket as for its own failure (4500).
- * Parsed documents go on to graphql-ws's own handling (undefined). Its token limit is HTTP's.
- */
-function refuseUnparsable(query: string, maxTokens: number): readonly GraphQLError[] | undefined {
-  try {
-    parse(query, { maxTokens }); // bounded as over HTTP
-    return undefined;
-  } catch (e) {
-    if (e instanceof GraphQLError) return [e];
-    throw e;
-  }
 }
