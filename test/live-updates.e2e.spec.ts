@@ -264,3 +264,34 @@ test('each subscription counts against its key’s rate limit, as an HTTP reques
   );
   expect(limited).toMatchObject([{ extensions: { code: 'RATE_LIMITED' } }]);
 });
+
+test('a key revoked while its socket is open stops working there: its next message is a refusal, and so is its next subscription', async () => {
+  await gql(server, 'mutation { createProject(name: "lab-revoke") { name } }');
+  const created = await gql<{ createApiKey: { key: string; apiKey: { id: string } } }>(
+    server,
+    'mutation { createApiKey(input: { project: "lab-revoke", role: read }) { key apiKey { id } } }',
+  );
+  expect(created.errors).toBeUndefined();
+  const { id } = await client.createRun({
+    name: 'revoked',
+    project: 'lab-revoke',
+    env: 'e',
+    method: 'grpo',
+  });
+  const live = follow(id, created.data!.createApiKey.key);
+  await live.until(() => live.messages.length > 0, 'the first state');
+  const idle = socketOutcomes(created.data!.createApiKey.key);
+  const subscription = `subscription { runProgress(runId: "${id}") { runId } }`;
+  expect(await idle.outcome(subscription)).toMatchObject({ data: { runProgress: { runId: id } } });
+  const revoked = await gql(server, 'mutation($id: ID!) { revokeApiKey(id: $id) { id } }', {
+    id: created.data!.createApiKey.apiKey.id,
+  });
+  expect(revoked.errors).toBeUndefined();
+  const { lastSeq } = await client.appendEvents(id, rolloutEvents(0, fixtureBatches()[0]![1]));
+  await live.until(() => live.errors.length > 0, 'the refusal');
+  expect(JSON.stringify(live.errors)).toContain('revoked since this socket connected');
+  expect(live.messages.map((m) => m.lastSeq)).not.toContain(lastSeq);
+  expect(messageOf(await idle.outcome(subscription))).toBe(
+    'API key not recognised: revoked since this socket connected',
+  );
+});

@@ -8,6 +8,7 @@ import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
+import { GraphQLError } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
@@ -18,8 +19,17 @@ import { subscriptionsOverSocketPlugin } from './subscriptions-over-socket';
 /** What graphql-ws hands the context function for a subscription's operations. */
 interface SocketContext {
   connectionParams?: Record<string, unknown>;
-  extra: { principal?: Principal };
+  extra: {
+    principal?: Principal;
+    /** The key the socket connected with: looked up again for every operation and message. */
+    key?: string;
+    /** The ws socket itself (graphql-ws's `use/ws` puts it here). */
+    socket?: { close(code: number, reason: string): void };
+  };
 }
+
+/** Why a socket is closed when its key stops working: graphql-ws's code for a refused connection. */
+const KEY_REVOKED = { code: 4403, reason: 'Forbidden: the API key was revoked' } as const;
 
 /**
  * Apollo's configuration: the code-first schema, the request limits, errors as a caller may see
@@ -42,13 +52,20 @@ export function graphqlOptions(
   // graphql-ws takes more options than Nest's type for them names (`validate`); Nest passes them all on.
   const socket = {
     path: '/graphql',
-    onSubscribe: (ctx: unknown, _id: string, payload: SocketOperation) =>
-      refuseOnSocket(
-        payload,
-        (ctx as SocketContext).extra.principal,
-        limits,
-        config.limits.graphqlMaxTokens,
-      ),
+    // The key is looked up again for every operation, so that a key revoked while its socket is
+    // open stops working there as on HTTP (within the key cache's lifetime in other processes).
+    onSubscribe: async (ctx: unknown, _id: string, payload: SocketOperation) => {
+      const connection = ctx as SocketContext;
+      const principal = await stillValid(connection);
+      if (!principal) return [revokedError()];
+      connection.extra.principal = principal;
+      return refuseOnSocket(payload, principal, limits, config.limits.graphqlMaxTokens);
+    },
+    // And before every message of a subscription already running.
+    onNext: async (ctx: unknown) => {
+      if (!(await stillValid(ctx as SocketContext))) return { errors: [revokedError()] };
+      return undefined;
+    },
     validate: socketValidation(rules),
     onConnect: async (ctx: unknown) => {
       const connection = ctx as SocketContext;
@@ -58,8 +75,18 @@ export function graphqlOptions(
       const principal = token ? await keys.authenticate(token) : undefined;
       if (!principal || !(await limits.take(principal)).allowed) return false;
       connection.extra.principal = principal;
+      connection.extra.key = token;
       return true;
     },
+  };
+  /** The socket's key, if it still works; if not, the socket is closed once the refusal is sent. */
+  const stillValid = async (connection: SocketContext): Promise<Principal | undefined> => {
+    const principal = connection.extra.key
+      ? await keys.authenticate(connection.extra.key)
+      : undefined;
+    if (!principal)
+      setImmediate(() => connection.extra.socket?.close(KEY_REVOKED.code, KEY_REVOKED.reason));
+    return principal;
   };
   return {
     path: '/graphql',
@@ -89,4 +116,10 @@ export function graphqlOptions(
       complexityLimitPlugin(config.limits.graphqlMaxCost),
     ],
   };
+}
+
+function revokedError(): GraphQLError {
+  return new GraphQLError('API key not recognised: revoked since this socket connected', {
+    extensions: { code: 'UNAUTHENTICATED' },
+  });
 }
