@@ -82,8 +82,17 @@ test('checkpoints are immutable; bad uploads say what is wrong', async () => {
   expect(await missing.json()).toMatchObject({
     message: expect.stringMatching(/no checkpoint 5; it has 4, 7$/),
   });
+  // Paths route whatever their case, and a JSON content type does not make the body JSON here.
+  const json = await api(`${server.url}/V1/runs/${runId}/Checkpoints/10`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: '{"w":1}',
+  });
+  expect(json.status).toBe(201);
+  const stored = await api(`${server.url}/v1/runs/${runId}/checkpoints/10`);
+  expect(await stored.text()).toBe('{"w":1}');
   const list = (await (await api(`${server.url}/v1/runs/${runId}/checkpoints`)).json()) as {
     iteration: number;
   }[];
-  expect(list.map((c) => c.iteration)).toEqual([4, 7]);
+  expect(list.map((c) => c.iteration)).toEqual([4, 7, 10]);
 });

@@ -556,6 +556,10 @@ test('a bad export request is a 400 naming the parameter, before any byte of the
     [{ methods: '[{"name":"no-such-method"}]' }, /no-such-method/],
     [{ methods: '[{"name":"gigpo","params":{"gamma":7}}]' }, /gamma/],
     [{ include: 'weights' }, /^include: unknown column weights; one of embedding, tokenLogprobs$/],
+    // Names every JavaScript object has are not columns either.
+    [{ include: '__proto__' }, /^include: unknown column __proto__; one of /],
+    [{ include: 'constructor' }, /^include: unknown column constructor; one of /],
+    [{ include: 'toString', format: 'parquet' }, /^include: unknown column toString; one of /],
   ];
   for (const [query, message] of cases) {
     const res = await api(exportUrl(parentId, query));

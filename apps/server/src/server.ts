@@ -28,7 +28,8 @@ const KEEP_ALIVE_MS = 65_000;
 function parsesJsonBody(req: IncomingMessage): boolean {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (!(type === 'application/json' || type.endsWith('+json'))) return false;
-  return !(req.method === 'PUT' && /^\/v1\/runs\/[^/]+\/checkpoints\//.test(req.url ?? ''));
+  // Case-insensitive, as Express routes are: /V1/runs/…/Checkpoints/… reaches the same handler.
+  return !(req.method === 'PUT' && /^\/v1\/runs\/[^/]+\/checkpoints\//i.test(req.url ?? ''));
 }
 
 export interface RunningServer {

@@ -15,11 +15,12 @@ export const ENVIRONMENT_NAMES = [
 /** The environment of a name such as "household-tiny", "sokoban-small" or "errand-tiny". */
 export function textEnvironment(name: string): TextEnvironment {
   const [family, size] = name.split(/-(.*)/s) as [string, string];
-  if (family === 'household' && size in HOUSEHOLD_SIZES)
+  if (family === 'household' && Object.hasOwn(HOUSEHOLD_SIZES, size))
     return householdEnvironment(size as HouseholdSizeName);
-  if (family === 'sokoban' && size in SOKOBAN_SIZES)
+  if (family === 'sokoban' && Object.hasOwn(SOKOBAN_SIZES, size))
     return sokobanEnvironment(size as SokobanSizeName);
-  if (family === 'errand' && size in ERRAND_SIZES) return errandEnvironment(size as ErrandSizeName);
+  if (family === 'errand' && Object.hasOwn(ERRAND_SIZES, size))
+    return errandEnvironment(size as ErrandSizeName);
   throw new Error(
     `unknown environment ${JSON.stringify(name)}; one of ${ENVIRONMENT_NAMES.join(', ')}`,
   );

@@ -34,7 +34,7 @@ export class RunExportService {
 
   /** The columns of an export (checked before the response starts). */
   columns(req: ExportRequest): ExportColumn[] {
-    const unknown = req.include.filter((c) => !(c in OPTIONAL_COLUMNS));
+    const unknown = req.include.filter((c) => !Object.hasOwn(OPTIONAL_COLUMNS, c));
     if (unknown.length)
       throw new DomainError(
         ErrorCode.InvalidInput,
