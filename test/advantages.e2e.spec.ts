@@ -226,6 +226,48 @@ describe('errors are clear, with codes', () => {
     expect(g.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
   });
 
+  test('a request that fails leaves no advantage set behind, whichever path it came by', async () => {
+    // Steps without NLL, value or embeddings: gaca, ppo-gae and bipace cannot compute on them.
+    const { id } = await client.createRun({ name: 'bare steps', env: 'e', method: 'grpo' });
+    const bare = structuredClone(fixture.batch);
+    for (const g of bare.groups)
+      for (const t of g.trajectories)
+        for (const st of t.steps) {
+          delete st.embedding;
+          delete st.nll;
+          delete st.tokenLogprobs;
+          delete st.value;
+        }
+    await client.appendEvents(id, rolloutEvents(0, bare));
+    const sets = async () =>
+      (
+        await gql<{ run: { advantageSets: { method: string; iterations: number[] }[] } }>(
+          server,
+          'query($id: ID!) { run(id: $id) { advantageSets { method iterations } } }',
+          { id },
+        )
+      ).data!.run.advantageSets;
+    expect((await postAdvantages(id, 0, '{"method":"gaca"}')).status).toBe(400);
+    expect((await postAdvantages(id, 0, '{"method":"bipace"}')).status).toBe(400);
+    const read = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages?method=ppo-gae`);
+    expect(read.status).toBe(400);
+    const compared = await gql(
+      server,
+      'query($id: ID!) { compare(runId: $id, methods: [{ name: "grpo" }, { name: "gaca" }]) { stepCount } }',
+      { id },
+    );
+    expect(compared.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+    const exported = await api(
+      `${server.url}/v1/runs/${id}/export?format=csv&methods=${encodeURIComponent('[{"name":"bipace"}]')}`,
+    );
+    expect(exported.status).toBe(400);
+    // grpo computed in the compare before gaca failed: its set is kept, with what it computed.
+    expect(await sets()).toEqual([{ method: 'grpo', iterations: [0] }]);
+    // A request that succeeds stores its set, as before.
+    expect((await postAdvantages(id, 0, '{"method":"gigpo"}')).status).toBe(200);
+    expect((await sets()).map((s) => s.method).sort()).toEqual(['gigpo', 'grpo']);
+  });
+
   test('an iteration without rollouts, an unknown run', async () => {
     const empty = await postAdvantages(runId, 9, '{"method":"grpo"}');
     expect(empty.status).toBe(400);

@@ -38,8 +38,14 @@ export interface MethodRequest {
 
 /** (run, method, resolved params, estimator version): the identity of an advantage set. */
 export interface AdvantageSet {
-  /** null: computed for one request and not stored (see `SetStorage`). */
+  /**
+   * null: no row yet. A storable set gets its row once its first iteration is computed (`keep`),
+   * so that a request that fails (a method whose input the run lacks) leaves no empty set behind;
+   * any other is computed for one request and not stored (see `SetStorage`).
+   */
   id: string | null;
+  /** Whether this request may store the set (see `SetStorage`). */
+  storable?: boolean;
   runId: string;
   method: string;
   params: Record<string, unknown>;
@@ -114,13 +120,20 @@ export class AdvantageSetsService {
    */
   async openSet(runId: string, request: MethodRequest, storage: SetStorage): Promise<AdvantageSet> {
     const r = this.resolve(request);
-    if (storage === 'any' || isDefault(r.method, r.params)) return this.ensureSet(runId, request);
     if (!isUuid(runId)) throw runNotFound(runId);
     const res = await this.db.pool.query<{ id: string }>(
       `SELECT id FROM advantage_sets WHERE run_id = $1 AND method = $2 AND params_key = $3 AND estimator_version = $4`,
       [runId, r.method, JSON.stringify(r.params), r.version],
     );
-    return { id: res.rows[0]?.id ?? null, runId, ...r };
+    const storable = storage === 'any' || isDefault(r.method, r.params);
+    return { id: res.rows[0]?.id ?? null, runId, ...r, storable };
+  }
+
+  /** The set with its row, made now if it has none (for a set opened storable, once it computed). */
+  async keep(set: AdvantageSet): Promise<StoredSet> {
+    if (set.id === null)
+      set.id = (await this.ensureSet(set.runId, { name: set.method, params: set.params })).id;
+    return set as StoredSet;
   }
 
   async ensureSet(runId: string, request: MethodRequest): Promise<StoredSet> {
@@ -187,9 +200,10 @@ export class AdvantageSetsService {
     if (!snapshot?.batch) throw noRollouts(set.runId, iteration);
     const row = await this.estimateRow(set, snapshot);
     const computed = { ...decodeStored(row), shape: snapshot.shape, reused: false };
-    if (set.id === null) return computed;
+    if (set.id === null && !set.storable) return computed;
+    const stored = await this.keep(set); // computed without error: now the set may have its row
     if (store === 'caller') return { ...computed, unstored: row };
-    await insertIterations(this.db.pool, set.runId, set.id, [row]);
+    await insertIterations(this.db.pool, set.runId, stored.id, [row]);
     return computed;
   }
 

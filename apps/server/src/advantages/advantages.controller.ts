@@ -105,12 +105,13 @@ export class AdvantagesController {
   ): Promise<unknown> {
     await this.scope.assertRun(caller, runId);
     const b = parse(consumeSchema, body === undefined ? {} : body, 'body'); // no body at all: as if {}
-    const set = await this.sets.ensureSet(runId, { name: b.method, params: b.params });
+    const opened = await this.sets.openSet(runId, { name: b.method, params: b.params }, 'any');
     const withDiagnostics = b.diagnostics && !wantsBinary(req);
-    const it = await this.sets.iteration(set, iteration, {
+    const it = await this.sets.iteration(opened, iteration, {
       store: 'caller',
       diagnostics: withDiagnostics,
     });
+    const set = await this.sets.keep(opened); // it has its row once an iteration computed
     // A version computed now is stored with the event, in its transaction: one commit, not two.
     const store = it.unstored;
     await this.appender.appendOne(
