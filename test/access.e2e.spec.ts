@@ -1,5 +1,6 @@
 import { CreditlabClient, resolveConnection } from '@creditlab/client';
 import { execFile } from 'node:child_process';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -108,6 +109,28 @@ describe('authentication', () => {
     expect(await wrong.json()).toMatchObject({
       message: expect.stringContaining('not recognised'),
     });
+  });
+
+  test('a caller without a key is answered before its body is read: it cannot hold a connection by trickling one', async () => {
+    for (const target of ['/graphql', '/v1/runs']) {
+      const { hostname, port } = new URL(server.url);
+      const req = httpRequest({
+        hostname,
+        port,
+        path: target,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': '28' },
+      });
+      req.on('error', () => undefined); // the server may close the connection with the body unsent
+      req.write('{"qu'); // 4 of 28 bytes, and no more until the answer
+      const answered = new Promise<IncomingMessage>((resolve) => req.on('response', resolve));
+      const waited = new Promise<'no answer'>((resolve) =>
+        setTimeout(() => resolve('no answer'), 20_000),
+      );
+      const res = await Promise.race([answered, waited]);
+      req.destroy();
+      expect([target, res === 'no answer' ? res : res.statusCode]).toEqual([target, 401]);
+    }
   });
 
   test('the web app’s pages and assets load without a key; API paths, GraphQL queries and writes still need one', async () => {

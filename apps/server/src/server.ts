@@ -74,13 +74,6 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     const draining = new ConnectionDraining(app.getHttpServer() as Server);
     app.use(draining.middleware);
     app.use(logging.middleware());
-    // Not strict: a body of `null` or `42` is valid JSON, and each route's validator then says
-    // what it expected; strict mode would refuse it with a parse error about a valid token.
-    app.useBodyParser('json', {
-      limit: JSON_BODY_LIMIT_BYTES,
-      type: parsesJsonBody,
-      strict: false,
-    });
     const metrics = app.get(Metrics);
     app.use((req: Request, res: Response, next: NextFunction) => {
       const end = metrics.httpSeconds.startTimer();
@@ -94,6 +87,15 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     app.use(
       authenticate(app.get(ApiKeysService), app.get(RateLimits), config.access.credentialsFile),
     );
+    // After the key is checked: a caller without one is answered at once, not after sending (or
+    // trickling) its whole body. Not strict: a body of `null` or `42` is valid JSON, and each
+    // route's validator then says what it expected; strict mode would refuse it with a parse error
+    // about a valid token.
+    app.useBodyParser('json', {
+      limit: JSON_BODY_LIMIT_BYTES,
+      type: parsesJsonBody,
+      strict: false,
+    });
     await app.listen(config.port, config.host);
     // Trainers call once per iteration, often more than Node's default 5 s apart: a keep-alive
     // connection closed by the server just as a client reuses it fails that client's request (a
