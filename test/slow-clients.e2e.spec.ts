@@ -13,6 +13,7 @@ beforeAll(async () => {
   server = await startTestServer({
     CREDITLAB_INGEST_IDLE_SECONDS: '3',
     CREDITLAB_INGEST_CONCURRENCY_PER_KEY: '6',
+    CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: '2',
     CREDITLAB_INGEST_CONNECTIONS: '4',
     CREDITLAB_DB_CONNECTIONS: '4', // fewer than the uploads below: shared, they would starve reads
   });
@@ -32,13 +33,21 @@ interface Upload {
   answer: Promise<{ status: number; body: Record<string, unknown> }>;
 }
 
-/** Opens an upload and sends `first` (maybe nothing), keeping the body open. */
-function openUpload(runId: string, first: string): Upload {
-  const url = new URL(`${server.url}/v1/runs/${runId}/events`);
+/**
+ * Opens an upload and sends `first` (maybe nothing), keeping the body open: an ingest request, or
+ * with `checkpoint` the upload of that checkpoint.
+ */
+function openUpload(runId: string, first: string, checkpoint?: number): Upload {
+  const url = new URL(
+    checkpoint === undefined
+      ? `${server.url}/v1/runs/${runId}/events`
+      : `${server.url}/v1/runs/${runId}/checkpoints/${checkpoint}`,
+  );
   const req = request(url, {
-    method: 'POST',
+    method: checkpoint === undefined ? 'POST' : 'PUT',
     headers: {
-      'content-type': 'application/x-ndjson',
+      'content-type':
+        checkpoint === undefined ? 'application/x-ndjson' : 'application/octet-stream',
       'transfer-encoding': 'chunked',
       authorization: `Bearer ${ADMIN_KEY}`,
     },
@@ -118,4 +127,34 @@ test('one key may have only so many uploads open; reads of other runs are never 
   for (const u of uploads) u.req.end();
   const answers = await Promise.all(uploads.map((u) => u.answer));
   expect(answers.map((a) => a.status)).toEqual(runs.map(() => 200));
+});
+
+test('a checkpoint upload that goes quiet gets 408, and a key has only its share of uploads open at once', async () => {
+  const { id } = await client.createRun({ name: 'slow checkpoints', env: 'e', method: 'grpo' });
+  const open = [openUpload(id, 'half a checkpoint', 1), openUpload(id, 'another half', 2)];
+  // Both are in progress: the key's third is refused at once, before any of its body is read.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const third = await api(`${server.url}/v1/runs/${id}/checkpoints/3`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: 'a whole checkpoint',
+  });
+  expect(third.status).toBe(429);
+  expect(await third.json()).toMatchObject({
+    message: expect.stringContaining('already has 2 checkpoint uploads in progress'),
+  });
+  for (const upload of open) {
+    const answer = await upload.answer;
+    expect(answer.status).toBe(408);
+    expect(answer.body).toMatchObject({ error: 'REQUEST_TIMEOUT', idleSeconds: 3 });
+  }
+  // Nothing of them was stored, and the key's uploads are free again.
+  const list = await api(`${server.url}/v1/runs/${id}/checkpoints`);
+  expect(await list.json()).toEqual([]);
+  const again = await api(`${server.url}/v1/runs/${id}/checkpoints/3`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: 'a whole checkpoint',
+  });
+  expect(again.status).toBe(201);
 });

@@ -10,7 +10,6 @@ import {
   StreamableFile,
 } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import getRawBody from 'raw-body';
 import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
@@ -20,6 +19,8 @@ import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
+import { ConcurrencyLimits } from '../access/concurrency-limits';
+import { uploadBody } from './upload-body';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
@@ -30,11 +31,18 @@ const FORMAT = /^[\w.+/-]{1,100}$/;
  */
 @Controller('v1/runs/:id/checkpoints')
 export class CheckpointsController {
+  private readonly uploads: ConcurrencyLimits;
+
   constructor(
     @Inject(CheckpointsService) private readonly checkpoints: CheckpointsService,
     @Inject(ProjectScope) private readonly scope: ProjectScope,
     @Inject(AppConfigToken) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.uploads = new ConcurrencyLimits(
+      'checkpoint uploads',
+      config.limits.checkpointConcurrencyPerKey,
+    );
+  }
 
   @Put(':iteration')
   @HttpCode(201)
@@ -56,22 +64,18 @@ export class CheckpointsController {
         `X-Creditlab-Checkpoint-Format: 1–100 of [A-Za-z0-9_.+/-], got ${JSON.stringify(format)}`,
       );
     refuseEncodedBody(req);
-    const limit = this.config.limits.maxCheckpointBytes;
-    let data: Buffer;
-    try {
-      data = await getRawBody(req, { limit, length: req.headers['content-length'] });
-    } catch (e) {
-      if ((e as { type?: string }).type === 'entity.too.large')
-        throw new DomainError(
-          ErrorCode.PayloadTooLarge,
-          `checkpoint larger than ${limit} bytes (CREDITLAB_MAX_CHECKPOINT_BYTES)`,
-        );
-      throw e;
-    }
-    if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
-    const { created, checkpoint } = await this.checkpoints.store(runId, iteration, format, data);
-    res.status(created ? 201 : 200);
-    return checkpoint;
+    // Each upload is held whole in memory until stored: a key has a few at a time, not any number.
+    return this.uploads.run(caller, async () => {
+      const { maxCheckpointBytes, idleMs } = this.config.limits;
+      const data = await uploadBody(req, maxCheckpointBytes, idleMs).catch((e: unknown) => {
+        res.setHeader('Connection', 'close'); // the rest of the body is not read
+        throw e;
+      });
+      if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
+      const { created, checkpoint } = await this.checkpoints.store(runId, iteration, format, data);
+      res.status(created ? 201 : 200);
+      return checkpoint;
+    });
   }
 
   @Get()

@@ -36,6 +36,7 @@ const schema = z.object({
     .default(256 * mib),
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
+  CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(4),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
@@ -76,6 +77,8 @@ export interface AppConfig {
     idleMs: number;
     /** Ingest requests one key may have in progress at once in this process (more: 429). */
     ingestConcurrencyPerKey: number;
+    /** Checkpoint uploads one key may have in progress at once (each is held whole in memory). */
+    checkpointConcurrencyPerKey: number;
     /** Largest checkpoint upload (stored in the database: at most 1 GiB). */
     maxCheckpointBytes: number;
     graphqlMaxDepth: number;
@@ -158,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,
       idleMs: e.CREDITLAB_INGEST_IDLE_SECONDS * 1000,
       ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
+      checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
       graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
+import { IdleWatch } from '../http/idle-watch';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { IncomingEvent } from './append-session';
 
@@ -94,37 +95,6 @@ async function* untilError(lines: LineSplitter): AsyncGenerator<BodyLine[]> {
   }
 }
 
-/** Calls `onIdle` once when `ms` pass with the watch running and no `resume` in between. */
-class IdleWatch {
-  private since = Date.now();
-  private paused = false;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(ms: number, onIdle: () => void) {
-    this.timer = setInterval(
-      () => {
-        if (!this.paused && Date.now() - this.since > ms) {
-          this.stop();
-          onIdle();
-        }
-      },
-      Math.min(1000, Math.max(10, ms / 4)),
-    );
-  }
-
-  pause(): void {
-    this.paused = true;
-  }
-
-  resume(): void {
-    this.paused = false;
-    this.since = Date.now();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-}
 
 /**
  * The body cut into lines as its bytes arrive, each line decoded once it is complete, while both
