@@ -162,6 +162,16 @@ describe('errors are clear, with codes', () => {
       error: 'INVALID_INPUT',
       message: expect.stringContaining('unknown method "gipgo"; known methods: reinforce, grpo'),
     });
+    // A key __proto__ would vanish when the body is copied, with its value unchecked.
+    const proto = await postAdvantages(
+      runId,
+      5,
+      '{"method":"gigpo","params":{"__proto__":{"gamma":"abc"}}}',
+    );
+    expect(proto.status).toBe(400);
+    expect(((await proto.json()) as { message: string }).message).toBe(
+      'params.__proto__: key must not be "__proto__" (a JavaScript object cannot hold it as a field)',
+    );
     const bad = await online('gigpo', { gamma: 2 });
     expect(((await bad.json()) as { message: string }).message).toBe(
       'parameter "gamma" of method "gigpo" must be a number in [0, 1], got 2',

@@ -67,6 +67,23 @@ test('a line that is not JSON is named by its number', async () => {
   expect((e as DomainError).message).toMatch(/^line 3: not valid JSON/);
 });
 
+test('a line whose bytes are not UTF-8 is named by its number, whether it came whole or in pieces', async () => {
+  // FF FE never occur in UTF-8; C0 AF is an overlong "/". Decoding would make each U+FFFD, silently.
+  for (const bad of [Buffer.from([0xff, 0xfe]), Buffer.from([0xc0, 0xaf])]) {
+    const line = Buffer.concat([Buffer.from('{"s":"A'), bad, Buffer.from('B"}\n')]);
+    for (const chunks of [
+      [Buffer.from('{"a":1}\n'), line],
+      [...line].map((b) => Buffer.from([b])),
+    ]) {
+      const e = await failure(chunks);
+      expect(e).toBeInstanceOf(DomainError);
+      expect((e as DomainError).message).toBe(
+        `line ${chunks.length === 2 ? 2 : 1}: not valid UTF-8; send the body as UTF-8`,
+      );
+    }
+  }
+});
+
 test('a line past the line limit is refused with its number, also when no chunk alone is too long', async () => {
   const limits = { ...LIMITS, maxLineBytes: 10 };
   const e = await failure(['{"a":1}\n{"b":', '"0123', '456789"}\n'], limits);

@@ -558,6 +558,10 @@ test('a bad export request is a 400 naming the parameter, before any byte of the
     [{ include: 'weights' }, /^include: unknown column weights; one of embedding, tokenLogprobs$/],
     // Names every JavaScript object has are not columns either.
     [{ include: '__proto__' }, /^include: unknown column __proto__; one of /],
+    [
+      { methods: '[{"name":"gigpo","params":{"__proto__":{"gamma":"x"}}}]' },
+      /^methods: \[0\]\.params\.__proto__: key must not be "__proto__"/,
+    ],
     [{ include: 'constructor' }, /^include: unknown column constructor; one of /],
     [{ include: 'toString', format: 'parquet' }, /^include: unknown column toString; one of /],
   ];

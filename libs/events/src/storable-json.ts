@@ -1,10 +1,14 @@
 /**
  * What PostgreSQL cannot store although JSON can say it: a NUL character (text and jsonb refuse
  * U+0000), a lone UTF-16 surrogate (not valid Unicode: refused, or silently replaced by U+FFFD
- * on the way in), and deeply nested values (jsonb and the server's own recursion have limits).
- * Checked at the edge, so that such input is the caller's 400 naming the field, never a 500.
+ * on the way in), deeply nested values (jsonb and the server's own recursion have limits), and a
+ * key named `__proto__` (JSON.parse keeps it, but copying the object into another, as validation
+ * does, sets a prototype instead of a field: the value would vanish unchecked). Checked at the
+ * edge, so that such input is the caller's 400 naming the field, never a 500 or a silent loss.
  */
 export const MAX_JSON_DEPTH = 64;
+
+const PROTO_KEY = 'must not be "__proto__" (a JavaScript object cannot hold it as a field)';
 
 export interface StorableIssue {
   path: PropertyKey[];
@@ -20,7 +24,7 @@ export function textProblem(s: string): string | undefined {
 
 /**
  * The first place in `value` that cannot be stored: a string or object key with NUL or a lone
- * surrogate, or nesting deeper than `maxDepth`. Arrays of numbers (embeddings: the bulk of a
+ * surrogate, a key `__proto__`, or nesting deeper than `maxDepth`. Arrays of numbers (embeddings: the bulk of a
  * step) are skipped after one cheap pass. The path is a stack, copied only for an issue: this runs
  * on every ingested event.
  */
@@ -49,7 +53,7 @@ export function findUnstorable(
     }
     for (const key in v) {
       path.push(key);
-      const message = textProblem(key);
+      const message = key === '__proto__' ? PROTO_KEY : textProblem(key);
       const issue = message
         ? { path: [...path], message: `key ${message}` }
         : visit((v as Record<string, unknown>)[key]);

@@ -60,6 +60,21 @@ describe('findUnstorable', () => {
     expect(findUnstorable({ ok: 'a pair 😀 is fine' })).toBeUndefined();
   });
 
+  test('refuses a key named __proto__ (as JSON.parse gives it), which a copy of the object would lose', () => {
+    const metrics = JSON.parse(
+      '{"id":"2f4e6d8c-0b1a-4c3e-8f5d-7a9b1c3e5f04","type":"metrics.logged","data":{"iteration":0,"metrics":{"loss":1,"__proto__":{"x":"not a number"}}}}',
+    ) as unknown;
+    expect(findUnstorable(metrics)).toEqual({
+      path: ['data', 'metrics', '__proto__'],
+      message: 'key must not be "__proto__" (a JavaScript object cannot hold it as a field)',
+    });
+    const refused = validateEvent(metrics, 'client');
+    expect(refused.ok).toBe(false);
+    expect(JSON.stringify(refused)).toContain('data.metrics.__proto__');
+    // A key that merely contains the word is a key like any other.
+    expect(findUnstorable(JSON.parse('{"my__proto__":1,"proto":2}'))).toBeUndefined();
+  });
+
   test('refuses nesting past the limit, and only past it', () => {
     const nest = (n: number): unknown => (n === 0 ? 1 : [nest(n - 1)]);
     expect(findUnstorable(nest(64))).toBeUndefined();

@@ -14,7 +14,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { firstIssue } from '@creditlab/events';
+import { findUnstorable, firstIssue, formatPath } from '@creditlab/events';
 import { Caller } from '../access/caller.decorator';
 import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
@@ -156,6 +156,14 @@ export class AdvantagesController {
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.output<T> {
+  // Before the schema: its records copy objects, and a copy loses a `__proto__` key unchecked.
+  const unstorable = findUnstorable(value);
+  if (unstorable) {
+    const path = formatPath(unstorable.path);
+    throw new DomainError(ErrorCode.InvalidInput, `${path || where}: ${unstorable.message}`, {
+      path,
+    });
+  }
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = firstIssue(parsed.error);

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { z } from 'zod';
-import { firstIssue, MAX_INT32 } from '@creditlab/events';
+import { findUnstorable, firstIssue, formatPath, MAX_INT32 } from '@creditlab/events';
 import { Caller } from '../access/caller.decorator';
 import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
@@ -38,12 +38,21 @@ const querySchema = z.object({
   methods: z
     .string()
     .transform((text, ctx) => {
+      let value: unknown;
       try {
-        return JSON.parse(text) as unknown;
+        value = JSON.parse(text) as unknown;
       } catch {
         ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. [{"name":"gigpo"}]' });
         return z.NEVER;
       }
+      // Before the schema below: its records copy objects, and a copy loses a `__proto__` key unchecked.
+      const unstorable = findUnstorable(value);
+      if (!unstorable) return value;
+      ctx.addIssue({
+        code: 'custom',
+        message: `${formatPath(unstorable.path)}: ${unstorable.message}`,
+      });
+      return z.NEVER;
     })
     .pipe(
       z

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IdleWatch } from '../http/idle-watch';
@@ -39,6 +40,12 @@ export async function* ndjsonEvents(
     read: for await (const piece of untilError(lines))
       for (const { position, text } of piece) {
         if (lines.failure) break read;
+        if (text === null)
+          throw new DomainError(
+            ErrorCode.InvalidEvent,
+            `line ${position}: not valid UTF-8; send the body as UTF-8`,
+            { line: position, path: '', reason: 'not valid UTF-8' },
+          );
         let value: unknown;
         try {
           value = JSON.parse(text);
@@ -80,7 +87,8 @@ const PIECES_AHEAD = 4;
 /** A line of the body with something on it, and its number (blank lines count, but are not passed on). */
 interface BodyLine {
   position: number;
-  text: string;
+  /** null: the line's bytes are not UTF-8 (decoding would put U+FFFD in their place, silently). */
+  text: string | null;
 }
 
 /**
@@ -170,15 +178,19 @@ class LineSplitter extends Transform {
   /** Ends the line being read at `chunk[end]`; adds it to `lines` unless blank. */
   private endLine(chunk: Buffer, start: number, end: number, lines: BodyLine[]): void {
     this.position++;
-    let text: string;
+    let bytes: Buffer;
     if (this.partialBytes === 0) {
       if (end === start) return;
-      text = chunk.toString('utf8', start, end); // no Buffer made per line: lines are often tiny
+      bytes = chunk.subarray(start, end);
     } else {
-      text = Buffer.concat([...this.partial, chunk.subarray(start, end)]).toString('utf8');
+      bytes = Buffer.concat([...this.partial, chunk.subarray(start, end)]);
       this.partial = [];
       this.partialBytes = 0;
     }
+    // Checked before decoding, which would replace bad bytes with U+FFFD: two different bodies
+    // would then store as one, and a retry of either would match the other.
+    if (!isUtf8(bytes)) return void lines.push({ position: this.position, text: null });
+    const text = bytes.toString('utf8');
     if (text.trim() !== '') lines.push({ position: this.position, text });
   }
 
