@@ -103,7 +103,6 @@ async function* untilError(lines: LineSplitter): AsyncGenerator<BodyLine[]> {
   }
 }
 
-
 /**
  * The body cut into lines as its bytes arrive, each line decoded once it is complete, while both
  * limits are enforced: the request size, and the bytes of one line (so an endless line cannot grow
