@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { request } from 'node:http';
 import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
 import { CreditlabClient } from '@creditlab/client';
 
@@ -91,8 +92,28 @@ test('checkpoints are immutable; bad uploads say what is wrong', async () => {
   expect(json.status).toBe(201);
   const stored = await api(`${server.url}/v1/runs/${runId}/checkpoints/10`);
   expect(await stored.text()).toBe('{"w":1}');
+  // Nor when the request names its target in absolute form (PUT http://host/v1/…), as proxies do.
+  const absolute = await new Promise<number>((resolve, reject) => {
+    const { hostname, port } = new URL(server.url);
+    const req = request(
+      {
+        hostname,
+        port,
+        method: 'PUT',
+        path: `${server.url}/v1/runs/${runId}/checkpoints/11`,
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', reject);
+    req.end('{"w":2}');
+  });
+  expect(absolute).toBe(201);
   const list = (await (await api(`${server.url}/v1/runs/${runId}/checkpoints`)).json()) as {
     iteration: number;
   }[];
-  expect(list.map((c) => c.iteration)).toEqual([4, 7, 10]);
+  expect(list.map((c) => c.iteration)).toEqual([4, 7, 10, 11]);
 });

@@ -28,8 +28,10 @@ const KEEP_ALIVE_MS = 65_000;
 function parsesJsonBody(req: IncomingMessage): boolean {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (!(type === 'application/json' || type.endsWith('+json'))) return false;
-  // Case-insensitive, as Express routes are: /V1/runs/…/Checkpoints/… reaches the same handler.
-  return !(req.method === 'PUT' && /^\/v1\/runs\/[^/]+\/checkpoints\//i.test(req.url ?? ''));
+  // On the path as Express routes it: case-insensitive (/V1/runs/…/Checkpoints/… reaches the same
+  // handler), and from an absolute-form request target (PUT http://host/v1/…) too.
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  return !(req.method === 'PUT' && /^\/v1\/runs\/[^/]+\/checkpoints\//i.test(path));
 }
 
 export interface RunningServer {

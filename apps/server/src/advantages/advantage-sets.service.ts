@@ -115,8 +115,9 @@ export class AdvantageSetsService {
   }
 
   /**
-   * The set a request names, stored if `storage` allows it (or if it exists already); else an
-   * unstored set (id null) whose iterations are computed for the request only.
+   * The set a request names: its stored row if there is one; else, if `storage` allows storing it,
+   * a set without a row yet (id null, `storable`) that gets one when its first iteration computes
+   * (`keep`); else a set whose iterations are computed for the request only (id null).
    */
   async openSet(runId: string, request: MethodRequest, storage: SetStorage): Promise<AdvantageSet> {
     const r = this.resolve(request);
@@ -129,7 +130,11 @@ export class AdvantageSetsService {
     return { id: res.rows[0]?.id ?? null, runId, ...r, storable };
   }
 
-  /** The set with its row, made now if it has none (for a set opened storable, once it computed). */
+  /**
+   * The set with its row, made now if it has none (for a storable set, once an iteration of it has
+   * computed). Fills in `set.id` in place, so that every holder of the set (a request's later
+   * iterations, a DataLoader's cache) uses the row from then on.
+   */
   async keep(set: AdvantageSet): Promise<StoredSet> {
     if (set.id === null)
       set.id = (await this.ensureSet(set.runId, { name: set.method, params: set.params })).id;

@@ -24,7 +24,7 @@ export class MethodComparisonView {
   @Field(() => ID, {
     nullable: true,
     description:
-      'The stored set compared; null when computed for this request only (a read key, non-default parameters).',
+      'The stored set compared; null when it has no row: computed for this request only (a read key, non-default parameters), or nothing of it computed.',
   })
   advantageSetId!: string | null;
   @Field(() => AdvantageSummary) summary!: AdvantageSummary;

@@ -36,7 +36,7 @@ const schema = z.object({
     .default(256 * mib),
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
-  CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(4),
+  CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(8),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),

@@ -23,13 +23,8 @@ interface SocketContext {
     principal?: Principal;
     /** The key the socket connected with: looked up again for every operation and message. */
     key?: string;
-    /** The ws socket itself (graphql-ws's `use/ws` puts it here). */
-    socket?: { close(code: number, reason: string): void };
   };
 }
-
-/** Why a socket is closed when its key stops working: graphql-ws's code for a refused connection. */
-const KEY_REVOKED = { code: 4403, reason: 'Forbidden: the API key was revoked' } as const;
 
 /**
  * Apollo's configuration: the code-first schema, the request limits, errors as a caller may see
@@ -57,11 +52,13 @@ export function graphqlOptions(
     onSubscribe: async (ctx: unknown, _id: string, payload: SocketOperation) => {
       const connection = ctx as SocketContext;
       const principal = await stillValid(connection);
+      if (principal === 'unchecked') return [uncheckedError()];
       if (!principal) return [revokedError()];
       connection.extra.principal = principal;
       return refuseOnSocket(payload, principal, limits, config.limits.graphqlMaxTokens);
     },
-    // And before every message of a subscription already running.
+    // And before every message of a subscription already running. A key that could not be
+    // checked (the database unreachable for a moment) was valid at its last check: the message goes.
     onNext: async (ctx: unknown) => {
       if (!(await stillValid(ctx as SocketContext))) return { errors: [revokedError()] };
       return undefined;
@@ -79,13 +76,21 @@ export function graphqlOptions(
       return true;
     },
   };
-  /** The socket's key, if it still works; if not, the socket is closed once the refusal is sent. */
-  const stillValid = async (connection: SocketContext): Promise<Principal | undefined> => {
-    const principal = connection.extra.key
-      ? await keys.authenticate(connection.extra.key)
-      : undefined;
-    if (!principal)
-      setImmediate(() => connection.extra.socket?.close(KEY_REVOKED.code, KEY_REVOKED.reason));
+  /**
+   * The socket's key, if it still works. A revoked key's socket stays open but serves it nothing:
+   * closing it from here could overtake the refusal on its way out. 'unchecked' when the lookup
+   * failed (PostgreSQL unreachable): an error thrown into graphql-ws would close the socket as its
+   * own failure (4500), which its clients do not retry.
+   */
+  const stillValid = async (
+    connection: SocketContext,
+  ): Promise<Principal | undefined | 'unchecked'> => {
+    let principal: Principal | undefined;
+    try {
+      principal = connection.extra.key ? await keys.authenticate(connection.extra.key) : undefined;
+    } catch {
+      return 'unchecked';
+    }
     return principal;
   };
   return {
@@ -122,4 +127,13 @@ function revokedError(): GraphQLError {
   return new GraphQLError('API key not recognised: revoked since this socket connected', {
     extensions: { code: 'UNAUTHENTICATED' },
   });
+}
+
+function uncheckedError(): GraphQLError {
+  return new GraphQLError(
+    'the API key could not be checked just now (the database is unavailable); try again',
+    {
+      extensions: { code: 'SERVICE_UNAVAILABLE' },
+    },
+  );
 }

@@ -34,6 +34,8 @@ export async function refuseOnSocket(
   limits: RateLimits,
   maxTokens: number,
 ): Promise<readonly GraphQLError[] | undefined> {
+  // Parsed here (graphql-ws parses again, unbounded, after this hook) to bound it in tokens as over
+  // HTTP, and so that a syntax error is an error for this operation, not the socket closed (4500).
   let document: DocumentNode;
   try {
     document = parse(operation.query, { maxTokens });

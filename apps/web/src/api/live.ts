@@ -4,7 +4,7 @@ import { currentKey } from './session';
 
 /**
  * Live updates of a run: the `runProgress` subscription (graphql-ws on /graphql, the key in
- * connection_init) where the server has it, else a poll every `pollMs`. `onChange` is called on every
+ * connection_init) where the server has it and serves it, else a poll every `pollMs`. `onChange` is called on every
  * append and job progress; the caller refetches what it shows. Returns the stop function.
  */
 export function watchRun(
@@ -17,14 +17,25 @@ export function watchRun(
     const timer = setInterval(onChange, pollMs);
     return () => clearInterval(timer);
   }
-  const client = socket();
-  return client.subscribe(
+  // A subscription the server refuses (over the key's rate limit, the key revoked) or loses falls
+  // back to polling, so that the page keeps up either way.
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const poll = () => (timer ??= setInterval(onChange, pollMs));
+  const stop = socket().subscribe(
     {
       query: `subscription Live($runId: ID!) { runProgress(runId: $runId) { runId lastSeq } }`,
       variables: { runId },
     },
-    { next: () => onChange(), error: () => undefined, complete: () => undefined },
+    {
+      next: (message) => (message.errors ? poll() : onChange()),
+      error: () => poll(),
+      complete: () => undefined,
+    },
   );
+  return () => {
+    stop();
+    clearInterval(timer);
+  };
 }
 
 let shared: { key: string; client: Client } | undefined;
