@@ -3,8 +3,8 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import { sendDomainError } from '../errors/send-domain-error';
 import { bearerToken } from './api-key';
 import type { ApiKeysService } from './api-keys.service';
-import { describeKey, type Principal } from './principal';
-import type { RateLimits } from './rate-limits';
+import type { Principal } from './principal';
+import { overLimitMessage, type RateLimits } from './rate-limits';
 import { isWebPageRequest } from '../web/web-requests';
 
 /**
@@ -51,11 +51,9 @@ export function authenticate(
       res.setHeader('RateLimit-Limit', String(rate.limit));
       if (!rate.allowed) {
         res.setHeader('Retry-After', String(rate.retryAfterSeconds));
-        throw new DomainError(
-          ErrorCode.RateLimited,
-          `${describeKey(principal)} is over its limit of ${rate.limit} requests per minute; retry in ${rate.retryAfterSeconds} s`,
-          { retryAfterSeconds: rate.retryAfterSeconds },
-        );
+        throw new DomainError(ErrorCode.RateLimited, overLimitMessage(principal, rate), {
+          retryAfterSeconds: rate.retryAfterSeconds,
+        });
       }
       res.setHeader('RateLimit-Remaining', String(rate.remaining));
       (req as AuthenticatedRequest).principal = principal;

@@ -1,5 +1,5 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Principal } from './principal';
+import { describeKey, type Principal } from './principal';
 
 export type RateDecision =
   | { allowed: true; limit: number; remaining: number }
@@ -35,4 +35,12 @@ export class RateLimits {
       };
     }
   }
+}
+
+/** What a caller over its rate is told, over HTTP and on the socket alike. */
+export function overLimitMessage(
+  principal: Principal,
+  rate: { limit: number; retryAfterSeconds: number },
+): string {
+  return `${describeKey(principal)} is over its limit of ${rate.limit} requests per minute; retry in ${rate.retryAfterSeconds} s`;
 }

@@ -9,8 +9,8 @@ import {
   type GraphQLSchema,
   type ValidationRule,
 } from 'graphql';
-import { describeKey, type Principal } from '../access/principal';
-import type { RateLimits } from '../access/rate-limits';
+import type { Principal } from '../access/principal';
+import { overLimitMessage, type RateLimits } from '../access/rate-limits';
 
 /** What graphql-ws hands its hooks for one operation on a socket. */
 export interface SocketOperation {
@@ -61,10 +61,9 @@ export async function refuseOnSocket(
     const rate = await limits.take(principal);
     if (!rate.allowed)
       return [
-        new GraphQLError(
-          `${describeKey(principal)} is over its limit of ${rate.limit} requests per minute; retry in ${rate.retryAfterSeconds} s`,
-          { extensions: { code: 'RATE_LIMITED', retryAfterSeconds: rate.retryAfterSeconds } },
-        ),
+        new GraphQLError(overLimitMessage(principal, rate), {
+          extensions: { code: 'RATE_LIMITED', retryAfterSeconds: rate.retryAfterSeconds },
+        }),
       ];
   }
   return undefined;
