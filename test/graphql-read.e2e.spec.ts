@@ -319,6 +319,61 @@ test('query limits: depth counts nested fields, fragments included', async () =>
   }
 });
 
+test('query limits: lists without a page size are counted as they resolve', async () => {
+  // One trajectory of 1,500 steps: the cost estimate prices `steps` at 50, whatever its length.
+  const { id } = await client.createRun({
+    name: 'long trajectory',
+    project: 'lab-c',
+    env: 'sokoban',
+    method: 'grpo',
+  });
+  const steps = Array.from({ length: 1500 }, (_, i) => ({
+    state: `s${i % 7}`,
+    action: 'a',
+    reward: 0,
+  }));
+  await client.appendEvents(
+    id,
+    rolloutEvents(0, { groups: [{ id: 'g', trajectories: [{ id: 't', steps }] }] }),
+  );
+  const limited = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    CREDITLAB_GRAPHQL_MAX_COST: '2000',
+  });
+  try {
+    const post = async (query: string) => {
+      const res = await api(`${limited.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query, variables: { id } }),
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as { data?: unknown; errors?: unknown[] },
+      };
+    };
+    const query = (aliases: number) =>
+      `query($id: ID!) { run(id: $id) { groups(iteration: 0, first: 1) { nodes { trajectories {
+        ${Array.from({ length: aliases }, (_, a) => `s${a}: steps { index }`).join(' ')} } } } } }`;
+    const once = await post(query(1));
+    expect(once.status).toBe(200);
+    expect(JSON.stringify(once.body.data).match(/"index"/g)).toHaveLength(1500);
+    // Within the estimate (50 steps per alias), twice the limit when resolved: refused whole.
+    const twice = await post(query(2));
+    expect(twice.status).toBe(400);
+    expect(twice.body).toEqual({
+      errors: [
+        expect.objectContaining({
+          message: expect.stringContaining('more than 2000 items in its lists'),
+          extensions: expect.objectContaining({ code: 'QUERY_TOO_COSTLY' }),
+        }),
+      ],
+    });
+  } finally {
+    await limited.stop();
+  }
+});
+
 test('schema.gql in the repository is the schema the server serves', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-schema-'));
   const file = path.join(dir, 'schema.gql');

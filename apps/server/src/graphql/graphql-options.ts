@@ -12,6 +12,7 @@ import { GraphQLError } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
+import { limitReturnedItems, returnedItemsLimitPlugin } from './returned-items-limit';
 import { storableTextRule, storableVariablesPlugin } from './storable-text';
 import { refuseOnSocket, socketValidation, type SocketOperation } from './socket-operations';
 import { subscriptionsOverSocketPlugin } from './subscriptions-over-socket';
@@ -98,6 +99,8 @@ export function graphqlOptions(
     autoSchemaFile: true,
     buildSchemaOptions: { scalarsMap: [{ type: Date, scalar: DateTimeScalar }] },
     sortSchema: true,
+    // Lists are counted as they resolve too: the cost limit can only guess the length of a list without `first`.
+    transformSchema: (schema) => limitReturnedItems(schema, config.limits.graphqlMaxCost),
     // Every request carries a key, so the schema is shown to key holders only, production included.
     introspection: true,
     includeStacktraceInErrorResponses: false,
@@ -119,6 +122,7 @@ export function graphqlOptions(
       subscriptionsOverSocketPlugin(),
       storableVariablesPlugin(),
       complexityLimitPlugin(config.limits.graphqlMaxCost),
+      returnedItemsLimitPlugin(),
     ],
   };
 }
