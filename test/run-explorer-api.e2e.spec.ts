@@ -564,6 +564,15 @@ test('a bad export request is a 400 naming the parameter, before any byte of the
     ],
     [{ include: 'constructor' }, /^include: unknown column constructor; one of /],
     [{ include: 'toString', format: 'parquet' }, /^include: unknown column toString; one of /],
+    // A misspelt parameter would have exported every iteration, or a method at its defaults.
+    [
+      { iteration: '0' },
+      /^query: unknown query parameter "iteration"; the query parameters here are format, iterations, methods, include$/,
+    ],
+    [
+      { methods: '[{"name":"gigpo","param":{"gamma":0.5}}]' },
+      /^methods\[0\]: unknown field "param"; the fields here are name, params$/,
+    ],
   ];
   for (const [query, message] of cases) {
     const res = await api(exportUrl(parentId, query));

@@ -19,6 +19,7 @@ import { Caller } from '../access/caller.decorator';
 import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
+import { knownKeysObject } from '../http/known-keys-object';
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { EventAppender } from '../rollouts/event-appender.service';
@@ -30,32 +31,38 @@ import {
 import { insertIterations } from './advantage-store';
 import { advantagesDocument } from './advantages-document';
 
-const consumeSchema = z.object({
-  method: z.string().min(1),
-  params: z.record(z.string(), z.unknown()).default({}),
-  /** Idempotency key of the advantages.used event this request records (a retried request records it once). */
-  eventId: z.uuid().optional(),
-  diagnostics: z.boolean().default(false),
-});
+const consumeSchema = knownKeysObject(
+  {
+    method: z.string().min(1),
+    params: z.record(z.string(), z.unknown()).default({}),
+    /** Idempotency key of the advantages.used event this request records (a retried request records it once). */
+    eventId: z.uuid().optional(),
+    diagnostics: z.boolean().default(false),
+  },
+  'field',
+);
 
-const readSchema = z.object({
-  method: z.string().min(1),
-  params: z
-    .string()
-    .default('{}')
-    .transform((text, ctx) => {
-      try {
-        const value = JSON.parse(text) as unknown;
-        if (typeof value === 'object' && value !== null && !Array.isArray(value))
-          return value as Record<string, unknown>;
-      } catch {
-        // reported below
-      }
-      ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"gamma":0.95}' });
-      return z.NEVER;
-    }),
-  diagnostics: z.enum(['true', 'false']).default('false'),
-});
+const readSchema = knownKeysObject(
+  {
+    method: z.string().min(1),
+    params: z
+      .string()
+      .default('{}')
+      .transform((text, ctx) => {
+        try {
+          const value = JSON.parse(text) as unknown;
+          if (typeof value === 'object' && value !== null && !Array.isArray(value))
+            return value as Record<string, unknown>;
+        } catch {
+          // reported below
+        }
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"gamma":0.95}' });
+        return z.NEVER;
+      }),
+    diagnostics: z.enum(['true', 'false']).default('false'),
+  },
+  'query parameter',
+);
 
 /**
  * An iteration's advantages under any method, two ways. `GET` reads them (any key; records

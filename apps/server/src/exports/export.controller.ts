@@ -7,6 +7,7 @@ import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { knownKeysObject } from '../http/known-keys-object';
 import { csvWriter, parquetWriter } from './export-writers';
 import { RunExportService } from './run-export.service';
 
@@ -21,54 +22,60 @@ const list = (what: string) =>
     )
     .refine((xs) => xs.length > 0, `a comma-separated list of ${what}`);
 
-const querySchema = z.object({
-  format: z.enum(['csv', 'parquet']).default('csv'),
-  iterations: list('iterations')
-    .transform((xs, ctx) => {
-      // Digits only, as in an iteration's path (…/iterations/7/…): "1e3" and "0x1" are not 1000 and 1.
-      const bad = xs.find((x) => !/^\d{1,10}$/.test(x) || Number(x) > MAX_INT32);
-      if (bad === undefined) return xs.map(Number);
-      ctx.addIssue({
-        code: 'custom',
-        message: `whole numbers from 0 to ${MAX_INT32}, got ${JSON.stringify(bad)}`,
-      });
-      return z.NEVER;
-    })
-    .optional(),
-  methods: z
-    .string()
-    .transform((text, ctx) => {
-      let value: unknown;
-      try {
-        value = JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. [{"name":"gigpo"}]' });
+const querySchema = knownKeysObject(
+  {
+    format: z.enum(['csv', 'parquet']).default('csv'),
+    iterations: list('iterations')
+      .transform((xs, ctx) => {
+        // Digits only, as in an iteration's path (…/iterations/7/…): "1e3" and "0x1" are not 1000 and 1.
+        const bad = xs.find((x) => !/^\d{1,10}$/.test(x) || Number(x) > MAX_INT32);
+        if (bad === undefined) return xs.map(Number);
+        ctx.addIssue({
+          code: 'custom',
+          message: `whole numbers from 0 to ${MAX_INT32}, got ${JSON.stringify(bad)}`,
+        });
         return z.NEVER;
-      }
-      // Before the schema below: its records copy objects, and a copy loses a `__proto__` key unchecked.
-      const unstorable = findUnstorable(value);
-      if (!unstorable) return value;
-      ctx.addIssue({
-        code: 'custom',
-        message: `${formatPath(unstorable.path)}: ${unstorable.message}`,
-      });
-      return z.NEVER;
-    })
-    .pipe(
-      z
-        .array(
-          z.object({
-            name: z.string().min(1),
-            params: z.record(z.string(), z.unknown()).optional(),
-          }),
-        )
-        .max(12),
-    )
-    .default([]),
-  include: list('column names')
-    .transform((xs) => [...new Set(xs)]) // a column named twice is one column
-    .default([]),
-});
+      })
+      .optional(),
+    methods: z
+      .string()
+      .transform((text, ctx) => {
+        let value: unknown;
+        try {
+          value = JSON.parse(text) as unknown;
+        } catch {
+          ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. [{"name":"gigpo"}]' });
+          return z.NEVER;
+        }
+        // Before the schema below: its records copy objects, and a copy loses a `__proto__` key unchecked.
+        const unstorable = findUnstorable(value);
+        if (!unstorable) return value;
+        ctx.addIssue({
+          code: 'custom',
+          message: `${formatPath(unstorable.path)}: ${unstorable.message}`,
+        });
+        return z.NEVER;
+      })
+      .pipe(
+        z
+          .array(
+            knownKeysObject(
+              {
+                name: z.string().min(1),
+                params: z.record(z.string(), z.unknown()).optional(),
+              },
+              'field',
+            ),
+          )
+          .max(12),
+      )
+      .default([]),
+    include: list('column names')
+      .transform((xs) => [...new Set(xs)]) // a column named twice is one column
+      .default([]),
+  },
+  'query parameter',
+);
 
 /**
  * A run exported as CSV or Parquet, streamed: every step with its fields and the chosen methods'
@@ -94,7 +101,7 @@ export class ExportController {
     const parsed = querySchema.safeParse(query);
     if (!parsed.success) {
       const issue = firstIssue(parsed.error);
-      throw new DomainError(ErrorCode.InvalidInput, `${issue.path}: ${issue.message}`, {
+      throw new DomainError(ErrorCode.InvalidInput, `${issue.path || 'query'}: ${issue.message}`, {
         path: issue.path,
       });
     }

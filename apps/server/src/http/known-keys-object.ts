@@ -1,0 +1,20 @@
+import { z } from 'zod';
+
+/**
+ * An object schema that refuses keys it does not name. A query parameter or body field a
+ * caller misspells (`?iteration=0` for `iterations`, `param` for `params`) would otherwise be
+ * dropped silently, and the answer would be for a request the caller did not make: the whole run
+ * exported, advantages under the default parameters.
+ */
+export function knownKeysObject<Shape extends z.ZodRawShape>(
+  shape: Shape,
+  noun: 'query parameter' | 'field',
+) {
+  const known = Object.keys(shape).join(', ');
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown ${noun}${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the ${noun}s here are ${known}`
+        : undefined,
+  });
+}
