@@ -114,6 +114,7 @@ test('one key may have only so many uploads open; reads of other runs are never 
   await new Promise((r) => setTimeout(r, 500));
   const seventh = await appendNow(runs[0]!.id);
   expect(seventh.status).toBe(429);
+  expect(seventh.headers.get('retry-after')).toBe('1');
   expect(await seventh.json()).toMatchObject({
     error: 'TOO_MANY_CONCURRENT_REQUESTS',
     limit: 6,

@@ -50,7 +50,6 @@ export function authenticate(
       const rate = await limits.take(principal);
       res.setHeader('RateLimit-Limit', String(rate.limit));
       if (!rate.allowed) {
-        res.setHeader('Retry-After', String(rate.retryAfterSeconds));
         throw new DomainError(ErrorCode.RateLimited, overLimitMessage(principal, rate), {
           retryAfterSeconds: rate.retryAfterSeconds,
         });

@@ -21,7 +21,8 @@ export class ConcurrencyLimits {
       throw new DomainError(
         ErrorCode.TooManyConcurrent,
         `${describeKey(principal)} already has ${n} ${this.what} in progress (the limit per key); wait for one to finish`,
-        { limit: this.perKey },
+        // A request in progress lasts milliseconds to seconds: the shortest wait a header can say.
+        { limit: this.perKey, retryAfterSeconds: 1 },
       );
     }
     this.inProgress.set(principal.keyId, n + 1);
