@@ -121,6 +121,101 @@ test('a JSON body over its limit is refused with 413 naming the limit', async ()
   });
 });
 
+test('a JSON body that cannot be read is refused saying why, and stores nothing', async () => {
+  const before = await rowCounts(server.databaseUrl);
+  const run = JSON.stringify({ name: 'x', env: 'e', method: 'grpo' });
+  const cases: [string, Record<string, string>, string | Buffer, number, string, RegExp][] = [
+    [
+      '/v1/runs',
+      {},
+      '{"name": "x",, }',
+      400,
+      'INVALID_INPUT',
+      /^body: not valid JSON \(.*position 13/,
+    ],
+    // Decoded as it was, each bad byte became U+FFFD: two different names stored as one.
+    [
+      '/v1/runs',
+      {},
+      Buffer.concat([
+        Buffer.from('{"name":"x'),
+        Buffer.from([0xff]),
+        Buffer.from('","env":"e","method":"grpo"}'),
+      ]),
+      400,
+      'INVALID_INPUT',
+      /^body: not valid UTF-8/,
+    ],
+    [
+      '/graphql',
+      {},
+      Buffer.from([0x7b, 0xff, 0x7d]),
+      400,
+      'INVALID_INPUT',
+      /^body: not valid UTF-8/,
+    ],
+    [
+      '/v1/runs',
+      { 'content-type': 'application/json; charset=latin-1' },
+      run,
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      /^charset "latin-1" is not accepted for JSON; send UTF-8$/,
+    ],
+    [
+      '/v1/runs',
+      { 'content-encoding': 'gzip' },
+      run,
+      400,
+      'INVALID_INPUT',
+      /^body: not valid gzip \(incorrect header check\)/,
+    ],
+    [
+      '/v1/runs',
+      { 'content-encoding': 'zstd' },
+      run,
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      /^Content-Encoding "zstd" is not accepted; send gzip, deflate, br or no encoding$/,
+    ],
+    // Not parsed, and so taken as no body at all ("required object is missing"; {} for advantages).
+    [
+      '/v1/runs',
+      { 'content-type': 'text/plain' },
+      run,
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      /^send the body as JSON with Content-Type: application\/json \(got "text\/plain"\)$/,
+    ],
+    [
+      `/v1/runs/${runId}/iterations/0/advantages`,
+      { 'content-type': 'text/plain' },
+      '{"method":"grpo","params":{"normalize":false}}',
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      /^send the body as JSON/,
+    ],
+  ];
+  for (const [route, headers, body, status, error, message] of cases) {
+    const res = await api(`${server.url}${route}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+    const json = (await res.json()) as { error: string; message: string };
+    expect([route, headers, res.status, json.error]).toEqual([route, headers, status, error]);
+    expect(json.message).toMatch(message);
+  }
+  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  // The same body compressed as it says is read.
+  const gz = await api(`${server.url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    body: gzipSync(run),
+  });
+  expect(gz.status).toBe(201);
+});
+
 test('a compressed body is refused with 415 naming its encoding, for events and checkpoints', async () => {
   const before = await rowCounts(server.databaseUrl);
   const line = JSON.stringify({

@@ -14,25 +14,20 @@ import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
 import { ConnectionDraining } from './operations/connection-draining';
-import { JSON_BODY_LIMIT_BYTES } from './http/json-body';
+import {
+  JSON_BODY_LIMIT_BYTES,
+  jsonBodyErrors,
+  parsesJsonBody,
+  verifyUtf8,
+} from './http/json-body';
 import { jobsOnly } from './operations/jobs-only';
 import { Metrics } from './operations/metrics';
 import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
-import type { IncomingMessage, Server } from 'node:http';
+import type { Server } from 'node:http';
 
 /** How long an idle keep-alive connection stays open (Node's default is 5 s). */
 const KEEP_ALIVE_MS = 65_000;
-
-/** Requests whose JSON body the framework parses: JSON content type, not a raw-body route. */
-function parsesJsonBody(req: IncomingMessage): boolean {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (!(type === 'application/json' || type.endsWith('+json'))) return false;
-  // On the path as Express routes it: case-insensitive (/V1/runs/…/Checkpoints/… reaches the same
-  // handler), and from an absolute-form request target (PUT http://host/v1/…) too.
-  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-  return !(req.method === 'PUT' && /^\/v1\/runs\/[^/]+\/checkpoints\//i.test(path));
-}
 
 export interface RunningServer {
   app: NestExpressApplication;
@@ -93,11 +88,16 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     // trickling) its whole body. Not strict: a body of `null` or `42` is valid JSON, and each
     // route's validator then says what it expected; strict mode would refuse it with a parse error
     // about a valid token.
-    app.useBodyParser('json', {
+    // `verify` is left out of Nest's option type because Nest uses it for `rawBody`, which this app
+    // does not turn on: it reaches express.json as given.
+    const jsonOptions = {
       limit: JSON_BODY_LIMIT_BYTES,
       type: parsesJsonBody,
       strict: false,
-    });
+      verify: verifyUtf8,
+    };
+    app.useBodyParser('json', jsonOptions);
+    app.use(jsonBodyErrors());
     await app.listen(config.port, config.host);
     // Trainers call once per iteration, often more than Node's default 5 s apart: a keep-alive
     // connection closed by the server just as a client reuses it fails that client's request (a

@@ -1,5 +1,4 @@
 import {
-  Body,
   Controller,
   Get,
   HttpCode,
@@ -19,6 +18,7 @@ import { Caller } from '../access/caller.decorator';
 import { hasRole, type Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
 import { Requires } from '../access/requires.decorator';
+import { JsonBody } from '../http/json-body';
 import { knownKeysObject } from '../http/known-keys-object';
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { DomainError, ErrorCode } from '../errors/domain-error';
@@ -106,7 +106,7 @@ export class AdvantagesController {
     @Caller() caller: Principal,
     @Param('id') runId: string,
     @Param('iteration', ParseIterationPipe) iteration: number,
-    @Body() body: unknown,
+    @JsonBody() body: unknown,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {

@@ -1,8 +1,7 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { GraphQLError } from 'graphql';
-import { JSON_BODY_LIMIT_BYTES } from '../http/json-body';
-import { DomainError, ErrorCode, GRAPHQL_CODE } from './domain-error';
+import { DomainError, GRAPHQL_CODE } from './domain-error';
 import { publicError } from './internal-errors';
 import { sendDomainError } from './send-domain-error';
 
@@ -24,7 +23,7 @@ export class DomainErrorFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
-    const error = tooLargeJson(publicError(thrown, req.id as string | undefined));
+    const error = publicError(thrown, req.id as string | undefined);
     if (error instanceof HttpException) {
       const status = error.getStatus();
       const body = error.getResponse();
@@ -49,17 +48,4 @@ export class DomainErrorFilter implements ExceptionFilter {
     sendDomainError(req, res, error as DomainError);
     return undefined;
   }
-}
-
-/**
- * The JSON body parser's refusal of a body over its limit (which Nest hands over as a bare 413
- * "request entity too large"), told with the limit and what to do instead.
- */
-function tooLargeJson(error: DomainError | HttpException): DomainError | HttpException {
-  if (!(error instanceof HttpException) || error.getStatus() !== 413) return error;
-  return new DomainError(
-    ErrorCode.PayloadTooLarge,
-    `JSON body larger than ${JSON_BODY_LIMIT_BYTES} bytes, the limit for JSON requests; send rollouts as NDJSON events (POST /v1/runs/{id}/events)`,
-    { limit: JSON_BODY_LIMIT_BYTES },
-  );
 }

@@ -1,8 +1,9 @@
-import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
+import { Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
 import { Requires } from '../access/requires.decorator';
+import { JsonBody } from '../http/json-body';
 import { RunsService } from './runs.service';
 
 /** Creating a run over HTTP. */
@@ -16,7 +17,7 @@ export class RunsController {
   @Requires('write')
   async create(
     @Caller() caller: Principal,
-    @Body() body: unknown,
+    @JsonBody() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<{ id: string }> {
     const { id, created } = await this.runs.create(body, caller);
