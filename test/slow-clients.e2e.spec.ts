@@ -103,6 +103,30 @@ test('a body that brings no new event for the idle limit gets 408, and nothing o
   expect((await appendNow(id)).status).toBe(200); // and the run's lock is free again
 });
 
+test('a JSON body that goes quiet gets 408 rather than holding its connection for minutes', async () => {
+  const req = request(new URL(`${server.url}/graphql`), {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'transfer-encoding': 'chunked',
+      authorization: `Bearer ${ADMIN_KEY}`,
+    },
+  });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+  });
+  req.write('{"query": "{ viewer');
+  const { status, body } = await answer;
+  expect(status).toBe(408);
+  expect(JSON.parse(body)).toMatchObject({ error: 'REQUEST_TIMEOUT', idleSeconds: 3 });
+  req.destroy();
+});
+
 test('one key may have only so many uploads open; reads of other runs are never starved', async () => {
   const runs = await Promise.all(
     Array.from({ length: 6 }, (_, i) =>

@@ -73,7 +73,7 @@ export interface AppConfig {
   limits: {
     maxLineBytes: number;
     maxRequestBytes: number;
-    /** An ingest body that brings no new event for this long gets 408. */
+    /** An ingest body that brings no new event (a checkpoint or JSON body: no bytes) for this long gets 408. */
     idleMs: number;
     /** Ingest requests one key may have in progress at once in this process (more: 429). */
     ingestConcurrencyPerKey: number;

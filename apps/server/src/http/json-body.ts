@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { isUtf8 } from 'node:buffer';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { sendDomainError } from '../errors/send-domain-error';
+import { IdleWatch } from './idle-watch';
 
 /** The largest JSON request body (run creation, GraphQL, advantages): large data goes as NDJSON. */
 export const JSON_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
@@ -30,6 +31,34 @@ export function verifyUtf8(req: IncomingMessage, _res: unknown, body: Buffer): v
       new Error('body: not valid UTF-8; send JSON as UTF-8 (or name its charset, e.g. utf-16)'),
       { status: 400, type: 'entity.not.utf8' },
     );
+}
+
+/**
+ * A JSON body that brings no bytes for `idleMs` is answered 408, as an ingest body or a checkpoint
+ * upload is: a client with a key could otherwise hold its connection by trickling a body until
+ * Node's request timeout (5 minutes). Goes just before the JSON parser.
+ */
+export function jsonBodyIdleLimit(idleMs: number) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.complete || !parsesJsonBody(req)) return next();
+    const watch = new IdleWatch(idleMs, () =>
+      sendDomainError(
+        req,
+        res,
+        new DomainError(
+          ErrorCode.RequestTimeout,
+          `no bytes of the JSON body arrived for ${idleMs / 1000} s; send the body without pauses`,
+          { idleSeconds: idleMs / 1000 },
+        ),
+      ),
+    );
+    // The parser first: it attaches its own 'data' listener in this same tick, before which a
+    // listener of ours would start the stream flowing and lose bytes to nobody.
+    next();
+    req.on('data', () => watch.resume());
+    req.once('end', () => watch.stop());
+    req.once('close', () => watch.stop());
+  };
 }
 
 /**
