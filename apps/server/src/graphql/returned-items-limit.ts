@@ -29,9 +29,10 @@ const CODE = 'QUERY_TOO_COSTLY';
 export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): GraphQLSchema {
   const tallies = new WeakMap<object, { items: number }>();
   const tallyOf = (context: unknown) => {
-    const key = (context ?? tallies) as object;
-    let tally = tallies.get(key);
-    if (!tally) tallies.set(key, (tally = { items: 0 }));
+    // Apollo always passes the context object; without one there is no request to count for.
+    if (typeof context !== 'object' || context === null) return { items: 0 };
+    let tally = tallies.get(context);
+    if (!tally) tallies.set(context, (tally = { items: 0 }));
     return tally;
   };
   const tooMany = () =>
