@@ -96,14 +96,17 @@ test('a request cut mid-body stores nothing, and its retry stores everything onc
     });
   });
   // Wait for the server to notice the cut and roll back (it counts the rejected request then).
-  const rejected = () => metric(server, 'creditlab_rejected_requests_total{code="INTERNAL"}');
+  const rejected = () =>
+    metric(server, 'creditlab_rejected_requests_total{code="CLIENT_CLOSED_REQUEST"}');
   for (let i = 0; i < 200 && (await rejected()) === 0; i++)
     await new Promise((r) => setTimeout(r, 50));
   // The server did write chunks of the cut request (inside its transaction) before rolling it all back.
   expect(await metric(server, 'creditlab_db_statements_total')).toBeGreaterThan(
     statementsBefore + 5,
   );
-  expect(await metric(server, 'creditlab_rejected_requests_total{code="INTERNAL"}')).toBe(1);
+  expect(
+    await metric(server, 'creditlab_rejected_requests_total{code="CLIENT_CLOSED_REQUEST"}'),
+  ).toBe(1);
   expect(await rowCounts(server.databaseUrl)).toEqual(before);
   const retry = (await (await post(id, body)).json()) as { accepted: number; duplicates: number };
   expect(retry.duplicates).toBe(0);

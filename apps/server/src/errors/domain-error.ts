@@ -14,6 +14,8 @@ export enum ErrorCode {
   RunFinished = 'RUN_FINISHED',
   /** The client stopped sending a request body it had started. */
   RequestTimeout = 'REQUEST_TIMEOUT',
+  /** The connection closed before the request body ended: nobody is left to answer. */
+  ClientClosedRequest = 'CLIENT_CLOSED_REQUEST',
   /** Too many requests of one kind from one key at once (not the per-minute rate). */
   TooManyConcurrent = 'TOO_MANY_CONCURRENT_REQUESTS',
   /** PostgreSQL cannot be reached: retry later. */
@@ -35,6 +37,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.Conflict]: 409,
   [ErrorCode.RunFinished]: 409,
   [ErrorCode.RequestTimeout]: 408,
+  [ErrorCode.ClientClosedRequest]: 400, // never seen by the client; counted and logged under its code
   [ErrorCode.TooManyConcurrent]: 429,
   [ErrorCode.DatabaseUnavailable]: 503,
   [ErrorCode.Internal]: 500,
@@ -53,6 +56,7 @@ export const GRAPHQL_CODE: Record<ErrorCode, string> = {
   [ErrorCode.Conflict]: 'CONFLICT',
   [ErrorCode.RunFinished]: 'CONFLICT',
   [ErrorCode.RequestTimeout]: 'REQUEST_TIMEOUT',
+  [ErrorCode.ClientClosedRequest]: 'BAD_REQUEST',
   [ErrorCode.TooManyConcurrent]: 'RATE_LIMITED',
   [ErrorCode.DatabaseUnavailable]: 'DATABASE_UNAVAILABLE',
   [ErrorCode.Internal]: 'INTERNAL_SERVER_ERROR',

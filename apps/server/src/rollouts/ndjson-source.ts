@@ -25,7 +25,7 @@ export async function* ndjsonEvents(
   limits: NdjsonLimits,
 ): AsyncGenerator<IncomingEvent> {
   const lines = new LineSplitter(limits);
-  req.on('error', (e) => lines.destroy(e));
+  req.on('error', () => lines.destroy(cutShort()));
   req.pipe(lines);
   const idle = new IdleWatch(limits.idleMs, () => {
     lines.failure ??= new DomainError(
@@ -72,8 +72,15 @@ export async function* ndjsonEvents(
   if (lines.failure) throw lines.failure;
   // Whole only if the client sent all of it and every line was read: a connection that fails after
   // the last byte arrived (complete, yet lines still unread) must not pass for a shorter request.
-  if (!req.complete || !lines.readableEnded)
-    throw new Error('request body ended before the client finished sending it');
+  if (!req.complete || !lines.readableEnded) throw cutShort();
+}
+
+/** Not the server's fault, so not counted or logged as an internal error. */
+function cutShort(): DomainError {
+  return new DomainError(
+    ErrorCode.ClientClosedRequest,
+    'request body ended before the client finished sending it',
+  );
 }
 
 /**
