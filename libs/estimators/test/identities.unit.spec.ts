@@ -132,6 +132,22 @@ describe.each(batches)('%s', (_name, batch) => {
     );
   });
 
+  test('normalised advantages are the same for rewards ×1e300, where squared deviations overflow, as for ×1e150', () => {
+    // σ was ∞ past about 1e154, and every advantage of the group a silent 0.
+    const scaled = (s: number) => ({ ...batch, reward: batch.reward.map((r) => r * s) });
+    const methods: [string, Record<string, unknown>][] = [
+      ['grpo', {}],
+      ['gigpo', {}],
+      ['gagpo', {}],
+      ['ppo-gae', { whiten: 'batch_steps' }],
+    ];
+    for (const [method, params] of methods) {
+      const far = estimate(scaled(1e300), method, params).advantages;
+      expectClose(far, estimate(scaled(1e150), method, params).advantages, 1e-12, method);
+      expect(far.some((a) => a !== 0)).toBe(true);
+    }
+  });
+
   test('RLOO is GRPO mean-norm scaled by G/(G−1)', () => {
     const rloo = estimate(batch, 'rloo', {}).advantages;
     const grpo = estimate(batch, 'grpo', { normalize: 'mean' }).advantages;

@@ -1,6 +1,6 @@
 import type { ColumnarBatch } from '../batch/columnar-batch';
 import { typedReads } from '../typed-arrays';
-import type { Normalize } from './group-stats';
+import { overflowSafeStd, type Normalize } from './group-stats';
 import { broadcastToSteps, episodeReturns } from './returns';
 
 const { at, intAt } = typedReads;
@@ -75,5 +75,12 @@ function weightedStats(R: Float64Array, weight: Int32Array, lo: number, hi: numb
   const mu = sum / n;
   let ss = 0;
   for (let i = lo; i < hi; i++) ss += intAt(weight, i) * (at(R, i) - mu) ** 2;
-  return { mu, sigma: Math.sqrt(ss / (n - 1)) };
+  const sigma = Math.sqrt(ss / (n - 1));
+  if (sigma !== Infinity) return { mu, sigma };
+  return {
+    mu,
+    sigma: overflowSafeStd(n, (visit) => {
+      for (let i = lo; i < hi; i++) visit(at(R, i) - mu, intAt(weight, i));
+    }),
+  };
 }

@@ -51,8 +51,34 @@ export function groupStats(
   for (let b = 0; b < bucketCount; b++) {
     const c = intAt(count, b);
     std[b] = c < 2 ? NaN : allEqual[b] ? 0 : Math.sqrt(at(ss, b) / (c - 1));
+    if (std[b] === Infinity)
+      std[b] = overflowSafeStd(c, (visit) => {
+        for (let k = 0; k < n; k++)
+          if (intAt(bucketOf, k) === b) visit(at(values, k) - at(mean, b), 1);
+      });
   }
   return { count, mean, std };
+}
+
+/**
+ * The unbiased std of `n` deviations d (each with weight w) when Σ w·d² overflowed although every d
+ * is finite (values beyond about 1e154): s·√(Σ w·(d/s)² / (n − 1)) with s = max |d|, scaled as
+ * BLAS's vector norm is, so that σ is finite whenever it is representable. Without it σ was ∞ and
+ * every advantage of such a group a silent 0. Only this rare path pays the two extra passes; the
+ * usual one, and its results bit for bit, are unchanged.
+ */
+export function overflowSafeStd(
+  n: number,
+  forEach: (visit: (d: number, w: number) => void) => void,
+): number {
+  let s = 0;
+  forEach((d) => (s = Math.max(s, Math.abs(d))));
+  let ss = 0;
+  forEach((d, w) => (ss += w * (d / s) ** 2));
+  // σ itself beyond double's range: NaN, so that estimate() refuses the advantages it would give
+  // (each a silent 0 through ∞) with its message about values too large for the arithmetic.
+  const std = s * Math.sqrt(ss / (n - 1));
+  return std === Infinity ? NaN : std;
 }
 
 /**
@@ -96,5 +122,13 @@ export function rangeStats(x: Float64Array, lo: number, hi: number): { mean: num
   const mean = sum / n;
   let ss = 0;
   for (let k = lo; k < hi; k++) ss += (at(x, k) - mean) ** 2;
-  return { mean, std: n < 2 ? NaN : Math.sqrt(ss / (n - 1)) };
+  if (n < 2) return { mean, std: NaN };
+  const std = Math.sqrt(ss / (n - 1));
+  if (std !== Infinity) return { mean, std };
+  return {
+    mean,
+    std: overflowSafeStd(n, (visit) => {
+      for (let k = lo; k < hi; k++) visit(at(x, k) - mean, 1);
+    }),
+  };
 }

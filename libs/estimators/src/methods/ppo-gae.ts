@@ -66,7 +66,9 @@ function whiten(x: Float64Array): Float64Array {
   const out = new Float64Array(x.length);
   if (x.length < 2) return out;
   const { mean, std } = rangeStats(x, 0, x.length);
-  const scale = 1 / Math.sqrt(std * std + 1e-8);
+  // Past about 1e154, std² overflows; there √(std² + 1e-8) is std itself.
+  const variance = std * std + 1e-8;
+  const scale = 1 / (variance === Infinity ? std : Math.sqrt(variance));
   for (let k = 0; k < x.length; k++) out[k] = (at(x, k) - mean) * scale;
   return out;
 }
