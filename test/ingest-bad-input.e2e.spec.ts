@@ -124,6 +124,11 @@ test('a JSON body over its limit is refused with 413 naming the limit', async ()
 test('a JSON body that cannot be read is refused saying why, and stores nothing', async () => {
   const before = await rowCounts(server.databaseUrl);
   const run = JSON.stringify({ name: 'x', env: 'e', method: 'grpo' });
+  const notUtf8 = Buffer.concat([
+    Buffer.from('{"name":"x'),
+    Buffer.from([0xff]),
+    Buffer.from('","env":"e","method":"grpo"}'),
+  ]);
   const cases: [string, Record<string, string>, string | Buffer, number, string, RegExp][] = [
     [
       '/v1/runs',
@@ -134,22 +139,20 @@ test('a JSON body that cannot be read is refused saying why, and stores nothing'
       /^body: not valid JSON \(.*position 13/,
     ],
     // Decoded as it was, each bad byte became U+FFFD: two different names stored as one.
-    [
-      '/v1/runs',
-      {},
-      Buffer.concat([
-        Buffer.from('{"name":"x'),
-        Buffer.from([0xff]),
-        Buffer.from('","env":"e","method":"grpo"}'),
-      ]),
-      400,
-      'INVALID_INPUT',
-      /^body: not valid UTF-8/,
-    ],
+    ['/v1/runs', {}, notUtf8, 400, 'INVALID_INPUT', /^body: not valid UTF-8/],
     [
       '/graphql',
       {},
       Buffer.from([0x7b, 0xff, 0x7d]),
+      400,
+      'INVALID_INPUT',
+      /^body: not valid UTF-8/,
+    ],
+    // The charset as body-parser reads it: a quoted parameter that only looks like one is not it.
+    [
+      '/v1/runs',
+      { 'content-type': 'application/json; x="a;charset=utf-16"' },
+      notUtf8,
       400,
       'INVALID_INPUT',
       /^body: not valid UTF-8/,

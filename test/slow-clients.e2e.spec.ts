@@ -103,28 +103,43 @@ test('a body that brings no new event for the idle limit gets 408, and nothing o
   expect((await appendNow(id)).status).toBe(200); // and the run's lock is free again
 });
 
-test('a JSON body that goes quiet gets 408 rather than holding its connection for minutes', async () => {
-  const req = request(new URL(`${server.url}/graphql`), {
+/** A JSON request that sends `first` and then nothing more, with the answer it gets. */
+function stalledJson(path: string, first: string, length?: number) {
+  const req = request(new URL(`${server.url}${path}`), {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      'transfer-encoding': 'chunked',
+      ...(length === undefined
+        ? { 'transfer-encoding': 'chunked' }
+        : { 'content-length': String(length) }),
       authorization: `Bearer ${ADMIN_KEY}`,
     },
   });
-  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-  });
-  req.write('{"query": "{ viewer');
-  const { status, body } = await answer;
+  const answer = new Promise<{ status: number; body: Record<string, unknown> }>(
+    (resolve, reject) => {
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(body) }));
+      });
+      req.on('error', reject);
+    },
+  );
+  req.write(first);
+  return answer.finally(() => req.destroy());
+}
+
+test('a JSON body that goes quiet gets 408 rather than holding its connection for minutes', async () => {
+  const { status, body } = await stalledJson('/graphql', '{"query": "{ viewer');
   expect(status).toBe(408);
-  expect(JSON.parse(body)).toMatchObject({ error: 'REQUEST_TIMEOUT', idleSeconds: 3 });
-  req.destroy();
+  expect(body).toMatchObject({ error: 'REQUEST_TIMEOUT', idleSeconds: 3 });
+});
+
+test('a JSON body declared larger than the limit is refused at once, not read first', async () => {
+  // Read first, it would have ended in a 408.
+  const { status, body } = await stalledJson('/v1/runs', '{"name": "', 3 * 1024 * 1024);
+  expect(status).toBe(413);
+  expect(body).toMatchObject({ error: 'PAYLOAD_TOO_LARGE', limit: 2 * 1024 * 1024 });
 });
 
 test('one key may have only so many uploads open; reads of other runs are never starved', async () => {

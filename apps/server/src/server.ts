@@ -17,7 +17,7 @@ import { ConnectionDraining } from './operations/connection-draining';
 import {
   JSON_BODY_LIMIT_BYTES,
   jsonBodyErrors,
-  jsonBodyIdleLimit,
+  jsonBodyGuards,
   parsesJsonBody,
   verifyUtf8,
 } from './http/json-body';
@@ -97,7 +97,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       strict: false,
       verify: verifyUtf8,
     };
-    app.use(jsonBodyIdleLimit(config.limits.idleMs));
+    app.use(jsonBodyGuards(config.limits.idleMs));
     app.useBodyParser('json', jsonOptions);
     app.use(jsonBodyErrors());
     await app.listen(config.port, config.host);

@@ -24,6 +24,11 @@ export class DomainErrorFilter implements ExceptionFilter {
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
     const error = publicError(thrown, req.id as string | undefined);
+    // Answered already (a stream cut short, a body refused before it ended): nothing more to say.
+    if (res.headersSent) {
+      res.destroy();
+      return undefined;
+    }
     if (error instanceof HttpException) {
       const status = error.getStatus();
       const body = error.getResponse();
@@ -39,10 +44,6 @@ export class DomainErrorFilter implements ExceptionFilter {
           .toUpperCase(),
         message: Array.isArray(message) ? message.join('; ') : String(message),
       });
-      return undefined;
-    }
-    if (res.headersSent) {
-      res.destroy();
       return undefined;
     }
     sendDomainError(req, res, error as DomainError);

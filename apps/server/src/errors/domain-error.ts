@@ -82,3 +82,11 @@ export function runNotFound(runId: string): DomainError {
     runId,
   });
 }
+
+/** A request body that ended before the client finished sending it: not the server's fault. */
+export function bodyCutShort(): DomainError {
+  return new DomainError(
+    ErrorCode.ClientClosedRequest,
+    'request body ended before the client finished sending it',
+  );
+}

@@ -7,12 +7,19 @@ import {
   isListType,
   isObjectType,
   type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
   type GraphQLSchema,
 } from 'graphql';
 import { callersMistake } from './callers-mistake';
 
 /** How many numbers (or other scalars) of a list weigh as much as one object. */
 export const SCALARS_PER_OBJECT = 16;
+
+/**
+ * Objects that are only a pair of numbers weigh as those numbers do: a metric series is one point
+ * per iteration, and the web app asks for every series of the runs it shows.
+ */
+const NUMBER_PAIRS = new Set(['SeriesPoint']);
 
 const CODE = 'QUERY_TOO_COSTLY';
 
@@ -23,16 +30,20 @@ const CODE = 'QUERY_TOO_COSTLY';
  * and return millions of objects. So the lists are also counted as they are resolved: every list
  * field of the schema is wrapped to add what it returned (an object 1, a scalar 1/16) to its
  * request's tally, and the request stops at `maxItems`, before the items past it are serialized.
- * The tally belongs to the context object: one per HTTP request; for a socket subscription, one per
- * operation (its messages have no lists today).
+ * A query's tally belongs to its context object (one per HTTP request); a subscription's to each
+ * message (its root value, the event), since its context lives as long as the subscription.
+ * Mutations are not counted: refused after they ran, their effects would stay while the answer says
+ * to ask for less, and a client doing so would act twice.
  */
 export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): GraphQLSchema {
   const tallies = new WeakMap<object, { items: number }>();
-  const tallyOf = (context: unknown) => {
-    // Apollo always passes the context object; without one there is no request to count for.
-    if (typeof context !== 'object' || context === null) return { items: 0 };
-    let tally = tallies.get(context);
-    if (!tally) tallies.set(context, (tally = { items: 0 }));
+  const tallyOf = (context: unknown, info: GraphQLResolveInfo) => {
+    const owner = info.operation.operation === 'subscription' ? info.rootValue : context;
+    // Apollo always passes a context object, and a subscription's events are objects; without one
+    // there is nothing to count for.
+    if (typeof owner !== 'object' || owner === null) return { items: 0 };
+    let tally = tallies.get(owner);
+    if (!tally) tallies.set(owner, (tally = { items: 0 }));
     return tally;
   };
   const tooMany = () =>
@@ -45,9 +56,12 @@ export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): Gra
     for (const field of Object.values(type.getFields())) {
       const listType = getNullableType(field.type);
       if (!isListType(listType)) continue;
-      const weigh = isLeafType(getNamedType(listType))
+      const item = getNamedType(listType);
+      const weigh = isLeafType(item)
         ? (n: number) => Math.ceil(n / SCALARS_PER_OBJECT)
-        : (n: number) => n;
+        : NUMBER_PAIRS.has(item.name)
+          ? (n: number) => Math.ceil((2 * n) / SCALARS_PER_OBJECT)
+          : (n: number) => n;
       const resolve: GraphQLFieldResolver<unknown, unknown> = field.resolve ?? defaultFieldResolver;
       const count = (tally: { items: number }, value: unknown) => {
         if (Array.isArray(value)) tally.items += weigh(value.length);
@@ -55,7 +69,8 @@ export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): Gra
         return value;
       };
       field.resolve = (source, args, context, info) => {
-        const tally = tallyOf(context);
+        if (info.operation.operation === 'mutation') return resolve(source, args, context, info);
+        const tally = tallyOf(context, info);
         // Past the limit already: nothing more is loaded for this request.
         if (tally.items > maxItems) throw tooMany();
         const value = resolve(source, args, context, info);

@@ -1,8 +1,9 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import { parse as parseContentType } from 'content-type';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage } from 'node:http';
 import { isUtf8 } from 'node:buffer';
-import { DomainError, ErrorCode } from '../errors/domain-error';
+import { bodyCutShort, DomainError, ErrorCode } from '../errors/domain-error';
 import { sendDomainError } from '../errors/send-domain-error';
 import { IdleWatch } from './idle-watch';
 
@@ -24,8 +25,8 @@ export function parsesJsonBody(req: IncomingMessage): boolean {
  * U+FFFD, so that two different bodies were stored as one text (as NDJSON lines are refused too).
  */
 export function verifyUtf8(req: IncomingMessage, _res: unknown, body: Buffer): void {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) return; // body-parser checks the rest
+  const charset = declaredCharset(req);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return; // body-parser checks the rest
   if (!isUtf8(body))
     throw Object.assign(
       new Error('body: not valid UTF-8; send JSON as UTF-8 (or name its charset, e.g. utf-16)'),
@@ -33,14 +34,27 @@ export function verifyUtf8(req: IncomingMessage, _res: unknown, body: Buffer): v
     );
 }
 
+/** The charset as body-parser reads it (quoted parameters too), so that the two cannot disagree. */
+function declaredCharset(req: IncomingMessage): string | undefined {
+  try {
+    return parseContentType(req).parameters.charset?.toLowerCase();
+  } catch {
+    return undefined; // a header content-type cannot parse: body-parser takes it as no charset too
+  }
+}
+
 /**
- * A JSON body that brings no bytes for `idleMs` is answered 408, as an ingest body or a checkpoint
- * upload is: a client with a key could otherwise hold its connection by trickling a body until
- * Node's request timeout (5 minutes). Goes just before the JSON parser.
+ * Goes just before the JSON parser. A JSON body that brings no bytes for `idleMs` is answered 408,
+ * as an ingest body or a checkpoint upload is: a client with a key could otherwise hold its
+ * connection by trickling a body until Node's request timeout (5 minutes). And a body whose
+ * declared length is over the limit is answered 413 at once, where the parser would read it first.
  */
-export function jsonBodyIdleLimit(idleMs: number) {
+export function jsonBodyGuards(idleMs: number) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.complete || !parsesJsonBody(req)) return next();
+    if (!parsesJsonBody(req)) return next();
+    if (Number(req.headers['content-length']) > JSON_BODY_LIMIT_BYTES)
+      return sendDomainError(req, res, tooLarge());
+    if (req.complete) return next();
     const watch = new IdleWatch(idleMs, () =>
       sendDomainError(
         req,
@@ -69,7 +83,9 @@ export function jsonBodyErrors() {
   return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     const e = err as { type?: string; status?: number; message?: string; charset?: string };
     const error = fromBodyParser(e, req);
-    if (error) sendDomainError(req, res, error);
+    // Answered already (a 408 for a body that went quiet, whose end the parser then reports).
+    if (error && res.headersSent) res.destroy();
+    else if (error) sendDomainError(req, res, error);
     else next(err);
   };
 }
@@ -85,11 +101,9 @@ function fromBodyParser(
     case 'entity.not.utf8':
       return new DomainError(ErrorCode.InvalidInput, e.message ?? 'body: not valid UTF-8');
     case 'entity.too.large':
-      return new DomainError(
-        ErrorCode.PayloadTooLarge,
-        `JSON body larger than ${JSON_BODY_LIMIT_BYTES} bytes, the limit for JSON requests; send rollouts as NDJSON events (POST /v1/runs/{id}/events)`,
-        { limit: JSON_BODY_LIMIT_BYTES },
-      );
+      return tooLarge();
+    case 'request.aborted':
+      return bodyCutShort();
     case 'charset.unsupported':
       return new DomainError(
         ErrorCode.UnsupportedMediaType,
@@ -110,6 +124,14 @@ function fromBodyParser(
       `body: not valid ${encoding} (${e.message}); send it compressed as Content-Encoding says, or uncompressed without that header`,
     );
   return undefined;
+}
+
+function tooLarge(): DomainError {
+  return new DomainError(
+    ErrorCode.PayloadTooLarge,
+    `JSON body larger than ${JSON_BODY_LIMIT_BYTES} bytes, the limit for JSON requests; send rollouts as NDJSON events (POST /v1/runs/{id}/events)`,
+    { limit: JSON_BODY_LIMIT_BYTES },
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IdleWatch } from '../http/idle-watch';
-import { DomainError, ErrorCode } from '../errors/domain-error';
+import { bodyCutShort, DomainError, ErrorCode } from '../errors/domain-error';
 import type { IncomingEvent } from './append-session';
 
 export interface NdjsonLimits {
@@ -25,7 +25,7 @@ export async function* ndjsonEvents(
   limits: NdjsonLimits,
 ): AsyncGenerator<IncomingEvent> {
   const lines = new LineSplitter(limits);
-  req.on('error', () => lines.destroy(cutShort()));
+  req.on('error', () => lines.destroy(bodyCutShort()));
   req.pipe(lines);
   const idle = new IdleWatch(limits.idleMs, () => {
     lines.failure ??= new DomainError(
@@ -72,15 +72,7 @@ export async function* ndjsonEvents(
   if (lines.failure) throw lines.failure;
   // Whole only if the client sent all of it and every line was read: a connection that fails after
   // the last byte arrived (complete, yet lines still unread) must not pass for a shorter request.
-  if (!req.complete || !lines.readableEnded) throw cutShort();
-}
-
-/** Not the server's fault, so not counted or logged as an internal error. */
-function cutShort(): DomainError {
-  return new DomainError(
-    ErrorCode.ClientClosedRequest,
-    'request body ended before the client finished sending it',
-  );
+  if (!req.complete || !lines.readableEnded) throw bodyCutShort();
 }
 
 /**
