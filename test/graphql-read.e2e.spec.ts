@@ -369,6 +369,29 @@ test('query limits: lists without a page size are counted as they resolve', asyn
         }),
       ],
     });
+    // An iteration's metrics are JSON, which the estimate cannot price: 2,000 of them are 125
+    // items, so one alias is answered and 19 (within the estimate) are refused.
+    await client.appendEvents(id, [
+      {
+        id: newEventId(),
+        type: 'metrics.logged',
+        data: {
+          iteration: 0,
+          metrics: Object.fromEntries(Array.from({ length: 2000 }, (_, m) => [`m${m}`, m])),
+        },
+      },
+    ]);
+    const metrics = (aliases: number) =>
+      `query($id: ID!) { run(id: $id) {
+        ${Array.from({ length: aliases }, (_, a) => `i${a}: iterations { metrics }`).join(' ')} } }`;
+    expect((await post(metrics(1))).status).toBe(200);
+    const many = await post(metrics(19));
+    expect(many.status).toBe(400);
+    expect(many.body.errors).toEqual([
+      expect.objectContaining({
+        extensions: expect.objectContaining({ code: 'QUERY_TOO_COSTLY' }),
+      }),
+    ]);
   } finally {
     await limited.stop();
   }

@@ -19,7 +19,13 @@ const schema = limitReturnedItems(
       type Obj { x: Int! }
       type SeriesPoint { iteration: Int! value: Float! }
       type Tick { objs: [Obj!]! }
-      type Query { objs(n: Int!): [Obj!]! numbers(n: Int!): [Float!]! points(n: Int!): [SeriesPoint!]! }
+      scalar JSON
+      type Query {
+        objs(n: Int!): [Obj!]!
+        numbers(n: Int!): [Float!]!
+        points(n: Int!): [SeriesPoint!]!
+        blob(numbers: Int!, text: Int!): JSON
+      }
       type Mutation { make(n: Int!): [Obj!]! }
       type Subscription { ticks(messages: Int!, n: Int!): Tick! }
     `),
@@ -38,6 +44,11 @@ function withResolvers(s: GraphQLSchema): GraphQLSchema {
     new Array<number>(n).fill(0.5);
   field('Query', 'points').resolve = (_: unknown, { n }: { n: number }) =>
     Array.from({ length: n }, (_, iteration) => ({ iteration, value: 1 }));
+  // Nested, as an event's data is: numbers in objects in arrays, and a string.
+  field('Query', 'blob').resolve = (_: unknown, a: { numbers: number; text: number }) => ({
+    groups: [{ steps: Array.from({ length: a.numbers }, (_, k) => ({ reward: k })) }],
+    note: 'x'.repeat(a.text),
+  });
   field('Mutation', 'make').resolve = (_: unknown, { n }: { n: number }) => objs(n);
   const ticks = field('Subscription', 'ticks');
   ticks.subscribe = async function* (_: unknown, { messages, n }: { messages: number; n: number }) {
@@ -64,6 +75,14 @@ test('numbers weigh a sixteenth of an object, series points an eighth', async ()
   expect(code(await run('{ numbers(n: 1601) }'))).toBe('QUERY_TOO_COSTLY');
   expect(code(await run('{ points(n: 800) { iteration value } }'))).toBeUndefined();
   expect(code(await run('{ points(n: 801) { iteration value } }'))).toBe('QUERY_TOO_COSTLY');
+});
+
+test('a JSON value weighs its leaves, a string one per 16 characters begun', async () => {
+  // 1 (the empty note) + 1599 numbers = 1600 scalars, the limit of 100 items.
+  expect(code(await run('{ blob(numbers: 1599, text: 0) }'))).toBeUndefined();
+  expect(code(await run('{ blob(numbers: 1600, text: 0) }'))).toBe('QUERY_TOO_COSTLY');
+  expect(code(await run(`{ blob(numbers: 0, text: ${1599 * 16}) }`))).toBeUndefined();
+  expect(code(await run(`{ blob(numbers: 0, text: ${1600 * 16}) }`))).toBe('QUERY_TOO_COSTLY');
 });
 
 test('each request has its own tally', async () => {

@@ -7,6 +7,7 @@ import {
   isListType,
   isObjectType,
   type GraphQLFieldResolver,
+  type GraphQLOutputType,
   type GraphQLResolveInfo,
   type GraphQLSchema,
 } from 'graphql';
@@ -25,60 +26,85 @@ const CODE = 'QUERY_TOO_COSTLY';
 
 /**
  * The cost limit (query-limits.ts) is checked before execution, where a list without `first`
- * (a trajectory's steps, a run's forks, iterations, jobs) can only be priced at a typical size:
- * one long trajectory asked for under many aliases, or forks of forks nested deep, would pass it
- * and return millions of objects. So the lists are also counted as they are resolved: every list
- * field of the schema is wrapped to add what it returned (an object 1, a scalar 1/16) to its
- * request's tally, and the request stops at `maxItems`, before the items past it are serialized.
+ * (a trajectory's steps, a run's forks, iterations, jobs) can only be priced at a typical size,
+ * and a JSON value (an event's data, an iteration's metrics) not at all: one long trajectory asked
+ * for under many aliases, or forks of forks nested deep, would pass it and return millions of
+ * objects. So what comes back is also counted as it resolves: every list field and every JSON field
+ * of the schema is wrapped to add what it returned to its request's tally (an object 1; a number,
+ * a JSON leaf or 16 characters of a JSON string 1/16), and the request stops at `maxItems`, before
+ * what is past it is serialized.
  * A query's tally belongs to its context object (one per HTTP request); a subscription's to each
  * message (its root value, the event), since its context lives as long as the subscription.
  * Mutations are not counted: refused after they ran, their effects would stay while the answer says
  * to ask for less, and a client doing so would act twice.
  */
 export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): GraphQLSchema {
-  const tallies = new WeakMap<object, { items: number }>();
+  // Counted in scalars (a sixteenth of an item), so that small things add up exactly.
+  const maxScalars = maxItems * SCALARS_PER_OBJECT;
+  const tallies = new WeakMap<object, { scalars: number }>();
   const tallyOf = (context: unknown, info: GraphQLResolveInfo) => {
     const owner = info.operation.operation === 'subscription' ? info.rootValue : context;
     // Apollo always passes a context object, and a subscription's events are objects; without one
     // there is nothing to count for.
-    if (typeof owner !== 'object' || owner === null) return { items: 0 };
+    if (typeof owner !== 'object' || owner === null) return { scalars: 0 };
     let tally = tallies.get(owner);
-    if (!tally) tallies.set(owner, (tally = { items: 0 }));
+    if (!tally) tallies.set(owner, (tally = { scalars: 0 }));
     return tally;
   };
   const tooMany = () =>
     callersMistake(
-      `the result has more than ${maxItems} items in its lists (${SCALARS_PER_OBJECT} numbers count as one); ask for less: smaller pages, fewer aliases, shallower nesting`,
+      `the result has more than ${maxItems} items in its lists and JSON values (${SCALARS_PER_OBJECT} numbers count as one); ask for less: smaller pages, fewer aliases, shallower nesting`,
       { code: CODE, maxCost: maxItems, returned: true },
     );
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
     for (const field of Object.values(type.getFields())) {
-      const listType = getNullableType(field.type);
-      if (!isListType(listType)) continue;
-      const item = getNamedType(listType);
-      const weigh = isLeafType(item)
-        ? (n: number) => Math.ceil(n / SCALARS_PER_OBJECT)
-        : NUMBER_PAIRS.has(item.name)
-          ? (n: number) => Math.ceil((2 * n) / SCALARS_PER_OBJECT)
-          : (n: number) => n;
+      const weigh = weigher(field.type);
+      if (!weigh) continue;
       const resolve: GraphQLFieldResolver<unknown, unknown> = field.resolve ?? defaultFieldResolver;
-      const count = (tally: { items: number }, value: unknown) => {
-        if (Array.isArray(value)) tally.items += weigh(value.length);
-        if (tally.items > maxItems) throw tooMany();
+      const count = (tally: { scalars: number }, value: unknown) => {
+        tally.scalars += weigh(value, maxScalars - tally.scalars);
+        if (tally.scalars > maxScalars) throw tooMany();
         return value;
       };
       field.resolve = (source, args, context, info) => {
         if (info.operation.operation === 'mutation') return resolve(source, args, context, info);
         const tally = tallyOf(context, info);
         // Past the limit already: nothing more is loaded for this request.
-        if (tally.items > maxItems) throw tooMany();
+        if (tally.scalars > maxScalars) throw tooMany();
         const value = resolve(source, args, context, info);
         return value instanceof Promise ? value.then((v) => count(tally, v)) : count(tally, value);
       };
     }
   }
   return schema;
+}
+
+/** How a field's value is weighed, in scalars (`upTo`: where to stop counting); none if free. */
+function weigher(type: GraphQLOutputType): ((value: unknown, upTo: number) => number) | undefined {
+  const named = getNamedType(type);
+  if (named.name === 'JSON') return jsonScalars;
+  const listType = getNullableType(type);
+  if (!isListType(listType)) return undefined;
+  const each = isLeafType(named) ? 1 : NUMBER_PAIRS.has(named.name) ? 2 : SCALARS_PER_OBJECT;
+  return (value) => (Array.isArray(value) ? each * value.length : 0);
+}
+
+/**
+ * A JSON value's leaves (a string 1 per 16 characters begun), walked until more than `upTo`:
+ * past that the request stops, so the rest need not be counted.
+ */
+function jsonScalars(value: unknown, upTo: number): number {
+  let n = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0 && n <= upTo) {
+    const v = pending.pop();
+    if (typeof v === 'string') n += 1 + (v.length >> 4);
+    else if (Array.isArray(v)) for (const x of v) pending.push(x);
+    else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) pending.push(x);
+    else if (v !== undefined) n += 1;
+  }
+  return n;
 }
 
 /**
