@@ -77,7 +77,7 @@ test('numbers weigh a sixteenth of an object, series points an eighth', async ()
   expect(code(await run('{ points(n: 801) { iteration value } }'))).toBe('QUERY_TOO_COSTLY');
 });
 
-test('a JSON value weighs its leaves, a string one per 16 characters begun', async () => {
+test('a JSON value weighs its leaves, a string one plus one per 16 characters', async () => {
   // 1 (the empty note) + 1599 numbers = 1600 scalars, the limit of 100 items.
   expect(code(await run('{ blob(numbers: 1599, text: 0) }'))).toBeUndefined();
   expect(code(await run('{ blob(numbers: 1600, text: 0) }'))).toBe('QUERY_TOO_COSTLY');

@@ -91,7 +91,7 @@ function weigher(type: GraphQLOutputType): ((value: unknown, upTo: number) => nu
 }
 
 /**
- * A JSON value's leaves (a string 1 per 16 characters begun), walked until more than `upTo`:
+ * A JSON value's leaves (a string 1, plus 1 per 16 characters), walked until more than `upTo`:
  * past that the request stops, so the rest need not be counted.
  */
 function jsonScalars(value: unknown, upTo: number): number {
