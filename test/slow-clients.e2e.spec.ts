@@ -34,21 +34,20 @@ interface Upload {
 }
 
 /**
- * Opens an upload and sends `first` (maybe nothing), keeping the body open: an ingest request, or
- * with `checkpoint` the upload of that checkpoint.
+ * Opens a request to `path`, sends `first` (maybe nothing) and keeps the body open; chunked unless
+ * `headers` declare a length.
  */
-function openUpload(runId: string, first: string, checkpoint?: number): Upload {
-  const url = new URL(
-    checkpoint === undefined
-      ? `${server.url}/v1/runs/${runId}/events`
-      : `${server.url}/v1/runs/${runId}/checkpoints/${checkpoint}`,
-  );
-  const req = request(url, {
-    method: checkpoint === undefined ? 'POST' : 'PUT',
+function openBody(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  first: string,
+): Upload {
+  const req = request(new URL(`${server.url}${path}`), {
+    method,
     headers: {
-      'content-type':
-        checkpoint === undefined ? 'application/x-ndjson' : 'application/octet-stream',
-      'transfer-encoding': 'chunked',
+      ...('content-length' in headers ? {} : { 'transfer-encoding': 'chunked' }),
+      ...headers,
       authorization: `Bearer ${ADMIN_KEY}`,
     },
   });
@@ -68,6 +67,23 @@ function openUpload(runId: string, first: string, checkpoint?: number): Upload {
   req.flushHeaders();
   if (first) req.write(first);
   return { req, answer };
+}
+
+/** An ingest request that sent `first`, or with `checkpoint` the upload of that checkpoint. */
+function openUpload(runId: string, first: string, checkpoint?: number): Upload {
+  return checkpoint === undefined
+    ? openBody(
+        'POST',
+        `/v1/runs/${runId}/events`,
+        { 'content-type': 'application/x-ndjson' },
+        first,
+      )
+    : openBody(
+        'PUT',
+        `/v1/runs/${runId}/checkpoints/${checkpoint}`,
+        { 'content-type': 'application/octet-stream' },
+        first,
+      );
 }
 
 const appendNow = (runId: string) =>
@@ -105,27 +121,15 @@ test('a body that brings no new event for the idle limit gets 408, and nothing o
 
 /** A JSON request that sends `first` and then nothing more, with the answer it gets. */
 function stalledJson(path: string, first: string, length?: number) {
-  const req = request(new URL(`${server.url}${path}`), {
-    method: 'POST',
-    headers: {
+  const { req, answer } = openBody(
+    'POST',
+    path,
+    {
       'content-type': 'application/json',
-      ...(length === undefined
-        ? { 'transfer-encoding': 'chunked' }
-        : { 'content-length': String(length) }),
-      authorization: `Bearer ${ADMIN_KEY}`,
+      ...(length === undefined ? {} : { 'content-length': String(length) }),
     },
-  });
-  const answer = new Promise<{ status: number; body: Record<string, unknown> }>(
-    (resolve, reject) => {
-      req.on('response', (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(body) }));
-      });
-      req.on('error', reject);
-    },
+    first,
   );
-  req.write(first);
   return answer.finally(() => req.destroy());
 }
 

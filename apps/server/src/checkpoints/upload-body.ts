@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import getRawBody from 'raw-body';
-import { DomainError, ErrorCode } from '../errors/domain-error';
-import { IdleWatch } from '../http/idle-watch';
+import { bodyWentQuiet, DomainError, ErrorCode } from '../errors/domain-error';
+import { watchBodyIdle } from '../http/idle-watch';
 
 /**
  * A checkpoint upload's bytes, whole (they are stored as one value): at most `limit` bytes (413),
@@ -18,17 +18,9 @@ export async function uploadBody(
   const body = getRawBody(req, { limit, length: req.headers['content-length'] });
   let quiet!: (e: DomainError) => void;
   const idle = new Promise<never>((_, reject) => (quiet = reject));
-  const watch = new IdleWatch(idleMs, () =>
-    quiet(
-      new DomainError(
-        ErrorCode.RequestTimeout,
-        `no bytes of the checkpoint arrived for ${idleMs / 1000} s; send the body without pauses`,
-        { idleSeconds: idleMs / 1000 },
-      ),
-    ),
+  const watch = watchBodyIdle(req, idleMs, () =>
+    quiet(bodyWentQuiet('bytes of the checkpoint', idleMs)),
   );
-  const onData = () => watch.resume();
-  req.on('data', onData);
   try {
     return await Promise.race([body, idle]);
   } catch (e) {
@@ -40,7 +32,6 @@ export async function uploadBody(
     throw e;
   } finally {
     watch.stop();
-    req.off('data', onData);
     body.catch(() => undefined); // after a 408 it fails when the connection closes: nobody waits
   }
 }

@@ -90,3 +90,12 @@ export function bodyCutShort(): DomainError {
     'request body ended before the client finished sending it',
   );
 }
+
+/** A request body that brought nothing for `idleMs` (`what`: what did not arrive). */
+export function bodyWentQuiet(what: string, idleMs: number): DomainError {
+  return new DomainError(
+    ErrorCode.RequestTimeout,
+    `no ${what} arrived for ${idleMs / 1000} s; send the body without pauses`,
+    { idleSeconds: idleMs / 1000 },
+  );
+}

@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+
 /** Calls `onIdle` once when `ms` pass with the watch running and no `resume` in between. */
 export class IdleWatch {
   private since = Date.now();
@@ -28,4 +30,17 @@ export class IdleWatch {
   stop(): void {
     clearInterval(this.timer);
   }
+}
+
+/**
+ * A request body's watch: `onIdle` once no bytes arrive for `ms`; it stops by itself when the body
+ * ends or the connection closes. Attach it after the body's reader, whose own 'data' listener must
+ * be there before the stream starts flowing.
+ */
+export function watchBodyIdle(req: IncomingMessage, ms: number, onIdle: () => void): IdleWatch {
+  const watch = new IdleWatch(ms, onIdle);
+  req.on('data', () => watch.resume());
+  req.once('end', () => watch.stop());
+  req.once('close', () => watch.stop());
+  return watch;
 }

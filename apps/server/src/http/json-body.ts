@@ -3,9 +3,9 @@ import { parse as parseContentType } from 'content-type';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage } from 'node:http';
 import { isUtf8 } from 'node:buffer';
-import { bodyCutShort, DomainError, ErrorCode } from '../errors/domain-error';
+import { bodyCutShort, bodyWentQuiet, DomainError, ErrorCode } from '../errors/domain-error';
 import { sendDomainError } from '../errors/send-domain-error';
-import { IdleWatch } from './idle-watch';
+import { watchBodyIdle } from './idle-watch';
 
 /** The largest JSON request body (run creation, GraphQL, advantages): large data goes as NDJSON. */
 export const JSON_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
@@ -55,23 +55,11 @@ export function jsonBodyGuards(idleMs: number) {
     if (Number(req.headers['content-length']) > JSON_BODY_LIMIT_BYTES)
       return sendDomainError(req, res, tooLarge());
     if (req.complete) return next();
-    const watch = new IdleWatch(idleMs, () =>
-      sendDomainError(
-        req,
-        res,
-        new DomainError(
-          ErrorCode.RequestTimeout,
-          `no bytes of the JSON body arrived for ${idleMs / 1000} s; send the body without pauses`,
-          { idleSeconds: idleMs / 1000 },
-        ),
-      ),
-    );
-    // The parser first: it attaches its own 'data' listener in this same tick, before which a
-    // listener of ours would start the stream flowing and lose bytes to nobody.
+    // The parser first: it attaches its own 'data' listener in this same tick.
     next();
-    req.on('data', () => watch.resume());
-    req.once('end', () => watch.stop());
-    req.once('close', () => watch.stop());
+    watchBodyIdle(req, idleMs, () =>
+      sendDomainError(req, res, bodyWentQuiet('bytes of the JSON body', idleMs)),
+    );
   };
 }
 

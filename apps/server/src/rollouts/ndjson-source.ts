@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IdleWatch } from '../http/idle-watch';
-import { bodyCutShort, DomainError, ErrorCode } from '../errors/domain-error';
+import { bodyCutShort, bodyWentQuiet, DomainError, ErrorCode } from '../errors/domain-error';
 import type { IncomingEvent } from './append-session';
 
 export interface NdjsonLimits {
@@ -28,11 +28,7 @@ export async function* ndjsonEvents(
   req.on('error', () => lines.destroy(bodyCutShort()));
   req.pipe(lines);
   const idle = new IdleWatch(limits.idleMs, () => {
-    lines.failure ??= new DomainError(
-      ErrorCode.RequestTimeout,
-      `no complete event arrived for ${limits.idleMs / 1000} s; send the body without pauses`,
-      { idleSeconds: limits.idleMs / 1000 },
-    );
+    lines.failure ??= bodyWentQuiet('complete event', limits.idleMs);
     lines.destroy(lines.failure);
   });
   try {
