@@ -175,16 +175,29 @@ describe('errors are clear, with codes', () => {
     // A misspelt field or query parameter would have answered under the default parameters.
     const misspelt = await postAdvantages(runId, 5, '{"method":"gigpo","param":{"gamma":0.5}}');
     expect(misspelt.status).toBe(400);
-    expect(((await misspelt.json()) as { message: string }).message).toBe(
-      'body: unknown field "param"; the fields here are method, params, eventId, diagnostics',
-    );
+    expect(await misspelt.json()).toMatchObject({
+      message: 'param: unknown field; the fields here are method, params, eventId, diagnostics',
+      path: 'param',
+    });
     const misspeltQuery = await api(
       `${server.url}/v1/runs/${runId}/iterations/5/advantages?method=gigpo&parms=${encodeURIComponent('{"gamma":0.5}')}`,
     );
     expect(misspeltQuery.status).toBe(400);
-    expect(((await misspeltQuery.json()) as { message: string }).message).toBe(
-      'query: unknown query parameter "parms"; the query parameters here are method, params, diagnostics',
+    expect(await misspeltQuery.json()).toMatchObject({
+      message:
+        'parms: unknown query parameter; the query parameters here are method, params, diagnostics',
+      path: 'parms',
+    });
+    const twoMisspelt = await postAdvantages(
+      runId,
+      5,
+      '{"method":"gigpo","parms":{},"evenId":"x"}',
     );
+    expect(await twoMisspelt.json()).toMatchObject({
+      message:
+        'parms: unknown fields "parms", "evenId"; the fields here are method, params, eventId, diagnostics',
+      path: 'parms',
+    });
     const bad = await online('gigpo', { gamma: 2 });
     expect(((await bad.json()) as { message: string }).message).toBe(
       'parameter "gamma" of method "gigpo" must be a number in [0, 1], got 2',

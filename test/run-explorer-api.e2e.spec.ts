@@ -567,11 +567,11 @@ test('a bad export request is a 400 naming the parameter, before any byte of the
     // A misspelt parameter would have exported every iteration, or a method at its defaults.
     [
       { iteration: '0' },
-      /^query: unknown query parameter "iteration"; the query parameters here are format, iterations, methods, include$/,
+      /^iteration: unknown query parameter; the query parameters here are format, iterations, methods, include$/,
     ],
     [
       { methods: '[{"name":"gigpo","param":{"gamma":0.5}}]' },
-      /^methods\[0\]: unknown field "param"; the fields here are name, params$/,
+      /^methods\[0\]\.param: unknown field; the fields here are name, params$/,
     ],
   ];
   for (const [query, message] of cases) {

@@ -79,7 +79,12 @@ export function firstIssue(error: z.ZodError, prefix: PropertyKey[] = []): Event
 export function allIssues(error: z.ZodError, prefix: PropertyKey[] = []): EventIssue[] {
   if (error.issues.length === 0) return [{ path: prefix.join('.'), message: 'invalid' }];
   return error.issues.map((issue) => ({
-    path: formatPath([...prefix, ...issue.path]),
+    // An unknown key's issue sits on the object that holds it: the path names the key itself.
+    path: formatPath([
+      ...prefix,
+      ...issue.path,
+      ...(issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : []),
+    ]),
     message: describeIssue(issue),
   }));
 }
@@ -92,6 +97,11 @@ export function formatPath(path: PropertyKey[]): string {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys' && issue.message.startsWith('Unrecognized key')) {
+    return issue.keys.length === 1
+      ? 'unknown field'
+      : `unknown fields ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  }
   if (issue.code === 'invalid_type' && issue.expected === 'number') {
     return issue.message.includes('received undefined')
       ? 'required number is missing'

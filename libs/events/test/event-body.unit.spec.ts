@@ -81,3 +81,35 @@ describe('findUnstorable', () => {
     expect(findUnstorable(nest(65))?.message).toBe('nested deeper than 64 levels');
   });
 });
+
+describe('validateEvent: unknown keys', () => {
+  test('a columnar event with a key its form does not have is refused at that key', () => {
+    const columnar = (trajectory: Record<string, unknown>) =>
+      validateEvent({
+        id: '00000000-0000-4000-8000-000000000002',
+        type: 'rollouts.appended',
+        data: {
+          iteration: 0,
+          groups: [{ id: 'g', trajectories: [{ id: 't', stepCount: 1, ...trajectory }] }],
+          columns: {
+            texts: ['s', 'a'],
+            state: [0],
+            action: [1],
+            reward: Buffer.from(new Float64Array([1]).buffer).toString('base64'),
+          },
+        },
+      });
+    expect(columnar({}).ok).toBe(true);
+    expect(columnar({ steps: 1 })).toEqual({
+      ok: false,
+      issue: { path: 'data.groups[0].trajectories[0].steps', message: 'unknown field' },
+    });
+    expect(columnar({ steps: 1, stepcount: 1 })).toEqual({
+      ok: false,
+      issue: {
+        path: 'data.groups[0].trajectories[0].steps',
+        message: 'unknown fields "steps", "stepcount"',
+      },
+    });
+  });
+});

@@ -4,7 +4,8 @@ import { z } from 'zod';
  * An object schema that refuses keys it does not name. A query parameter or body field a
  * caller misspells (`?iteration=0` for `iterations`, `param` for `params`) would otherwise be
  * dropped silently, and the answer would be for a request the caller did not make: the whole run
- * exported, advantages under the default parameters.
+ * exported, advantages under the default parameters. The issue's path names the (first) unknown
+ * key, so the message does not repeat it when there is one.
  */
 export function knownKeysObject<Shape extends z.ZodRawShape>(
   shape: Shape,
@@ -14,7 +15,7 @@ export function knownKeysObject<Shape extends z.ZodRawShape>(
   return z.strictObject(shape, {
     error: (issue) =>
       issue.code === 'unrecognized_keys'
-        ? `unknown ${noun}${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the ${noun}s here are ${known}`
+        ? `unknown ${noun}${issue.keys.length > 1 ? `s ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : ''}; the ${noun}s here are ${known}`
         : undefined,
   });
 }
