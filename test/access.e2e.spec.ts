@@ -5,6 +5,8 @@ import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
+import WebSocket from 'ws';
 import { syntheticRun } from './support/synthetic-run';
 import {
   ADMIN_KEY,
@@ -224,7 +226,7 @@ describe('roles', () => {
   test('a write key cannot manage keys or projects; a project admin cannot create projects', async () => {
     for (const op of [
       '{ apiKeys { id } }',
-      'mutation { createApiKey(input: { role: read }) { key } }',
+      'mutation { createApiKey(input: { role: admin }) { key } }',
       `mutation { revokeApiKey(id: "${NOWHERE}") { id } }`,
       'mutation { createProject(name: "lab-c") { name } }',
     ]) {
@@ -507,6 +509,93 @@ test('per-key rate limit: 429 with Retry-After once over, other keys unaffected,
     errors: [{ extensions: { code: 'RATE_LIMITED' } }],
   });
   expect((await gql(server, '{ viewer { role } }', {}, keys.aRead)).errors).toBeUndefined();
+});
+
+describe('unknown keys', () => {
+  const viewer = (url: string, key: string) =>
+    api(
+      `${url}/graphql`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ viewer { role } }"}',
+      },
+      key,
+    );
+  const madeUp = (i: number) => `cl_00000000_${String(i).padStart(43, 'x')}`;
+  /** How a graphql-ws connection with this key ends: 'ack', or the code the server closed it with. */
+  const socketWith = (url: string, key: string) =>
+    new Promise<'ack' | number>((resolve, reject) => {
+      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+      ws.on('open', () =>
+        ws.send(
+          JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${key}` } }),
+        ),
+      );
+      ws.on('message', (m) => {
+        if ((JSON.parse(String(m)) as { type: string }).type !== 'connection_ack') return;
+        ws.close();
+        resolve('ack');
+      });
+      ws.on('close', (code) => resolve(code));
+      ws.on('error', reject);
+    });
+
+  test('an address that presents too many is refused unread for the minute, on HTTP and socket alike; keys in use keep working', async () => {
+    const guarded = await startTestServer({
+      CREDITLAB_UNKNOWN_KEYS_PER_MINUTE: '3',
+      CREDITLAB_KEY_CACHE_SECONDS: '600',
+    });
+    try {
+      expect((await viewer(guarded.url, ADMIN_KEY)).status).toBe(200);
+      // Made-up keys on the socket count as on HTTP: three lookups find nothing, the fourth is refused.
+      expect(await socketWith(guarded.url, madeUp(1))).toBe(4403);
+      expect(await socketWith(guarded.url, madeUp(2))).toBe(4403);
+      expect((await viewer(guarded.url, madeUp(3))).status).toBe(401);
+      const refused = await viewer(guarded.url, madeUp(4));
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await refused.json()).toMatchObject({
+        error: 'RATE_LIMITED',
+        message: expect.stringMatching(
+          /^more than 3 unrecognised API keys from \S+ in a minute: its keys are not looked up for \d+ s$/,
+        ),
+      });
+      expect(await socketWith(guarded.url, madeUp(5))).toBe(4403);
+      // A key already found unknown is answered from memory, as before: still 401, not a lookup.
+      expect((await viewer(guarded.url, madeUp(3))).status).toBe(401);
+      // The key in use is known without a lookup, on both paths.
+      expect((await viewer(guarded.url, ADMIN_KEY)).status).toBe(200);
+      expect(await socketWith(guarded.url, ADMIN_KEY)).toBe('ack');
+      // A new key would need a lookup: it waits for the minute like any other from this address.
+      const created = await gql<{ createApiKey: { key: string } }>(
+        guarded,
+        'mutation { createApiKey(input: { role: admin }) { key } }',
+      );
+      expect((await viewer(guarded.url, created.data!.createApiKey.key)).status).toBe(429);
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  test('CREDITLAB_KEY_CACHE_SECONDS=0 looks a key up every time: a revocation by another process counts at once', async () => {
+    const uncached = await startTestServer({ CREDITLAB_KEY_CACHE_SECONDS: '0' });
+    const db = new pg.Client({ connectionString: uncached.databaseUrl });
+    try {
+      const created = await gql<{ createApiKey: { key: string; apiKey: { id: string } } }>(
+        uncached,
+        'mutation { createApiKey(input: { role: admin }) { key apiKey { id } } }',
+      );
+      const { key, apiKey } = created.data!.createApiKey;
+      expect((await viewer(uncached.url, key)).status).toBe(200);
+      await db.connect();
+      await db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [apiKey.id]);
+      expect((await viewer(uncached.url, key)).status).toBe(401);
+    } finally {
+      await db.end();
+      await uncached.stop();
+    }
+  });
 });
 
 describe('first start of a server with no keys', () => {

@@ -6,6 +6,7 @@ import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { PROJECT_NAME, ROLES, generateApiKey, hashApiKey, type Role } from './api-key';
 import { seesProject, type Principal } from './principal';
+import { UnknownKeyThrottle } from './unknown-key-throttle';
 
 export interface ApiKeyRecord {
   id: string;
@@ -40,24 +41,43 @@ export interface NewKeyRequest {
 @Injectable()
 export class ApiKeysService {
   /**
-   * Presented key hash → principal (or none). Revocation by this process clears it at once; other
-   * processes see a revocation within the cache's lifetime (CREDITLAB_KEY_CACHE_SECONDS).
+   * Presented key hash → principal, for keys in use. Revocation by this process clears it at once;
+   * other processes see a revocation within the cache's lifetime (CREDITLAB_KEY_CACHE_SECONDS; 0
+   * looks every key up every time).
    */
-  private readonly cache: LRUCache<string, { principal: Principal | undefined }>;
+  private readonly liveKeys: LRUCache<string, Principal> | undefined;
+  /**
+   * Hashes that matched no live key, kept apart: made-up keys, however many, cannot push the keys
+   * in use out of `liveKeys`, and a client retrying with a wrong key costs one lookup per lifetime.
+   */
+  private readonly unknownKeys: LRUCache<string, true> | undefined;
+  private readonly throttle: UnknownKeyThrottle;
 
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(AppConfigToken) config: AppConfig,
   ) {
-    this.cache = new LRUCache({ max: 10_000, ttl: config.access.keyCacheSeconds * 1000 });
+    // lru-cache reads a ttl of 0 as "never stale": no cache at all is what 0 asks for.
+    const ttl = Math.round(config.access.keyCacheSeconds * 1000);
+    if (ttl > 0) {
+      this.liveKeys = new LRUCache({ max: 10_000, ttl });
+      this.unknownKeys = new LRUCache({ max: 1_000, ttl });
+    }
+    this.throttle = new UnknownKeyThrottle(config.access.unknownKeysPerMinute);
   }
 
-  /** The principal of a presented key, or undefined when no live key has that value. */
-  async authenticate(key: string): Promise<Principal | undefined> {
+  /**
+   * The principal of a presented key, or undefined when no live key has that value. `from`: the
+   * client's address, when the key comes from a client (not from a socket already authenticated):
+   * an address that has presented too many unknown keys gets a 429 instead of a lookup.
+   */
+  async authenticate(key: string, from?: string): Promise<Principal | undefined> {
     const hash = hashApiKey(key);
     const cacheKey = hash.toString('hex');
-    const cached = this.cache.get(cacheKey);
-    if (cached) return cached.principal;
+    const live = this.liveKeys?.get(cacheKey);
+    if (live) return live;
+    if (this.unknownKeys?.has(cacheKey)) return undefined;
+    await this.throttle.check(from);
     // Looking a key up also records its use: at most once per cache lifetime per process.
     const res = await this.db.pool.query<{
       id: string;
@@ -71,14 +91,19 @@ export class ApiKeysService {
       [hash],
     );
     const row = res.rows[0];
-    const principal = row && {
+    if (!row) {
+      this.unknownKeys?.set(cacheKey, true);
+      await this.throttle.missed(from);
+      return undefined;
+    }
+    const principal = {
       keyId: row.id,
       prefix: row.prefix,
       project: row.project,
       role: row.role,
       rateLimitPerMinute: row.rate_limit_per_minute,
     };
-    this.cache.set(cacheKey, { principal });
+    this.liveKeys?.set(cacheKey, principal);
     return principal;
   }
 
@@ -192,7 +217,7 @@ export class ApiKeysService {
           where: { id: found.id },
           data: { revokedAt: new Date() },
         });
-    this.cache.clear();
+    this.liveKeys?.clear();
     return toRecord(revoked);
   }
 }

@@ -40,7 +40,7 @@ export function authenticate(
       return;
     }
     void (async () => {
-      const principal = await keys.authenticate(token);
+      const principal = await keys.authenticate(token, req.socket.remoteAddress);
       if (!principal) {
         throw new DomainError(
           ErrorCode.Unauthenticated,

@@ -59,6 +59,7 @@ const schema = z.object({
   CREDITLAB_CREDENTIALS: z.string().optional(),
   CREDITLAB_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   CREDITLAB_KEY_CACHE_SECONDS: z.coerce.number().min(0).default(10),
+  CREDITLAB_UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(0).default(60),
 });
 
 export type EnvConfig = z.infer<typeof schema>;
@@ -130,6 +131,8 @@ export interface AppConfig {
     rateLimitPerMinute: number;
     /** How long a key lookup is reused; bounds how late another process notices a revocation. */
     keyCacheSeconds: number;
+    /** Lookups of keys no one holds, per client address and minute, before its keys are refused unread (0: no limit). */
+    unknownKeysPerMinute: number;
   };
 }
 
@@ -187,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       credentialsFile: credentialsPath(env),
       rateLimitPerMinute: e.CREDITLAB_RATE_LIMIT_PER_MINUTE,
       keyCacheSeconds: e.CREDITLAB_KEY_CACHE_SECONDS,
+      unknownKeysPerMinute: e.CREDITLAB_UNKNOWN_KEYS_PER_MINUTE,
     },
   };
 }

@@ -1,11 +1,13 @@
 import type { ApolloDriverConfig } from '@nestjs/apollo';
 import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { bearerToken } from '../access/api-key';
 import type { ApiKeysService } from '../access/api-keys.service';
 import type { Principal } from '../access/principal';
 import type { RateLimits } from '../access/rate-limits';
 import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
+import { DomainError } from '../errors/domain-error';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
 import { GraphQLError } from 'graphql';
@@ -24,6 +26,8 @@ interface SocketContext {
     principal?: Principal;
     /** The key the socket connected with: looked up again for every operation and message. */
     key?: string;
+    /** The upgrade request (graphql-ws's ws server puts it here): where the client connects from. */
+    request?: IncomingMessage;
   };
 }
 
@@ -70,7 +74,14 @@ export function graphqlOptions(
       const header =
         connection.connectionParams?.authorization ?? connection.connectionParams?.Authorization;
       const token = bearerToken(typeof header === 'string' ? header : undefined);
-      const principal = token ? await keys.authenticate(token) : undefined;
+      const from = connection.extra.request?.socket.remoteAddress;
+      // A refusal of any kind closes the socket as forbidden (4403), as graphql-ws does for `false`.
+      const principal = token
+        ? await keys.authenticate(token, from).catch((e: unknown) => {
+            if (e instanceof DomainError) return undefined;
+            throw e;
+          })
+        : undefined;
       if (!principal || !(await limits.take(principal)).allowed) return false;
       connection.extra.principal = principal;
       connection.extra.key = token;
