@@ -10,6 +10,7 @@ import {
   StreamableFile,
 } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { Readable } from 'node:stream';
 import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
 import { ProjectScope } from '../access/project-scope.service';
@@ -21,6 +22,7 @@ import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
 import { ConcurrencyLimits } from '../access/concurrency-limits';
 import { uploadBody } from './upload-body';
+import { UploadMemory } from './upload-memory';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
@@ -32,6 +34,7 @@ const FORMAT = /^[\w.+/-]{1,100}$/;
 @Controller('v1/runs/:id/checkpoints')
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
+  private readonly uploadMemory: UploadMemory;
 
   constructor(
     @Inject(CheckpointsService) private readonly checkpoints: CheckpointsService,
@@ -42,6 +45,7 @@ export class CheckpointsController {
       'checkpoint uploads',
       config.limits.checkpointConcurrencyPerKey,
     );
+    this.uploadMemory = new UploadMemory(config.limits.checkpointMemoryBytes);
   }
 
   @Put(':iteration')
@@ -64,18 +68,29 @@ export class CheckpointsController {
         `X-Creditlab-Checkpoint-Format: 1–100 of [A-Za-z0-9_.+/-], got ${JSON.stringify(format)}`,
       );
     refuseEncodedBody(req);
-    // Each upload is held whole in memory until stored: a key has a few at a time, not any number.
-    return this.uploads.run(caller, async () => {
-      const { maxCheckpointBytes, idleMs } = this.config.limits;
-      const data = await uploadBody(req, maxCheckpointBytes, idleMs).catch((e: unknown) => {
-        res.setHeader('Connection', 'close'); // the rest of the body is not read
+    const { maxCheckpointBytes, idleMs } = this.config.limits;
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    // A declared length past the limit needs no memory: uploadBody refuses it (413) unread.
+    const reserve =
+      declared > maxCheckpointBytes ? 0 : declared >= 0 ? declared : maxCheckpointBytes;
+    // Each upload is held whole in memory until stored: a key has a few at a time, not any number,
+    // and all keys together no more than the memory set aside for them.
+    return this.uploads
+      .run(caller, () =>
+        this.uploadMemory.hold(reserve, async () => {
+          const data = await uploadBody(req, maxCheckpointBytes, idleMs);
+          if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
+          const stored = await this.checkpoints.store(runId, iteration, format, data);
+          res.status(stored.created ? 201 : 200);
+          return stored.checkpoint;
+        }),
+      )
+      .catch((e: unknown) => {
+        // Refused before its body was read whole (too many in progress, no memory left, too large,
+        // gone quiet): the rest of the body is not read, so the connection cannot serve another.
+        if (!req.complete && !res.headersSent) res.setHeader('Connection', 'close');
         throw e;
       });
-      if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
-      const { created, checkpoint } = await this.checkpoints.store(runId, iteration, format, data);
-      res.status(created ? 201 : 200);
-      return checkpoint;
-    });
   }
 
   @Get()
@@ -94,10 +109,13 @@ export class CheckpointsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<StreamableFile> {
     await this.scope.assertRun(caller, runId);
-    const { info, data } = await this.checkpoints.data(runId, iteration);
+    const { info, chunks } = await this.checkpoints.open(runId, iteration);
     res.setHeader('X-Creditlab-Checkpoint-Format', info.format);
     res.setHeader('X-Creditlab-Sha256', info.sha256);
-    return new StreamableFile(data, { type: 'application/octet-stream', length: data.length });
+    return new StreamableFile(Readable.from(chunks), {
+      type: 'application/octet-stream',
+      length: info.bytes,
+    });
   }
 }
 

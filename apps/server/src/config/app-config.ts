@@ -37,6 +37,7 @@ const schema = z.object({
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
   CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(8),
+  CREDITLAB_CHECKPOINT_MEMORY_BYTES: z.coerce.number().int().min(1024).optional(),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
@@ -82,6 +83,8 @@ export interface AppConfig {
     checkpointConcurrencyPerKey: number;
     /** Largest checkpoint upload (stored in the database: at most 1 GiB). */
     maxCheckpointBytes: number;
+    /** Bytes of checkpoint uploads this process holds at once, all keys together (≥ maxCheckpointBytes). */
+    checkpointMemoryBytes: number;
     graphqlMaxDepth: number;
     graphqlMaxCost: number;
     /** Fields an operation may expand to, fragments spread in place. */
@@ -145,6 +148,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const checkpointMemoryBytes =
+    e.CREDITLAB_CHECKPOINT_MEMORY_BYTES ?? 4 * e.CREDITLAB_MAX_CHECKPOINT_BYTES;
+  if (checkpointMemoryBytes < e.CREDITLAB_MAX_CHECKPOINT_BYTES)
+    throw new ConfigError(
+      `invalid configuration:\n  CREDITLAB_CHECKPOINT_MEMORY_BYTES: ${checkpointMemoryBytes} is less than CREDITLAB_MAX_CHECKPOINT_BYTES (${e.CREDITLAB_MAX_CHECKPOINT_BYTES}): the largest checkpoint could never be uploaded`,
+    );
   if (e.CREDITLAB_API === 'false' && e.CREDITLAB_WORKER === 'false')
     throw new ConfigError(
       'invalid configuration:\n  CREDITLAB_API: false with CREDITLAB_WORKER=false leaves this process nothing to do (serve the API, take recompute jobs, or both)',
@@ -166,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
       checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
+      checkpointMemoryBytes,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
       graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,
       graphqlMaxFields: e.CREDITLAB_GRAPHQL_MAX_FIELDS,

@@ -20,6 +20,8 @@ export enum ErrorCode {
   TooManyConcurrent = 'TOO_MANY_CONCURRENT_REQUESTS',
   /** PostgreSQL cannot be reached: retry later. */
   DatabaseUnavailable = 'DATABASE_UNAVAILABLE',
+  /** This process is holding all the memory it allows for a kind of request: retry shortly. */
+  ServerBusy = 'SERVER_BUSY',
   /** A fault of the server; the log has the details under the request id. */
   Internal = 'INTERNAL',
 }
@@ -40,6 +42,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.ClientClosedRequest]: 400, // never seen by the client; counted and logged under its code
   [ErrorCode.TooManyConcurrent]: 429,
   [ErrorCode.DatabaseUnavailable]: 503,
+  [ErrorCode.ServerBusy]: 503,
   [ErrorCode.Internal]: 500,
 };
 
@@ -59,6 +62,7 @@ export const GRAPHQL_CODE: Record<ErrorCode, string> = {
   [ErrorCode.ClientClosedRequest]: 'BAD_REQUEST',
   [ErrorCode.TooManyConcurrent]: 'RATE_LIMITED',
   [ErrorCode.DatabaseUnavailable]: 'DATABASE_UNAVAILABLE',
+  [ErrorCode.ServerBusy]: 'SERVER_BUSY',
   [ErrorCode.Internal]: 'INTERNAL_SERVER_ERROR',
 };
 
