@@ -210,7 +210,11 @@ test('a trajectory that gives both steps and a stepCount is refused', async () =
   };
   const res = await ctx.post(id, [event]);
   expect(res.status).toBe(400);
-  expect(await res.json()).toMatchObject({ line: 1, path: 'data.groups[0].trajectories[0]' });
+  expect(await res.json()).toMatchObject({
+    line: 1,
+    path: 'data.groups[0].trajectories[0].steps',
+    reason: 'unknown field',
+  });
 });
 
 test('a columnar event sent again is a duplicate; its id with other columns is a conflict', async () => {
