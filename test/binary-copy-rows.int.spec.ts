@@ -140,3 +140,14 @@ test('int8[] (as words), float8[], bytea[] and jsonb[] read back as written, NUL
     client.release();
   }
 });
+
+test('a number its column cannot hold is refused, not wrapped into another value', () => {
+  const rows = () => new BinaryCopyRows().row(1, 12);
+  for (const x of [2 ** 31, -(2 ** 31) - 1, 1.5, NaN])
+    expect(() => rows().int4(x)).toThrow(`int4 column: ${x} is not a 32-bit integer`);
+  expect(() => rows().int4(2 ** 31 - 1)).not.toThrow();
+  expect(() => rows().int4(-(2 ** 31))).not.toThrow();
+  for (const x of [2 ** 53, 0.5, Infinity])
+    expect(() => rows().int8(x)).toThrow(`int8 column: ${x} is not a safe integer`);
+  expect(() => rows().int8(2 ** 53 - 1)).not.toThrow();
+});

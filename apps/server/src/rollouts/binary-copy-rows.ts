@@ -69,6 +69,8 @@ export class BinaryCopyRows {
   }
 
   int4(x: number): this {
+    // A DataView wraps what does not fit (2^31 would be stored as -2^31): refuse it instead.
+    if ((x | 0) !== x) throw new RangeError(`int4 column: ${x} is not a 32-bit integer`);
     this.view.setInt32(this.at, 4);
     this.view.setInt32(this.at + 4, x);
     this.at += 8;
@@ -77,7 +79,9 @@ export class BinaryCopyRows {
 
   /** int8 from a safe integer (as its two 32-bit words: no BigInt made per row), or NULL. */
   int8(x: number | undefined): this {
-    return x === undefined ? this.null() : this.words(Math.floor(x / 2 ** 32), x >>> 0);
+    if (x === undefined) return this.null();
+    if (!Number.isSafeInteger(x)) throw new RangeError(`int8 column: ${x} is not a safe integer`);
+    return this.words(Math.floor(x / 2 ** 32), x >>> 0);
   }
 
   /** int8 from its two 32-bit words, or NULL for a missing value. */
