@@ -319,7 +319,7 @@ test('query limits: depth counts nested fields, fragments included', async () =>
   }
 });
 
-test('query limits: lists without a page size are counted as they resolve', async () => {
+test('query limits: lists without a page size, JSON values and long strings are counted as they resolve', async () => {
   // One trajectory of 1,500 steps: the cost estimate prices `steps` at 50, whatever its length.
   const { id } = await client.createRun({
     name: 'long trajectory',
@@ -389,6 +389,32 @@ test('query limits: lists without a page size are counted as they resolve', asyn
     expect(many.status).toBe(400);
     expect(many.body.errors).toEqual([
       expect.objectContaining({
+        extensions: expect.objectContaining({ code: 'QUERY_TOO_COSTLY' }),
+      }),
+    ]);
+    // Strings weigh by length, since a step's text has no limit of its own: 20 states of 20,000
+    // characters are 1,250 numbers (78 items) each, so one alias of them is answered and two,
+    // within the estimate, are refused.
+    const long = Array.from({ length: 20 }, (_, i) => ({
+      state: `${i}:`.padEnd(20_000, 'x'),
+      action: 'a',
+      reward: 0,
+    }));
+    await client.appendEvents(
+      id,
+      rolloutEvents(1, { groups: [{ id: 'long', trajectories: [{ id: 't', steps: long }] }] }),
+    );
+    const states = (aliases: number) =>
+      `query($id: ID!) { run(id: $id) { groups(iteration: 1, first: 1) { nodes { trajectories {
+        ${Array.from({ length: aliases }, (_, a) => `s${a}: steps { state }`).join(' ')} } } } } }`;
+    const oneAlias = await post(states(1));
+    expect(oneAlias.status).toBe(200);
+    expect(JSON.stringify(oneAlias.body.data)).toContain(long[19]!.state);
+    const twoAliases = await post(states(2));
+    expect(twoAliases.status).toBe(400);
+    expect(twoAliases.body.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining('lists, JSON values and strings'),
         extensions: expect.objectContaining({ code: 'QUERY_TOO_COSTLY' }),
       }),
     ]);

@@ -25,6 +25,8 @@ const schema = limitReturnedItems(
         numbers(n: Int!): [Float!]!
         points(n: Int!): [SeriesPoint!]!
         blob(numbers: Int!, text: Int!): JSON
+        text(length: Int!): String
+        texts(n: Int!, length: Int!): [String!]!
       }
       type Mutation { make(n: Int!): [Obj!]! }
       type Subscription { ticks(messages: Int!, n: Int!): Tick! }
@@ -49,6 +51,11 @@ function withResolvers(s: GraphQLSchema): GraphQLSchema {
     groups: [{ steps: Array.from({ length: a.numbers }, (_, k) => ({ reward: k })) }],
     note: 'x'.repeat(a.text),
   });
+  // A promise, as a text looked up by a loader is.
+  field('Query', 'text').resolve = async (_: unknown, { length }: { length: number }) =>
+    'x'.repeat(length);
+  field('Query', 'texts').resolve = (_: unknown, a: { n: number; length: number }) =>
+    new Array<string>(a.n).fill('y'.repeat(a.length));
   field('Mutation', 'make').resolve = (_: unknown, { n }: { n: number }) => objs(n);
   const ticks = field('Subscription', 'ticks');
   ticks.subscribe = async function* (_: unknown, { messages, n }: { messages: number; n: number }) {
@@ -83,6 +90,22 @@ test('a JSON value weighs its leaves, a string one plus one per 16 characters', 
   expect(code(await run('{ blob(numbers: 1600, text: 0) }'))).toBe('QUERY_TOO_COSTLY');
   expect(code(await run(`{ blob(numbers: 0, text: ${1599 * 16}) }`))).toBeUndefined();
   expect(code(await run(`{ blob(numbers: 0, text: ${1600 * 16}) }`))).toBe('QUERY_TOO_COSTLY');
+});
+
+test('a string weighs one number per 16 characters, alone or in a list (where it is also an item)', async () => {
+  expect(code(await run(`{ text(length: ${1600 * 16}) }`))).toBeUndefined();
+  expect(code(await run(`{ text(length: ${1601 * 16}) }`))).toBe('QUERY_TOO_COSTLY');
+  // Long texts add up across fields; short ones (ids, names) weigh nothing.
+  const half = `text(length: ${800 * 16})`;
+  expect(code(await run(`{ a: ${half} b: ${half} c: text(length: 15) }`))).toBeUndefined();
+  expect(code(await run(`{ a: ${half} b: ${half} c: text(length: 16) }`))).toBe('QUERY_TOO_COSTLY');
+  // 100 × (1 + 15) = 1600 scalars; with 256 characters each, 100 × 17.
+  expect(code(await run('{ texts(n: 100, length: 255) }'))).toBeUndefined();
+  expect(code(await run('{ texts(n: 100, length: 256) }'))).toBe('QUERY_TOO_COSTLY');
+  const over = await run(`{ text(length: ${1601 * 16}) }`);
+  expect(over.errors?.[0]?.message).toMatch(
+    /more than 100 items in its lists, JSON values and strings \(16 numbers or 256 characters count as one\)/,
+  );
 });
 
 test('each request has its own tally', async () => {

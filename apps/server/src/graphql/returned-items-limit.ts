@@ -3,6 +3,7 @@ import {
   defaultFieldResolver,
   getNamedType,
   getNullableType,
+  GraphQLString,
   isLeafType,
   isListType,
   isObjectType,
@@ -15,6 +16,9 @@ import { callersMistake } from './callers-mistake';
 
 /** How many numbers (or other scalars) of a list weigh as much as one object. */
 export const SCALARS_PER_OBJECT = 16;
+
+/** How many characters of a string weigh as much as one number: 256 of them, one object. */
+const CHARACTERS_PER_SCALAR = 16;
 
 /**
  * Objects that are only a pair of numbers weigh as those numbers do: a metric series is one point
@@ -29,10 +33,12 @@ const CODE = 'QUERY_TOO_COSTLY';
  * (a trajectory's steps, a run's forks, iterations, jobs) can only be priced at a typical size,
  * and a JSON value (an event's data, an iteration's metrics) not at all: one long trajectory asked
  * for under many aliases, or forks of forks nested deep, would pass it and return millions of
- * objects. So what comes back is also counted as it resolves: every list field and every JSON field
- * of the schema is wrapped to add what it returned to its request's tally (an object 1; a number,
- * a JSON leaf or 16 characters of a JSON string 1/16), and the request stops at `maxItems`, before
- * what is past it is serialized.
+ * objects. So what comes back is also counted as it resolves: every list field, every JSON field
+ * and every String field of the schema is wrapped to add what it returned to its request's tally
+ * (an object 1; a number, a JSON leaf or 16 characters of a string 1/16), and the request stops at
+ * `maxItems`, before what is past it is serialized. Strings count by length because a step's
+ * state or action text has no length limit of its own: counted as objects, 250,000 steps of long
+ * observations would still have been gigabytes.
  * A query's tally belongs to its context object (one per HTTP request); a subscription's to each
  * message (its root value, the event), since its context lives as long as the subscription.
  * Mutations are not counted: refused after they ran, their effects would stay while the answer says
@@ -53,12 +59,23 @@ export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): Gra
   };
   const tooMany = () =>
     callersMistake(
-      `the result has more than ${maxItems} items in its lists and JSON values (${SCALARS_PER_OBJECT} numbers count as one); ask for less: smaller pages, fewer aliases, shallower nesting`,
+      `the result has more than ${maxItems} items in its lists, JSON values and strings (${SCALARS_PER_OBJECT} numbers or ${SCALARS_PER_OBJECT * CHARACTERS_PER_SCALAR} characters count as one); ask for less: smaller pages, fewer aliases, shallower nesting`,
       { code: CODE, maxCost: maxItems, returned: true },
     );
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
     for (const field of Object.values(type.getFields())) {
+      if (getNullableType(field.type) === GraphQLString) {
+        field.resolve = countLongStrings(
+          field.resolve ?? defaultFieldResolver,
+          (context, info, n) => {
+            const tally = tallyOf(context, info);
+            tally.scalars += n;
+            if (tally.scalars > maxScalars) throw tooMany();
+          },
+        );
+        continue;
+      }
       const weigh = weigher(field.type);
       if (!weigh) continue;
       const resolve: GraphQLFieldResolver<unknown, unknown> = field.resolve ?? defaultFieldResolver;
@@ -80,14 +97,50 @@ export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): Gra
   return schema;
 }
 
+/**
+ * A String field's resolver that adds a string's weight (a scalar per 16 characters) to the tally.
+ * Most strings (ids, names, keys) weigh nothing and go without a lookup of the tally: this wrapper
+ * runs for every string of every answer. Nothing is loaded for a string, so unlike a list it is not
+ * refused before it resolves.
+ */
+function countLongStrings(
+  resolve: GraphQLFieldResolver<unknown, unknown>,
+  add: (context: unknown, info: GraphQLResolveInfo, scalars: number) => void,
+): GraphQLFieldResolver<unknown, unknown> {
+  const weigh = (value: unknown, context: unknown, info: GraphQLResolveInfo) => {
+    if (
+      typeof value === 'string' &&
+      value.length >= CHARACTERS_PER_SCALAR &&
+      info.operation.operation !== 'mutation'
+    )
+      add(context, info, Math.floor(value.length / CHARACTERS_PER_SCALAR));
+    return value;
+  };
+  return (source, args, context, info) => {
+    const value = resolve(source, args, context, info);
+    return value instanceof Promise
+      ? value.then((v) => weigh(v, context, info))
+      : weigh(value, context, info);
+  };
+}
+
 /** How a field's value is weighed, in scalars (`upTo`: where to stop counting); none if free. */
 function weigher(type: GraphQLOutputType): ((value: unknown, upTo: number) => number) | undefined {
   const named = getNamedType(type);
   if (named.name === 'JSON') return jsonScalars;
   const listType = getNullableType(type);
   if (!isListType(listType)) return undefined;
+  if (named === GraphQLString) return (value) => (Array.isArray(value) ? stringsScalars(value) : 0);
   const each = isLeafType(named) ? 1 : NUMBER_PAIRS.has(named.name) ? 2 : SCALARS_PER_OBJECT;
   return (value) => (Array.isArray(value) ? each * value.length : 0);
+}
+
+/** A list of strings: each 1, plus one per 16 characters. */
+function stringsScalars(values: unknown[]): number {
+  let n = 0;
+  for (const v of values)
+    n += 1 + (typeof v === 'string' ? Math.floor(v.length / CHARACTERS_PER_SCALAR) : 0);
+  return n;
 }
 
 /**
@@ -99,7 +152,7 @@ function jsonScalars(value: unknown, upTo: number): number {
   const pending: unknown[] = [value];
   while (pending.length > 0 && n <= upTo) {
     const v = pending.pop();
-    if (typeof v === 'string') n += 1 + (v.length >> 4);
+    if (typeof v === 'string') n += 1 + Math.floor(v.length / CHARACTERS_PER_SCALAR);
     else if (Array.isArray(v)) for (const x of v) pending.push(x);
     else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) pending.push(x);
     else if (v !== undefined) n += 1;
