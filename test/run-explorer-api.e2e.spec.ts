@@ -27,7 +27,8 @@ async function read<T>(query: string, variables: Record<string, unknown> = {}, k
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
+  // One export at a time, so that a second one while another streams is seen refused.
+  server = await startTestServer({ CREDITLAB_EXPORT_CONCURRENCY: '1' });
   admin = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   await read('mutation { createProject(name: "explorer") { name } }');
   await read('mutation { createProject(name: "elsewhere") { name } }');
@@ -366,6 +367,73 @@ function library(method: string, params: Record<string, unknown> = {}): number[]
 }
 const exportUrl = (runId: string, query: Record<string, string>) =>
   `${server.url}/v1/runs/${runId}/export?${new URLSearchParams(query)}`;
+
+test('an export is the run as it stood when asked: steps appended while it streams neither join nor cut it', async () => {
+  const { id } = await admin.createRun({
+    name: 'exported while written',
+    project: 'explorer',
+    env: 'e',
+    method: 'gaca',
+  });
+  // About 30 MB of CSV (a long state on every row): more than the sockets buffer, so the server
+  // is still on an early iteration when the client has read the first bytes and pauses.
+  const state = 'o'.repeat(4000);
+  const ITERATIONS = 24;
+  for (let i = 0; i < ITERATIONS; i++) {
+    const trajectories = Array.from({ length: 8 }, (_, t) => ({
+      id: `t${t}`,
+      outcome: t % 2 ? ('success' as const) : ('failure' as const),
+      steps: Array.from({ length: 40 }, (_, k) => ({
+        state,
+        action: `a${k % 3}`,
+        reward: k === 39 ? 1 : 0,
+        nll: 0.5,
+      })),
+    }));
+    await admin.appendEvents(id, rolloutEvents(i, { groups: [{ id: 'g', trajectories }] }));
+  }
+  const res = await api(exportUrl(id, { format: 'csv', methods: '[{"name":"gaca"}]' }));
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const chunks: Uint8Array[] = [(await reader.read()).value!];
+  // While it streams: the last iteration gets a group whose steps have no NLL, which gaca needs.
+  // Read at that point, the iteration would fail gaca and cut the file short.
+  await admin.appendEvents(
+    id,
+    rolloutEvents(ITERATIONS - 1, {
+      groups: [
+        {
+          id: 'late',
+          trajectories: [{ id: 'x', steps: [{ state: 's', action: 'a', reward: 1 }] }],
+        },
+      ],
+    }),
+  );
+  // Meanwhile another export is refused, not queued: this server runs one at a time.
+  const second = await api(exportUrl(id, { format: 'csv' }));
+  expect(second.status).toBe(503);
+  expect(second.headers.get('retry-after')).toBe('5');
+  expect(await second.json()).toMatchObject({
+    error: 'SERVER_BUSY',
+    message: expect.stringContaining('CREDITLAB_EXPORT_CONCURRENCY'),
+  });
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+  }
+  const rows = parse(Buffer.concat(chunks).toString('utf8'), { columns: true }) as Record<
+    string,
+    string
+  >[];
+  expect(rows).toHaveLength(ITERATIONS * 8 * 40);
+  expect(rows.some((r) => r.group_id === 'late')).toBe(false);
+  expect(rows.every((r) => Number.isFinite(Number(r['adv:gaca'])))).toBe(true);
+  // The next export has it: the late steps lack NLL, so gaca is refused before the first byte.
+  const after = await api(exportUrl(id, { format: 'csv', methods: '[{"name":"gaca"}]' }));
+  expect(after.status).toBe(400);
+  expect(((await after.json()) as { message: string }).message).toMatch(/group "late"/);
+});
 
 test('export as CSV: every step with its fields and each method’s advantages, equal to the library', async () => {
   const methods = [{ name: 'gigpo' }, { name: 'gigpo', params: { gamma: 0.5 } }, { name: 'grpo' }];

@@ -7,6 +7,7 @@ import {
   type ColumnarBatch,
 } from '@creditlab/estimators';
 import { Inject, Injectable } from '@nestjs/common';
+import type pg from 'pg';
 import { Database } from '../database/database';
 import { Metrics } from '../operations/metrics';
 import { DomainError, ErrorCode, runNotFound } from '../errors/domain-error';
@@ -183,11 +184,21 @@ export class AdvantageSetsService {
   async iteration(
     set: AdvantageSet,
     iteration: number,
-    { diagnostics = true, store = 'now' }: { diagnostics?: boolean; store?: 'now' | 'caller' } = {},
+    {
+      diagnostics = true,
+      store = 'now',
+      within,
+    }: {
+      diagnostics?: boolean;
+      store?: 'now' | 'caller';
+      /** Read in this transaction's snapshot (an export's) rather than the database's present. */
+      within?: pg.ClientBase;
+    } = {},
   ): Promise<IterationAdvantages & { unstored?: StoredIteration }> {
     let fresh: DecodedIteration | undefined;
     const snapshot = await readIteration(this.db.pool, set.runId, iteration, {
       steps: true,
+      within,
       inputs: methodInputs(set.method, set.params),
       first:
         set.id === null
@@ -216,11 +227,15 @@ export class AdvantageSetsService {
    * Every set's advantages of one iteration, all computed from the same version of it: if steps or
    * outcomes arrive while they are read, they are read again (a few times at most).
    */
-  async sameVersion(sets: AdvantageSet[], iteration: number): Promise<IterationAdvantages[]> {
+  async sameVersion(
+    sets: AdvantageSet[],
+    iteration: number,
+    within?: pg.ClientBase,
+  ): Promise<IterationAdvantages[]> {
     for (let attempt = 0; ; attempt++) {
       const versions: IterationAdvantages[] = [];
       for (const set of sets)
-        versions.push(await this.iteration(set, iteration, { diagnostics: false }));
+        versions.push(await this.iteration(set, iteration, { diagnostics: false, within }));
       const seqs = new Set(versions.map((v) => v.inputsSeq));
       if (seqs.size === 1) return versions;
       if (attempt === 4)
@@ -339,8 +354,11 @@ export class AdvantageSetsService {
   }
 
   /** Iterations that hold rollouts, and which of them are complete (a later iteration exists, or the run ended). */
-  async iterationsOf(runId: string): Promise<{ all: number[]; complete: number[] }> {
-    const res = await this.db.pool.query<{ iteration: number; complete: boolean }>(
+  async iterationsOf(
+    runId: string,
+    db: Pick<pg.ClientBase, 'query'> = this.db.pool,
+  ): Promise<{ all: number[]; complete: number[] }> {
+    const res = await db.query<{ iteration: number; complete: boolean }>(
       `SELECT it.iteration, (r.status <> 'running' OR it.iteration < r.last_iteration) AS complete
        FROM iterations it JOIN runs r ON r.id = it.run_id
        WHERE it.run_id = $1 AND it.step_count > 0 ORDER BY it.iteration`,

@@ -41,6 +41,11 @@ export interface ReadOptions {
    * no steps are read.
    */
   first?: { sql: string; enough(rows: pg.QueryResultRow[]): boolean };
+  /**
+   * A connection already in a REPEATABLE READ transaction to read in (an export's snapshot): the
+   * read then sees what that transaction sees, and leaves the transaction open.
+   */
+  within?: pg.ClientBase;
 }
 
 const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
@@ -59,26 +64,11 @@ export async function readIterations(
   options: ReadOptions = { steps: true },
 ): Promise<Map<number, IterationSnapshot>> {
   checkLiterals(runId, iterations);
+  if (options.within) return readInTransaction(options.within, runId, iterations, options, false);
   const client = await pool.connect();
   let out: Map<number, IterationSnapshot>;
   try {
-    // One round trip opens the snapshot and reads the shapes. An iteration's rows are one range of
-    // the steps primary key, already in canonical order: an index scan streams them in that order,
-    // where a bitmap scan (which the planner picks on a low row estimate, e.g. before the table is
-    // analysed) sorts them again.
-    const results = (await client.query(
-      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_bitmapscan = off;
-       ${shapesQuery(runId, iterations, options.packed !== false)};
-       ${options.first?.sql ?? ''}`,
-    )) as unknown as pg.QueryResult[];
-    const heads = shapesFrom(results.slice(2, 2 + SHAPE_STATEMENTS));
-    out = new Map([...heads].map(([i, head]) => [i, { ...head, batch: null }]));
-    const first = results[2 + SHAPE_STATEMENTS] as pg.QueryResult;
-    const enough = options.first?.enough(first.rows) ?? false;
-    if (options.steps && !enough) {
-      const inputs = options.inputs ?? EVERYTHING;
-      await readBatches(client, runId, out, inputs, options.texts ?? new Map());
-    }
+    out = await readInTransaction(client, runId, iterations, options, true);
   } catch (e) {
     await client.query('ROLLBACK').catch(() => undefined);
     client.release();
@@ -89,6 +79,35 @@ export async function readIterations(
     () => client.release(),
     (e: Error) => client.release(e),
   );
+  return out;
+}
+
+/** The reads of readIterations on `client`, in the transaction it opens (`begin`) or is already in. */
+async function readInTransaction(
+  client: pg.ClientBase,
+  runId: string,
+  iterations: number[],
+  options: ReadOptions,
+  begin: boolean,
+): Promise<Map<number, IterationSnapshot>> {
+  // One round trip opens the snapshot and reads the shapes. An iteration's rows are one range of
+  // the steps primary key, already in canonical order: an index scan streams them in that order,
+  // where a bitmap scan (which the planner picks on a low row estimate, e.g. before the table is
+  // analysed) sorts them again.
+  const results = (await client.query(
+    `${begin ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;' : ''} SET LOCAL enable_bitmapscan = off;
+     ${shapesQuery(runId, iterations, options.packed !== false)};
+     ${options.first?.sql ?? ''}`,
+  )) as unknown as pg.QueryResult[];
+  const lead = begin ? 2 : 1;
+  const heads = shapesFrom(results.slice(lead, lead + SHAPE_STATEMENTS));
+  const out = new Map([...heads].map(([i, head]) => [i, { ...head, batch: null }]));
+  const first = results[lead + SHAPE_STATEMENTS] as pg.QueryResult;
+  const enough = options.first?.enough(first.rows) ?? false;
+  if (options.steps && !enough) {
+    const inputs = options.inputs ?? EVERYTHING;
+    await readBatches(client, runId, out, inputs, options.texts ?? new Map());
+  }
   return out;
 }
 
@@ -121,7 +140,7 @@ interface Unbuilt extends Record<'states' | 'actions', TextIds> {
  * reads them.
  */
 async function readBatches(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   runId: string,
   out: Map<number, IterationSnapshot>,
   inputs: ReadonlySet<BatchInput>,
@@ -163,7 +182,7 @@ async function readBatches(
 
 /** One binary COPY of the packed rows, only the columns the method reads (the others as NULL). */
 async function readPacked(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   runId: string,
   its: IterationSnapshot[],
   columns: StepColumns,
@@ -190,7 +209,7 @@ async function readPacked(
 
 /** One binary COPY of the iterations' step slices, in canonical order (step_slices' primary key order). */
 async function readSteps(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   runId: string,
   its: IterationSnapshot[],
   columns: StepColumns,
@@ -222,7 +241,7 @@ function slicesCopy(runId: string, its: IterationSnapshot[], columns: StepColumn
 
 /** Per iteration, the texts behind its state (or action) ids, loading those `texts` does not hold yet. */
 async function textsOf(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   runId: string,
   iterations: Unbuilt[],
   which: 'states' | 'actions',

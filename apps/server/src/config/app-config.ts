@@ -38,6 +38,7 @@ const schema = z.object({
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
   CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(8),
   CREDITLAB_CHECKPOINT_MEMORY_BYTES: z.coerce.number().int().min(1024).optional(),
+  CREDITLAB_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).default(4),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
@@ -85,6 +86,8 @@ export interface AppConfig {
     maxCheckpointBytes: number;
     /** Bytes of checkpoint uploads this process holds at once, all keys together (≥ maxCheckpointBytes). */
     checkpointMemoryBytes: number;
+    /** Exports in progress at once in this process (each holds a PostgreSQL connection of its own). */
+    exportConcurrency: number;
     graphqlMaxDepth: number;
     graphqlMaxCost: number;
     /** Fields an operation may expand to, fragments spread in place. */
@@ -176,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
       checkpointMemoryBytes,
+      exportConcurrency: e.CREDITLAB_EXPORT_CONCURRENCY,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
       graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,
       graphqlMaxFields: e.CREDITLAB_GRAPHQL_MAX_FIELDS,

@@ -58,13 +58,13 @@ interface StepRow {
  * carry a larger seq and wait for the next export).
  */
 export async function iterationColumns(
-  pool: pg.Pool,
+  db: Pick<pg.ClientBase, 'query'>,
   runId: string,
   first: { iteration: number; inputsSeq: number; stepCount: number },
   advantages: { label: string; values: Float32Array }[],
   include: string[],
 ): Promise<ColumnBatch> {
-  const res = await pool.query<StepRow>(
+  const res = await db.query<StepRow>(
     `SELECT g.key AS group_id, t.key AS trajectory_id, s.idx, s.seq, st.text AS state, ac.text AS action,
             s.reward, s.nll, s.value, ns.text AS next_state, s.next_value, t.outcome, t.return, s.extra,
             ${include.includes('embedding') ? 's.embedding' : 'NULL::bytea AS embedding'},

@@ -116,21 +116,23 @@ export class ExportController {
     // What a request can get wrong is checked before the first byte goes out; only what computing
     // finds (an advantage beyond float32) can still come after it and cut the file short.
     const columns = this.exports.columns(request);
-    const iterations = await this.exports.iterations(request);
-    await this.exports.checkFields(request, iterations);
-    res.status(200);
-    res.setHeader(
-      'Content-Type',
-      q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/vnd.apache.parquet',
-    );
-    res.setHeader('Content-Disposition', `attachment; filename="run-${runId}.${q.format}"`);
-    const writer = q.format === 'csv' ? csvWriter(res, columns) : parquetWriter(res, columns);
-    try {
-      await this.exports.write(request, iterations, writer);
-      await writer.end();
-    } catch (e) {
-      // The status line is gone: all that is left is to cut the response short (a truncated file).
-      res.destroy(e as Error);
-    }
+    await this.exports.inSnapshot(async (snapshot) => {
+      const iterations = await this.exports.iterations(request, snapshot);
+      await this.exports.checkFields(request, iterations, snapshot);
+      res.status(200);
+      res.setHeader(
+        'Content-Type',
+        q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/vnd.apache.parquet',
+      );
+      res.setHeader('Content-Disposition', `attachment; filename="run-${runId}.${q.format}"`);
+      const writer = q.format === 'csv' ? csvWriter(res, columns) : parquetWriter(res, columns);
+      try {
+        await this.exports.write(request, iterations, writer, snapshot);
+        await writer.end();
+      } catch (e) {
+        // The status line is gone: all that is left is to cut the response short (a truncated file).
+        res.destroy(e as Error);
+      }
+    });
   }
 }

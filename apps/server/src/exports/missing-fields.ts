@@ -46,7 +46,7 @@ const firstLackingSql = (field: StepField) => `
  * say it would be to cut the file short.
  */
 export async function refuseMissingFields(
-  db: pg.Pool,
+  db: Pick<pg.ClientBase, 'query'>,
   runId: string,
   iterations: number[],
   methods: string[],

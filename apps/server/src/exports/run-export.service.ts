@@ -5,7 +5,10 @@ import {
   type SetStorage,
 } from '../advantages/advantage-sets.service';
 import { readIteration } from '../advantages/iteration-reader';
+import type pg from 'pg';
+import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
+import { SnapshotConnection } from '../database/snapshot-connection';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { iterationColumns, OPTIONAL_COLUMNS, STEP_COLUMNS, type ExportColumn } from './export-rows';
 import type { BatchWriter } from './export-writers';
@@ -22,14 +25,19 @@ export interface ExportRequest {
 
 /**
  * A run's steps with the chosen methods' advantages, iteration by iteration into a writer:
- * memory holds one iteration at a time whatever the run's size. Each iteration's rows and
- * advantages come from one version of it (steps arriving meanwhile wait for the next export).
+ * memory holds one iteration at a time whatever the run's size. An export reads one snapshot of the
+ * database from its checks to its last row (`inSnapshot`), so a run still being written exports as
+ * it stood when the request came: what its checks passed is what is written, and each iteration's
+ * rows, outcomes and advantages agree. Steps arriving meanwhile wait for the next export.
  */
 @Injectable()
 export class RunExportService {
+  private inProgress = 0;
+
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
+    @Inject(AppConfigToken) private readonly config: AppConfig,
   ) {}
 
   /** The columns of an export (checked before the response starts). */
@@ -51,9 +59,35 @@ export class RunExportService {
     ];
   }
 
+  /**
+   * Runs `work` with a snapshot of the database of its own (a connection outside the pools, held
+   * for the whole export): at most CREDITLAB_EXPORT_CONCURRENCY at once, since each holds a
+   * PostgreSQL connection for as long as its client reads; more are refused (503, Retry-After).
+   */
+  async inSnapshot<T>(work: (snapshot: ExportSnapshot) => Promise<T>): Promise<T> {
+    const limit = this.config.limits.exportConcurrency;
+    if (this.inProgress >= limit)
+      throw new DomainError(
+        ErrorCode.ServerBusy,
+        `${this.inProgress} exports are in progress, the most this server runs at once (CREDITLAB_EXPORT_CONCURRENCY): retry shortly`,
+        { retryAfterSeconds: 5 },
+      );
+    this.inProgress++;
+    try {
+      const connection = await SnapshotConnection.open(this.db.url);
+      try {
+        return await work(connection.client);
+      } finally {
+        await connection.close();
+      }
+    } finally {
+      this.inProgress--;
+    }
+  }
+
   /** The iterations to export: those asked for (each must hold rollouts), else all that do. */
-  async iterations(req: ExportRequest): Promise<number[]> {
-    const known = (await this.sets.iterationsOf(req.runId)).all;
+  async iterations(req: ExportRequest, snapshot: ExportSnapshot): Promise<number[]> {
+    const known = (await this.sets.iterationsOf(req.runId, snapshot)).all;
     if (!req.iterations) return known;
     const missing = req.iterations.filter((i) => !known.includes(i));
     if (missing.length)
@@ -66,24 +100,34 @@ export class RunExportService {
   }
 
   /** Refuses a method that needs a step field some exported step lacks (checked before the first byte). */
-  async checkFields(req: ExportRequest, iterations: number[]): Promise<void> {
+  async checkFields(
+    req: ExportRequest,
+    iterations: number[],
+    snapshot: ExportSnapshot,
+  ): Promise<void> {
     const methods = req.methods.map((m) => this.sets.resolve(m).method);
-    await refuseMissingFields(this.db.pool, req.runId, iterations, methods);
+    await refuseMissingFields(snapshot, req.runId, iterations, methods);
   }
 
-  async write(req: ExportRequest, iterations: number[], out: BatchWriter): Promise<number> {
+  async write(
+    req: ExportRequest,
+    iterations: number[],
+    out: BatchWriter,
+    snapshot: ExportSnapshot,
+  ): Promise<number> {
     const sets = await Promise.all(
       req.methods.map((m) => this.sets.openSet(req.runId, m, req.storage)),
     );
     const names = labels(sets.map((s) => s.method));
     let rows = 0;
     for (const i of iterations) {
-      const versions = sets.length ? await this.sets.sameVersion(sets, i) : [];
+      const versions = sets.length ? await this.sets.sameVersion(sets, i, snapshot) : [];
       const version =
-        versions[0] ?? (await readIteration(this.db.pool, req.runId, i, { steps: false }));
+        versions[0] ??
+        (await readIteration(this.db.pool, req.runId, i, { steps: false, within: snapshot }));
       if (!version) continue;
       const batch = await iterationColumns(
-        this.db.pool,
+        snapshot,
         req.runId,
         version,
         versions.map((it, m) => ({ label: names[m] as string, values: it.advantages })),
@@ -95,6 +139,9 @@ export class RunExportService {
     return rows;
   }
 }
+
+/** The connection whose transaction an export reads in. */
+export type ExportSnapshot = pg.ClientBase;
 
 /** Column labels: a method's name, with #i when the same method is exported under several parameter sets. */
 function labels(methods: string[]): string[] {
