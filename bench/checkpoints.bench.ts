@@ -95,8 +95,10 @@ One checkpoint of ${fmt(SIZE / 2 ** 20, 0)} MiB (random bytes) is uploaded, then
 at once (every copy checked byte for byte). "Peak above rest" is the server process's peak resident memory
 during that step (VmHWM, reset just before) minus its resident memory at the start of the step. The baseline
 is one plain \`SELECT data\` of the same row from the benchmark's own connection, in the same run: ${fmt(baseline, 2)} s
-(${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s). An upload is held whole until it is stored; a download is read and sent
-in chunks of 4 MiB, so its memory does not grow with the checkpoint or with the number of clients.
+(${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s). An upload is held whole until it is stored, and takes about three times
+its size at its peak (the body, then its copy in the message to PostgreSQL); a download is read and sent in chunks of
+1 MiB, at most one read ahead of its client, so its memory does not grow with the checkpoint or with the number of
+clients.
 
 | step | time | throughput | ÷ baseline | server RSS at start | peak above rest |
 |---|---:|---:|---:|---:|---:|

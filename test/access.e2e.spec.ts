@@ -1,6 +1,7 @@
 import { CreditlabClient, resolveConnection } from '@creditlab/client';
 import { execFile } from 'node:child_process';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import {
   ADMIN_KEY,
   api,
   gql,
+  metric,
   spawnServer,
   startTestServer,
   type ServerProcess,
@@ -541,10 +543,25 @@ describe('unknown keys', () => {
       ws.on('error', reject);
     });
 
-  test('an address that presents too many is refused unread for the minute, on HTTP and socket alike; keys in use keep working', async () => {
+  /** GET /v1/runs with `key` from a loopback address of our choosing: its status. */
+  const statusFrom = (url: string, localAddress: string, key: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        `${url}/v1/runs`,
+        { localAddress, headers: { authorization: `Bearer ${key}` } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+
+  test('an address that presents too many is refused unread for the minute, on HTTP and socket alike; keys that worked keep working', async () => {
     const guarded = await startTestServer({
       CREDITLAB_UNKNOWN_KEYS_PER_MINUTE: '3',
-      CREDITLAB_KEY_CACHE_SECONDS: '600',
+      CREDITLAB_KEY_CACHE_SECONDS: '1',
     });
     try {
       expect((await viewer(guarded.url, ADMIN_KEY)).status).toBe(200);
@@ -558,23 +575,63 @@ describe('unknown keys', () => {
       expect(await refused.json()).toMatchObject({
         error: 'RATE_LIMITED',
         message: expect.stringMatching(
-          /^more than 3 unrecognised API keys from \S+ in a minute: its keys are not looked up for \d+ s$/,
+          /^more than 3 unrecognised API keys from this address in a minute: its keys are not looked up for \d+ s$/,
         ),
       });
       expect(await socketWith(guarded.url, madeUp(5))).toBe(4403);
-      // A key already found unknown is answered from memory, as before: still 401, not a lookup.
+      // A key already found unknown is answered from memory: still 401, and no lookup.
       expect((await viewer(guarded.url, madeUp(3))).status).toBe(401);
-      // The key in use is known without a lookup, on both paths.
+      // A key that worked is looked up still, after the key cache has forgotten it too.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
       expect((await viewer(guarded.url, ADMIN_KEY)).status).toBe(200);
       expect(await socketWith(guarded.url, ADMIN_KEY)).toBe('ack');
-      // A new key would need a lookup: it waits for the minute like any other from this address.
+      // A key that never worked waits for the minute like any other from this address.
       const created = await gql<{ createApiKey: { key: string } }>(
         guarded,
         'mutation { createApiKey(input: { role: admin }) { key } }',
       );
       expect((await viewer(guarded.url, created.data!.createApiKey.key)).status).toBe(429);
+      // Another address has its own budget, and requests sent together cannot overshoot it.
+      const burst = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => statusFrom(guarded.url, '127.0.0.2', madeUp(100 + i))),
+      );
+      expect(burst.filter((s) => s === 401)).toHaveLength(3);
+      expect(burst.filter((s) => s === 429)).toHaveLength(37);
+      // A client that closes its connection right after the request is counted too, not skipped:
+      // 30 such requests cost at most three lookups (one budget for every closed connection).
+      const statements = await metric(guarded, 'creditlab_db_statements_total');
+      await Promise.all(
+        Array.from(
+          { length: 30 },
+          (_, i) =>
+            new Promise<void>((resolve) => {
+              const socket = connect(Number(new URL(guarded.url).port), '127.0.0.1', () => {
+                socket.write(
+                  `GET /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${madeUp(200 + i)}\r\n\r\n`,
+                );
+                socket.resetAndDestroy();
+                resolve();
+              });
+              socket.on('error', () => resolve());
+            }),
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the server takes them up
+      expect(
+        (await metric(guarded, 'creditlab_db_statements_total')) - statements,
+      ).toBeLessThanOrEqual(3);
     } finally {
       await guarded.stop();
+    }
+  });
+
+  test('CREDITLAB_KEY_CACHE_SECONDS=0 still remembers keys no one holds: one wrong key retried is 401 every time, and locks nobody out', async () => {
+    const uncached = await startTestServer({ CREDITLAB_KEY_CACHE_SECONDS: '0' });
+    try {
+      for (let i = 0; i < 70; i++) expect((await viewer(uncached.url, madeUp(7))).status).toBe(401);
+      expect((await viewer(uncached.url, ADMIN_KEY)).status).toBe(200);
+    } finally {
+      await uncached.stop();
     }
   });
 

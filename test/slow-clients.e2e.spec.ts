@@ -208,3 +208,50 @@ test('a checkpoint upload that goes quiet gets 408, and a key has only its share
   });
   expect(again.status).toBe(201);
 });
+
+test('a key has only its share of checkpoint downloads open, however slowly its clients read', async () => {
+  const { id } = await client.createRun({ name: 'slow downloads', env: 'e', method: 'grpo' });
+  // Larger than the sockets buffer: a client that does not read keeps its download in progress.
+  const bytes = Buffer.alloc(40 * 1024 * 1024, 7);
+  await client.uploadCheckpoint(id, 0, bytes, 'test/v1');
+  const path = `${server.url}/v1/runs/${id}/checkpoints/0`;
+  /** A download whose body is not read: resolves with its status once the headers are in. */
+  const stalled = () =>
+    new Promise<{ status: number; req: ClientRequest }>((resolve, reject) => {
+      const req = request(path, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }, (res) => {
+        res.pause();
+        resolve({ status: res.statusCode ?? 0, req });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const open = [await stalled(), await stalled()];
+  try {
+    await downloadsLimited(path, open, bytes);
+  } finally {
+    for (const d of open) d.req.destroy(); // a stalled download would hold the server's shutdown
+  }
+});
+
+async function downloadsLimited(
+  path: string,
+  open: { status: number; req: ClientRequest }[],
+  bytes: Buffer,
+): Promise<void> {
+  expect(open.map((d) => d.status)).toEqual([200, 200]);
+  const third = await api(path);
+  expect(third.status).toBe(429);
+  expect(await third.json()).toMatchObject({
+    error: 'TOO_MANY_CONCURRENT_REQUESTS',
+    message: expect.stringContaining('already has 2 checkpoint downloads in progress'),
+  });
+  // A download given up frees its place.
+  open[0]!.req.destroy();
+  let next = await api(path);
+  for (let i = 0; i < 50 && next.status === 429; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    next = await api(path);
+  }
+  expect(next.status).toBe(200);
+  expect(Buffer.from(await next.arrayBuffer()).equals(bytes)).toBe(true);
+}

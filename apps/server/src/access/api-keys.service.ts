@@ -48,9 +48,17 @@ export class ApiKeysService {
   private readonly liveKeys: LRUCache<string, Principal> | undefined;
   /**
    * Hashes that matched no live key, kept apart: made-up keys, however many, cannot push the keys
-   * in use out of `liveKeys`, and a client retrying with a wrong key costs one lookup per lifetime.
+   * in use out of `liveKeys`, and a client retrying a wrong key costs one lookup a minute. Kept
+   * even when keys are not cached: a key no one holds cannot come to work later (a revoked key
+   * stays revoked, and a new one is random), so remembering it is never out of date.
    */
-  private readonly unknownKeys: LRUCache<string, true> | undefined;
+  private readonly unknownKeys = new LRUCache<string, true>({ max: 1_000, ttl: 60_000 });
+  /**
+   * Hashes of keys that worked in the last day: looked up even from an address whose lookups of
+   * unknown keys are used up, so that whoever else sends made-up keys from a shared address (a
+   * NAT, a CI host) cannot lock a trainer out. Only real keys get here, so it costs little.
+   */
+  private readonly recentlyLive = new LRUCache<string, true>({ max: 10_000, ttl: 86_400_000 });
   private readonly throttle: UnknownKeyThrottle;
 
   constructor(
@@ -59,25 +67,24 @@ export class ApiKeysService {
   ) {
     // lru-cache reads a ttl of 0 as "never stale": no cache at all is what 0 asks for.
     const ttl = Math.round(config.access.keyCacheSeconds * 1000);
-    if (ttl > 0) {
-      this.liveKeys = new LRUCache({ max: 10_000, ttl });
-      this.unknownKeys = new LRUCache({ max: 1_000, ttl });
-    }
+    if (ttl > 0) this.liveKeys = new LRUCache({ max: 10_000, ttl });
     this.throttle = new UnknownKeyThrottle(config.access.unknownKeysPerMinute);
   }
 
   /**
    * The principal of a presented key, or undefined when no live key has that value. `from`: the
-   * client's address, when the key comes from a client (not from a socket already authenticated):
-   * an address that has presented too many unknown keys gets a 429 instead of a lookup.
+   * client's address (clientAddress), when a client presents the key (not when a socket's key is
+   * checked again): an address that has presented too many unknown keys gets a 429 instead of a
+   * lookup.
    */
   async authenticate(key: string, from?: string): Promise<Principal | undefined> {
     const hash = hashApiKey(key);
     const cacheKey = hash.toString('hex');
     const live = this.liveKeys?.get(cacheKey);
     if (live) return live;
-    if (this.unknownKeys?.has(cacheKey)) return undefined;
-    await this.throttle.check(from);
+    if (this.unknownKeys.has(cacheKey)) return undefined;
+    const counted = from !== undefined && !this.recentlyLive.has(cacheKey);
+    if (counted) await this.throttle.take(from);
     // Looking a key up also records its use: at most once per cache lifetime per process.
     const res = await this.db.pool.query<{
       id: string;
@@ -92,10 +99,10 @@ export class ApiKeysService {
     );
     const row = res.rows[0];
     if (!row) {
-      this.unknownKeys?.set(cacheKey, true);
-      await this.throttle.missed(from);
+      this.unknownKeys.set(cacheKey, true);
       return undefined;
     }
+    if (counted) await this.throttle.refund(from);
     const principal = {
       keyId: row.id,
       prefix: row.prefix,
@@ -103,6 +110,7 @@ export class ApiKeysService {
       role: row.role,
       rateLimitPerMinute: row.rate_limit_per_minute,
     };
+    this.recentlyLive.set(cacheKey, true);
     this.liveKeys?.set(cacheKey, principal);
     return principal;
   }

@@ -3,6 +3,7 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import { sendDomainError } from '../errors/send-domain-error';
 import { bearerToken } from './api-key';
 import type { ApiKeysService } from './api-keys.service';
+import { clientAddress } from './unknown-key-throttle';
 import type { Principal } from './principal';
 import { overLimitMessage, type RateLimits } from './rate-limits';
 import { isWebPageRequest } from '../web/web-requests';
@@ -40,7 +41,7 @@ export function authenticate(
       return;
     }
     void (async () => {
-      const principal = await keys.authenticate(token, req.socket.remoteAddress);
+      const principal = await keys.authenticate(token, clientAddress(req.socket.remoteAddress));
       if (!principal) {
         throw new DomainError(
           ErrorCode.Unauthenticated,

@@ -16,6 +16,20 @@ export class ConcurrencyLimits {
 
   /** Runs `work` as one of the key's requests in progress, or refuses with 429 if it has too many. */
   async run<T>(principal: Principal, work: () => Promise<T>): Promise<T> {
+    const release = this.enter(principal);
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Counts one more request of the key in progress, or refuses with 429 if it has too many; the
+   * function returned counts it out (once, however often it is called). For work that outlives its
+   * handler, such as a response streamed after the handler returned.
+   */
+  enter(principal: Principal): () => void {
     const n = this.inProgress.get(principal.keyId) ?? 0;
     if (n >= this.perKey) {
       throw new DomainError(
@@ -26,12 +40,13 @@ export class ConcurrencyLimits {
       );
     }
     this.inProgress.set(principal.keyId, n + 1);
-    try {
-      return await work();
-    } finally {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       const left = (this.inProgress.get(principal.keyId) ?? 1) - 1;
       if (left > 0) this.inProgress.set(principal.keyId, left);
       else this.inProgress.delete(principal.keyId);
-    }
+    };
   }
 }

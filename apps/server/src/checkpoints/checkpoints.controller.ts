@@ -34,6 +34,7 @@ const FORMAT = /^[\w.+/-]{1,100}$/;
 @Controller('v1/runs/:id/checkpoints')
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
+  private readonly downloads: ConcurrencyLimits;
   private readonly uploadMemory: UploadMemory;
 
   constructor(
@@ -46,6 +47,11 @@ export class CheckpointsController {
       config.limits.checkpointConcurrencyPerKey,
     );
     this.uploadMemory = new UploadMemory(config.limits.checkpointMemoryBytes);
+    // A download holds a chunk or two while its client reads, however slowly: a key has a few.
+    this.downloads = new ConcurrencyLimits(
+      'checkpoint downloads',
+      config.limits.checkpointConcurrencyPerKey,
+    );
   }
 
   @Put(':iteration')
@@ -109,13 +115,21 @@ export class CheckpointsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<StreamableFile> {
     await this.scope.assertRun(caller, runId);
-    const { info, chunks } = await this.checkpoints.open(runId, iteration);
-    res.setHeader('X-Creditlab-Checkpoint-Format', info.format);
-    res.setHeader('X-Creditlab-Sha256', info.sha256);
-    return new StreamableFile(Readable.from(chunks), {
-      type: 'application/octet-stream',
-      length: info.bytes,
-    });
+    const release = this.downloads.enter(caller);
+    res.once('close', release);
+    try {
+      const { info, chunks } = await this.checkpoints.open(runId, iteration);
+      res.setHeader('X-Creditlab-Checkpoint-Format', info.format);
+      res.setHeader('X-Creditlab-Sha256', info.sha256);
+      // One chunk read ahead at most (Readable.from would read sixteen ahead of a slow client).
+      return new StreamableFile(Readable.from(chunks, { highWaterMark: 1 }), {
+        type: 'application/octet-stream',
+        length: info.bytes,
+      });
+    } catch (e) {
+      release();
+      throw e;
+    }
   }
 }
 

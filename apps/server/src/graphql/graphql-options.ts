@@ -5,6 +5,7 @@ import { bearerToken } from '../access/api-key';
 import type { ApiKeysService } from '../access/api-keys.service';
 import type { Principal } from '../access/principal';
 import type { RateLimits } from '../access/rate-limits';
+import { clientAddress } from '../access/unknown-key-throttle';
 import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
 import { DomainError } from '../errors/domain-error';
@@ -74,7 +75,7 @@ export function graphqlOptions(
       const header =
         connection.connectionParams?.authorization ?? connection.connectionParams?.Authorization;
       const token = bearerToken(typeof header === 'string' ? header : undefined);
-      const from = connection.extra.request?.socket.remoteAddress;
+      const from = clientAddress(connection.extra.request?.socket.remoteAddress);
       // A refusal of any kind closes the socket as forbidden (4403), as graphql-ws does for `false`.
       const principal = token
         ? await keys.authenticate(token, from).catch((e: unknown) => {
