@@ -89,12 +89,24 @@ export function allIssues(error: z.ZodError, prefix: PropertyKey[] = []): EventI
   }));
 }
 
-/** `['data', 'groups', 0, 'steps', 2, 'reward']` → `data.groups[0].steps[2].reward` */
+/**
+ * `['data', 'groups', 0, 'steps', 2, 'reward']` → `data.groups[0].steps[2].reward`. A key that is
+ * not a plain name is quoted (`data.metrics["train/loss"]`, `[""]`), so that a key holding a dot or
+ * a bracket cannot read as nesting, and an empty key still shows.
+ */
 export function formatPath(path: PropertyKey[]): string {
   return path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .map((p, i) =>
+      typeof p === 'number'
+        ? `[${p}]`
+        : PLAIN_NAME.test(String(p))
+          ? `${i === 0 ? '' : '.'}${String(p)}`
+          : `[${JSON.stringify(String(p))}]`,
+    )
     .join('');
 }
+
+const PLAIN_NAME = /^[A-Za-z_$][\w$]*$/;
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys' && issue.message.startsWith('Unrecognized key')) {

@@ -1,4 +1,4 @@
-import { canonicalJson, eventBodyHash, findUnstorable, validateEvent } from '../src';
+import { canonicalJson, eventBodyHash, findUnstorable, formatPath, validateEvent } from '../src';
 
 describe('canonicalJson', () => {
   test('sorts keys at every level, writes typed arrays as numbers, drops undefined', () => {
@@ -111,5 +111,17 @@ describe('validateEvent: unknown keys', () => {
         message: 'unknown fields "steps", "stepcount"',
       },
     });
+  });
+});
+
+describe('formatPath', () => {
+  test('quotes keys that are not plain names, so that they cannot read as nesting', () => {
+    expect(formatPath(['data', 'groups', 0, 'steps', 2, 'reward'])).toBe(
+      'data.groups[0].steps[2].reward',
+    );
+    expect(formatPath(['data', 'metrics', 'train/loss'])).toBe('data.metrics["train/loss"]');
+    expect(formatPath(['data', 'a.b'])).toBe('data["a.b"]');
+    expect(formatPath(['steps[0]'])).toBe('["steps[0]"]');
+    expect(formatPath([''])).toBe('[""]');
   });
 });

@@ -73,15 +73,15 @@ export class RunExportService {
         { retryAfterSeconds: 5 },
       );
     this.inProgress++;
+    let connection: SnapshotConnection | undefined;
     try {
-      const connection = await SnapshotConnection.open(this.db.url);
-      try {
-        return await work(connection.client);
-      } finally {
-        await connection.close();
-      }
+      connection = await SnapshotConnection.open(this.db.url);
+      return await work(connection.client);
     } finally {
+      // Counted out as soon as its answer has ended, before the connection is closed: a client that
+      // starts its next export on reading the last byte must not find this one still counted.
       this.inProgress--;
+      void connection?.close();
     }
   }
 
