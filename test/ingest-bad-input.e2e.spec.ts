@@ -338,4 +338,26 @@ describe('GraphQL mutations validate the same way', () => {
     );
     expect(graphql.errors?.[0]?.message).toMatch(/^name: .+; tags\[0\]: /);
   });
+
+  test('POST /v1/runs refuses a field it does not know: a misspelt parent would have made a run that is no fork', async () => {
+    const before = await rowCounts(server.databaseUrl);
+    const res = await api(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'fork?',
+        env: 'e',
+        method: 'grpo',
+        parentRunID: '11111111-1111-4111-8111-111111111111',
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      error: 'INVALID_INPUT',
+      path: 'parentRunID',
+      message:
+        'parentRunID: unknown field; the fields here are id, name, project, env, method, params, config, seed, tags, parentRunId, forkIteration',
+    });
+    expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  });
 });

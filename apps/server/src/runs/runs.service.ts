@@ -7,6 +7,7 @@ import {
   type ParsedRunInput,
 } from '@creditlab/events';
 import { EventAppender } from '../rollouts/event-appender.service';
+import { knownKeysObject } from '../http/known-keys-object';
 import type { RunFinishStatus } from './run.models';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -121,7 +122,7 @@ function parseRunInput(input: unknown): ParsedRunInput {
       issues: [{ path, reason: unstorable.message }],
     });
   }
-  const parsed = runInputSchema.safeParse(input);
+  const parsed = knownRunFields.safeParse(input);
   if (parsed.success) return parsed.data;
   // Every mistake at once, so that a caller fixes them in one go; path and reason name the first.
   // The body itself has the empty path, as in `path`; the message calls it "body".
@@ -133,6 +134,13 @@ function parseRunInput(input: unknown): ParsedRunInput {
     { path: first.path, reason: first.reason, issues },
   );
 }
+
+/**
+ * The body of a new run, refusing fields it does not name: a misspelt `parentRunID` or `forkIteraton`
+ * would otherwise create a run that is not the fork asked for, silently. Only requests are held to
+ * this; the stored run.created events keep the schema they were written under.
+ */
+const knownRunFields = knownKeysObject(runInputSchema.shape, 'field');
 
 /** A fork stays in its parent's project; a parent in another project is "not found". */
 async function assertParent(client: pg.PoolClient, parentRunId: string, project: string) {
