@@ -22,7 +22,7 @@ import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
 import { ConcurrencyLimits } from '../access/concurrency-limits';
 import { uploadBody } from './upload-body';
-import { UploadMemory } from './upload-memory';
+import { ProcessBudget } from '../access/process-budget';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
@@ -35,7 +35,7 @@ const FORMAT = /^[\w.+/-]{1,100}$/;
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
   private readonly downloads: ConcurrencyLimits;
-  private readonly uploadMemory: UploadMemory;
+  private readonly uploadMemory: ProcessBudget;
 
   constructor(
     @Inject(CheckpointsService) private readonly checkpoints: CheckpointsService,
@@ -46,7 +46,14 @@ export class CheckpointsController {
       'checkpoint uploads',
       config.limits.checkpointConcurrencyPerKey,
     );
-    this.uploadMemory = new UploadMemory(config.limits.checkpointMemoryBytes);
+    // An upload is held whole until it is stored (twice over while PostgreSQL receives it): the
+    // per-key cap alone let a few keys, each with its uploads in progress, take any amount of memory.
+    this.uploadMemory = new ProcessBudget(
+      config.limits.checkpointMemoryBytes,
+      (held, asked, budget) =>
+        `the server holds ${mib(held)} of checkpoint uploads; ${mib(asked)} more would pass CREDITLAB_CHECKPOINT_MEMORY_BYTES (${mib(budget)}): retry shortly`,
+      2, // uploads in progress take seconds
+    );
     // A download holds a chunk or two while its client reads, however slowly: a key has a few.
     this.downloads = new ConcurrencyLimits(
       'checkpoint downloads',
@@ -132,5 +139,7 @@ export class CheckpointsController {
     }
   }
 }
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 /** Checkpoint numbers are iterations: 0 ≤ k < 2^31. */

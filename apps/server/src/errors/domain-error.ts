@@ -20,7 +20,7 @@ export enum ErrorCode {
   TooManyConcurrent = 'TOO_MANY_CONCURRENT_REQUESTS',
   /** PostgreSQL cannot be reached: retry later. */
   DatabaseUnavailable = 'DATABASE_UNAVAILABLE',
-  /** This process is holding all the memory it allows for a kind of request: retry shortly. */
+  /** This process already gives a kind of request all it allows (memory, connections): retry shortly. */
   ServerBusy = 'SERVER_BUSY',
   /** A fault of the server; the log has the details under the request id. */
   Internal = 'INTERNAL',

@@ -10,6 +10,7 @@ import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { Database } from '../database/database';
 import { SnapshotConnection } from '../database/snapshot-connection';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { ProcessBudget } from '../access/process-budget';
 import { iterationColumns, OPTIONAL_COLUMNS, STEP_COLUMNS, type ExportColumn } from './export-rows';
 import type { BatchWriter } from './export-writers';
 import { refuseMissingFields } from './missing-fields';
@@ -32,13 +33,21 @@ export interface ExportRequest {
  */
 @Injectable()
 export class RunExportService {
-  private inProgress = 0;
+  /** Exports in progress: each holds a PostgreSQL connection for as long as its client reads. */
+  private readonly running: ProcessBudget;
 
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(AdvantageSetsService) private readonly sets: AdvantageSetsService,
-    @Inject(AppConfigToken) private readonly config: AppConfig,
-  ) {}
+    @Inject(AppConfigToken) config: AppConfig,
+  ) {
+    this.running = new ProcessBudget(
+      config.limits.exportConcurrency,
+      (held) =>
+        `${held} exports are in progress, the most this server runs at once (CREDITLAB_EXPORT_CONCURRENCY): retry shortly`,
+      5,
+    );
+  }
 
   /** The columns of an export (checked before the response starts). */
   columns(req: ExportRequest): ExportColumn[] {
@@ -65,24 +74,16 @@ export class RunExportService {
    * PostgreSQL connection for as long as its client reads; more are refused (503, Retry-After).
    */
   async inSnapshot<T>(work: (snapshot: ExportSnapshot) => Promise<T>): Promise<T> {
-    const limit = this.config.limits.exportConcurrency;
-    if (this.inProgress >= limit)
-      throw new DomainError(
-        ErrorCode.ServerBusy,
-        `${this.inProgress} exports are in progress, the most this server runs at once (CREDITLAB_EXPORT_CONCURRENCY): retry shortly`,
-        { retryAfterSeconds: 5 },
-      );
-    this.inProgress++;
-    let connection: SnapshotConnection | undefined;
-    try {
-      connection = await SnapshotConnection.open(this.db.url);
-      return await work(connection.client);
-    } finally {
-      // Counted out as soon as its answer has ended, before the connection is closed: a client that
-      // starts its next export on reading the last byte must not find this one still counted.
-      this.inProgress--;
-      void connection?.close();
-    }
+    return this.running.hold(1, async () => {
+      const connection = await SnapshotConnection.open(this.db.url);
+      try {
+        return await work(connection.client);
+      } finally {
+        // Not waited for: the export is counted out as soon as its answer has ended, so that a
+        // client starting its next export on reading the last byte does not find it still counted.
+        void connection.close();
+      }
+    });
   }
 
   /** The iterations to export: those asked for (each must hold rollouts), else all that do. */

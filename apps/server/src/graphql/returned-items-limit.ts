@@ -62,17 +62,17 @@ export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): Gra
       `the result has more than ${maxItems} items in its lists, JSON values and strings (${SCALARS_PER_OBJECT} numbers or ${SCALARS_PER_OBJECT * CHARACTERS_PER_SCALAR} characters count as one); ask for less: smaller pages, fewer aliases, shallower nesting`,
       { code: CODE, maxCost: maxItems, returned: true },
     );
+  const add = (tally: { scalars: number }, scalars: number) => {
+    tally.scalars += scalars;
+    if (tally.scalars > maxScalars) throw tooMany();
+  };
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
     for (const field of Object.values(type.getFields())) {
       if (getNullableType(field.type) === GraphQLString) {
         field.resolve = countLongStrings(
           field.resolve ?? defaultFieldResolver,
-          (context, info, n) => {
-            const tally = tallyOf(context, info);
-            tally.scalars += n;
-            if (tally.scalars > maxScalars) throw tooMany();
-          },
+          (context, info, scalars) => add(tallyOf(context, info), scalars),
         );
         continue;
       }
@@ -80,8 +80,7 @@ export function limitReturnedItems(schema: GraphQLSchema, maxItems: number): Gra
       if (!weigh) continue;
       const resolve: GraphQLFieldResolver<unknown, unknown> = field.resolve ?? defaultFieldResolver;
       const count = (tally: { scalars: number }, value: unknown) => {
-        tally.scalars += weigh(value, maxScalars - tally.scalars);
-        if (tally.scalars > maxScalars) throw tooMany();
+        add(tally, weigh(value, maxScalars - tally.scalars));
         return value;
       };
       field.resolve = (source, args, context, info) => {
@@ -113,7 +112,7 @@ function countLongStrings(
       value.length >= CHARACTERS_PER_SCALAR &&
       info.operation.operation !== 'mutation'
     )
-      add(context, info, Math.floor(value.length / CHARACTERS_PER_SCALAR));
+      add(context, info, stringLength(value));
     return value;
   };
   return (source, args, context, info) => {
@@ -138,10 +137,12 @@ function weigher(type: GraphQLOutputType): ((value: unknown, upTo: number) => nu
 /** A list of strings: each 1, plus one per 16 characters. */
 function stringsScalars(values: unknown[]): number {
   let n = 0;
-  for (const v of values)
-    n += 1 + (typeof v === 'string' ? Math.floor(v.length / CHARACTERS_PER_SCALAR) : 0);
+  for (const v of values) n += 1 + (typeof v === 'string' ? stringLength(v) : 0);
   return n;
 }
+
+/** What a string's characters weigh, in scalars (besides the 1 it weighs as a list item or JSON leaf). */
+const stringLength = (s: string) => Math.floor(s.length / CHARACTERS_PER_SCALAR);
 
 /**
  * A JSON value's leaves (a string 1, plus 1 per 16 characters), walked until more than `upTo`:
@@ -152,7 +153,7 @@ function jsonScalars(value: unknown, upTo: number): number {
   const pending: unknown[] = [value];
   while (pending.length > 0 && n <= upTo) {
     const v = pending.pop();
-    if (typeof v === 'string') n += 1 + Math.floor(v.length / CHARACTERS_PER_SCALAR);
+    if (typeof v === 'string') n += 1 + stringLength(v);
     else if (Array.isArray(v)) for (const x of v) pending.push(x);
     else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) pending.push(x);
     else if (v !== undefined) n += 1;
