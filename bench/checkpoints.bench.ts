@@ -1,9 +1,10 @@
 /**
  * `npm run bench:checkpoints`: what checkpoints cost the server's memory. One checkpoint of
  * BENCH_CHECKPOINT_MIB (default 200) MiB is uploaded through `PUT /v1/runs/{id}/checkpoints/0`, then
- * downloaded by 1, 4 and 8 clients at once. Reports the time and the server process's peak resident
- * memory above its resting size during each (VmHWM, reset before each), beside the baseline of
- * reading the same bytes with one plain `SELECT data` from the benchmark's own connection.
+ * four others at once, then the first is downloaded by 1, 4 and 8 clients at once. Reports the time
+ * and the server process's peak resident memory above its resting size during each (VmHWM, reset
+ * before each), beside the baseline of reading the same bytes with one plain SELECT of its parts
+ * from the benchmark's own connection.
  */
 import { CreditlabClient } from '@creditlab/client';
 import { randomBytes } from 'node:crypto';
@@ -14,6 +15,7 @@ import { mib, procStatusBytes } from './support/process-memory';
 
 const SIZE = Number(process.env.BENCH_CHECKPOINT_MIB ?? 200) * 2 ** 20;
 const CLIENTS = [1, 4, 8];
+const CONCURRENT_UPLOADS = 4;
 
 interface Measured {
   what: string;
@@ -53,6 +55,20 @@ async function main(): Promise<void> {
         await client.uploadCheckpoint(id, 0, data, 'application/octet-stream');
       }),
     );
+    const others = Array.from({ length: CONCURRENT_UPLOADS }, (_, i) => {
+      const copy = Buffer.from(data);
+      copy.writeUInt32LE(i + 1, 0); // other checkpoints, not retries of the first
+      return copy;
+    });
+    results.push(
+      await measured(pid, `upload × ${CONCURRENT_UPLOADS}`, CONCURRENT_UPLOADS * SIZE, async () => {
+        await Promise.all(
+          others.map((bytes, i) =>
+            client.uploadCheckpoint(id, i + 1, bytes, 'application/octet-stream'),
+          ),
+        );
+      }),
+    );
     for (const n of CLIENTS)
       results.push(
         await measured(pid, `download × ${n}`, n * SIZE, async () => {
@@ -64,11 +80,14 @@ async function main(): Promise<void> {
         }),
       );
     const t0 = performance.now();
-    const row = await bench.pool.query<{ data: Buffer }>(
-      'SELECT data FROM checkpoints WHERE run_id = $1 AND iteration = 0',
+    const parts = await bench.pool.query<{ data: Buffer }>(
+      `SELECT p.data FROM checkpoints c
+       JOIN checkpoint_parts p ON p.run_id = c.run_id AND p.upload_id = c.upload_id
+       WHERE c.run_id = $1 AND c.iteration = 0 ORDER BY p.ord`,
       [id],
     );
-    if (!row.rows[0]?.data.equals(data)) throw new Error('stored bytes differ');
+    if (!Buffer.concat(parts.rows.map((r) => r.data)).equals(data))
+      throw new Error('stored bytes differ');
     baseline = (performance.now() - t0) / 1000;
   } finally {
     await bench.close();
@@ -77,11 +96,11 @@ async function main(): Promise<void> {
     console.log(
       `${r.what}: ${fmt(r.seconds, 2)} s, server ${fmt(r.restMiB, 0)} → peak ${fmt(r.peakMiB, 0)} MiB`,
     );
-  console.log(`baseline SELECT data: ${fmt(baseline, 2)} s`);
+  console.log(`baseline SELECT of the parts: ${fmt(baseline, 2)} s`);
   const mibs = (r: Measured) => r.bytes / 2 ** 20 / r.seconds;
   const rows = results.map(
     (r) =>
-      `| ${r.what} | ${fmt(r.seconds, 2)} s | ${fmt(mibs(r), 0)} MiB/s | ${fmt(mibs(r) / (SIZE / 2 ** 20 / baseline), 2)} | ${fmt(r.restMiB, 0)} MiB | +${fmt(r.peakMiB - r.restMiB, 0)} MiB |`,
+      `| ${r.what} | ${fmt(r.seconds, 2)} s | ${fmt(mibs(r), 0)} MiB/s | ${fmt(mibs(r) / (SIZE / 2 ** 20 / baseline), 2)} | ${fmt(r.restMiB, 0)} MiB | +${fmt(Math.max(0, r.peakMiB - r.restMiB), 0)} MiB |`,
   );
   writeSection(
     'checkpoints',
@@ -91,14 +110,13 @@ async function main(): Promise<void> {
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
 Command: \`npm run bench:checkpoints\` (\`BENCH_CHECKPOINT_MIB\`, default 200).
 
-One checkpoint of ${fmt(SIZE / 2 ** 20, 0)} MiB (random bytes) is uploaded, then downloaded by 1, 4 and 8 clients
-at once (every copy checked byte for byte). "Peak above rest" is the server process's peak resident memory
-during that step (VmHWM, reset just before) minus its resident memory at the start of the step. The baseline
-is one plain \`SELECT data\` of the same row from the benchmark's own connection, in the same run: ${fmt(baseline, 2)} s
-(${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s). An upload is held whole until it is stored, and takes about three times
-its size at its peak (the body, then its copy in the message to PostgreSQL); a download is read and sent in chunks of
-1 MiB, at most one read ahead of its client, so its memory does not grow with the checkpoint or with the number of
-clients.
+One checkpoint of ${fmt(SIZE / 2 ** 20, 0)} MiB (random bytes) is uploaded, then ${CONCURRENT_UPLOADS} others at once, then the first
+is downloaded by 1, 4 and 8 clients at once (every copy checked byte for byte). "Peak above rest" is the server
+process's peak resident memory during that step (VmHWM, reset just before) minus its resident memory at the start
+of the step. The baseline is one plain \`SELECT\` of the checkpoint's parts, in order, from the benchmark's own
+connection, in the same run: ${fmt(baseline, 2)} s (${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s). An upload is stored in parts of 1 MiB as it
+arrives and a download is read and sent a part at a time, at most one read ahead of its client, so neither's
+memory grows with the checkpoint or with the number of clients.
 
 | step | time | throughput | ÷ baseline | server RSS at start | peak above rest |
 |---|---:|---:|---:|---:|---:|

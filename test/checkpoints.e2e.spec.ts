@@ -1,6 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
+import { sqlQuery } from './support/sql-query';
+import {
+  ADMIN_KEY,
+  api,
+  gql,
+  spawnServer,
+  startTestServer,
+  type ServerProcess,
+} from './support/test-server';
 import { CreditlabClient } from '@creditlab/client';
 
 let server: ServerProcess & { databaseUrl: string };
@@ -125,7 +133,6 @@ describe('large checkpoints', () => {
   beforeAll(async () => {
     large = await startTestServer({
       CREDITLAB_MAX_CHECKPOINT_BYTES: String(10 * MIB),
-      CREDITLAB_CHECKPOINT_MEMORY_BYTES: String(12 * MIB),
     });
     const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
     largeRun = (await c.createRun({ name: 'large', env: 'e', method: 'grpo' })).id;
@@ -174,42 +181,113 @@ describe('large checkpoints', () => {
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
-  test('uploads in progress hold no more than CREDITLAB_CHECKPOINT_MEMORY_BYTES together: one more is told to retry', async () => {
-    const held = randomBytes(9 * MIB);
-    const holding = openUpload(1, held.length, held.subarray(0, 1024));
-    // Until the server has reserved the held upload's bytes, a probe may be let in: then it is
-    // dropped unanswered (its reservation goes with it) and sent again.
-    let busy: Awaited<typeof holding.answer> | undefined;
-    for (let attempt = 0; attempt < 30 && !busy; attempt++) {
-      const probe = openUpload(2, 4 * MIB, Buffer.alloc(0));
-      busy = await Promise.race([probe.answer, sleep(500).then(() => undefined)]);
-      if (!busy) {
-        probe.req.destroy();
-        await sleep(200);
-      }
+  /** The parts in the database of `largeRun`'s uploads, by upload. */
+  const partsByUpload = async () =>
+    (
+      await sqlQuery<{ parts: number }>(
+        large.databaseUrl,
+        `SELECT count(*)::int AS parts FROM checkpoint_parts WHERE run_id = $1 GROUP BY upload_id ORDER BY 1`,
+        [largeRun],
+      )
+    ).map((r) => r.parts);
+  /** Polls `read` until `done` holds of its value (the server works while the test waits). */
+  const until = async <T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> => {
+    let value = await read();
+    for (let i = 0; i < 100 && !done(value); i++) {
+      await sleep(100);
+      value = await read();
     }
-    expect(busy).toMatchObject({
-      status: 503,
-      retryAfter: '2',
-      body: {
-        error: 'SERVER_BUSY',
-        message: expect.stringMatching(
-          /^the server holds 9\.0 MiB of checkpoint uploads; 4\.0 MiB more would pass CREDITLAB_CHECKPOINT_MEMORY_BYTES \(12\.0 MiB\): retry shortly$/,
-        ),
-      },
-    });
-    // What still fits goes through meanwhile.
-    const small = randomBytes(2 * MIB);
-    const fits = openUpload(3, small.length, small);
-    fits.req.end();
-    expect((await fits.answer).status).toBe(201);
-    holding.req.end(held.subarray(1024));
-    expect((await holding.answer).status).toBe(201);
-    // Once the held upload is stored, its memory is free again.
-    const after = randomBytes(4 * MIB);
+    return value;
+  };
+  const storedParts = async () => (await partsByUpload()).reduce((a, b) => a + b, 0);
+
+  test('an upload is stored part by part as it arrives; one given up leaves nothing behind', async () => {
+    const stored = await storedParts();
+    const bytes = randomBytes(9 * MIB);
+    const given = openUpload(1, bytes.length, bytes.subarray(0, 5 * MIB + 17));
+    // Five of its nine parts are in the database while its client has sent five and a bit.
+    expect(await until(storedParts, (n) => n === stored + 5)).toBe(stored + 5);
+    given.req.destroy();
+    expect(await until(storedParts, (n) => n === stored)).toBe(stored);
+    expect((await api(`${large.url}/v1/runs/${largeRun}/checkpoints/1`)).status).toBe(404);
+
     const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
-    expect((await c.uploadCheckpoint(largeRun, 2, after, 'test/v1')).bytes).toBe(after.length);
-    const down = await c.downloadCheckpoint(largeRun, 1);
-    expect(Buffer.from(down.data).equals(held)).toBe(true);
+    expect((await c.uploadCheckpoint(largeRun, 1, bytes, 'test/v1')).bytes).toBe(bytes.length);
+    expect(await storedParts()).toBe(stored + 9);
+    expect(Buffer.from((await c.downloadCheckpoint(largeRun, 1)).data).equals(bytes)).toBe(true);
+  });
+
+  test('two uploads of one checkpoint at once: the same bytes are one checkpoint, other bytes a conflict; the loser keeps no parts', async () => {
+    const same = randomBytes(2 * MIB + 3);
+    for (const [iteration, second] of [
+      [2, same],
+      [3, randomBytes(same.length)],
+    ] as const) {
+      const before = (await partsByUpload()).length;
+      const a = openUpload(iteration, same.length, same.subarray(0, MIB + 1));
+      const b = openUpload(iteration, second.length, second.subarray(0, MIB + 1));
+      // Both have stored a part, so both are past the check for a stored checkpoint.
+      expect((await until(partsByUpload, (p) => p.length === before + 2)).length).toBe(before + 2);
+      a.req.end(same.subarray(MIB + 1));
+      expect((await a.answer).status).toBe(201);
+      b.req.end(second.subarray(MIB + 1));
+      const loser = await b.answer;
+      if (second === same)
+        expect(loser).toMatchObject({ status: 200, body: { bytes: same.length } });
+      else
+        expect(loser).toMatchObject({
+          status: 409,
+          body: { error: 'CONFLICT', message: expect.stringContaining('immutable') },
+        });
+      expect((await until(partsByUpload, (p) => p.length === before + 1)).length).toBe(before + 1);
+      const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
+      expect(Buffer.from((await c.downloadCheckpoint(largeRun, iteration)).data).equals(same)).toBe(
+        true,
+      );
+    }
+  });
+
+  test('parts of uploads cut off over an hour ago are swept when a server starts; recent ones and stored checkpoints stay', async () => {
+    const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
+    const kept = randomBytes(MIB + 9);
+    await c.uploadCheckpoint(largeRun, 4, kept, 'test/v1');
+    // As a server killed mid-upload leaves them: parts that no checkpoint names.
+    const [old, recent] = [randomUUID(), randomUUID()];
+    await sqlQuery(
+      large.databaseUrl,
+      `INSERT INTO checkpoint_parts (run_id, upload_id, ord, data, created_at) VALUES
+         ($1, $2, 0, '\\x01', now() - interval '2 hours'), ($1, $2, 1, '\\x02', now() - interval '2 hours'),
+         ($1, $3, 0, '\\x03', now() - interval '10 minutes')`,
+      [largeRun, old, recent],
+    );
+    await sqlQuery(
+      large.databaseUrl,
+      `UPDATE checkpoint_parts SET created_at = now() - interval '3 hours'
+       WHERE upload_id = (SELECT upload_id FROM checkpoints WHERE run_id = $1 AND iteration = 4)`,
+      [largeRun],
+    );
+    const uploadsLeft = async () =>
+      (
+        await sqlQuery<{ upload_id: string }>(
+          large.databaseUrl,
+          'SELECT DISTINCT upload_id FROM checkpoint_parts WHERE upload_id = ANY($1)',
+          [[old, recent]],
+        )
+      ).map((r) => r.upload_id);
+    expect(await uploadsLeft()).toHaveLength(2);
+    const second = await spawnServer({ DATABASE_URL: large.databaseUrl });
+    try {
+      expect(await until(uploadsLeft, (u) => u.length === 1)).toEqual([recent]);
+      const swept = 'deleted 2 parts of checkpoint uploads abandoned';
+      expect(
+        await until(
+          async () => second.output(),
+          (o) => o.includes(swept),
+        ),
+      ).toContain(swept);
+      expect(Buffer.from((await c.downloadCheckpoint(largeRun, 4)).data).equals(kept)).toBe(true);
+    } finally {
+      await second.stop();
+    }
   });
 });

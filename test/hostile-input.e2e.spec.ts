@@ -180,6 +180,10 @@ describe('a finished run', () => {
     expect(res.status).toBe(409);
     const rows = await query('SELECT 1 FROM checkpoints WHERE run_id = $1', [runId]);
     expect(rows).toHaveLength(0);
+    // Its parts were written as they came, and deleted with the refusal.
+    expect(await query('SELECT 1 FROM checkpoint_parts WHERE run_id = $1', [runId])).toHaveLength(
+      0,
+    );
   });
 });
 

@@ -16,6 +16,20 @@ describe('migrations', () => {
     return p;
   };
   const migrationCount = readdirSync(MIGRATIONS_DIR).length;
+  /** A new database with only the migrations that came before `migration` applied. */
+  const databaseBefore = async (migration: string) => {
+    const db = pool(
+      await ensureDatabase(
+        process.env.CREDITLAB_TEST_DATABASE_URL as string,
+        `test_${randomBytes(6).toString('hex')}`,
+      ),
+    );
+    const before = mkdtempSync(path.join(tmpdir(), 'creditlab-migrations-'));
+    for (const name of readdirSync(MIGRATIONS_DIR).filter((n) => n < migration))
+      symlinkSync(path.join(MIGRATIONS_DIR, name), path.join(before, name));
+    await runMigrations(db, before);
+    return db;
+  };
 
   test('two migrators racing on a fresh database apply each migration exactly once', async () => {
     const url = await ensureDatabase(
@@ -32,17 +46,8 @@ describe('migrations', () => {
   });
 
   test('upgrading a database with runs: the access migration makes a project of every project name in use', async () => {
-    const db = pool(
-      await ensureDatabase(
-        process.env.CREDITLAB_TEST_DATABASE_URL as string,
-        `test_${randomBytes(6).toString('hex')}`,
-      ),
-    );
-    // the database as it was before access control: only the migrations that came before it
-    const before = mkdtempSync(path.join(tmpdir(), 'creditlab-migrations-'));
-    for (const name of readdirSync(MIGRATIONS_DIR).filter((n) => n < '20261130020000'))
-      symlinkSync(path.join(MIGRATIONS_DIR, name), path.join(before, name));
-    await runMigrations(db, before);
+    // the database as it was before access control
+    const db = await databaseBefore('20261130020000');
     await db.query(
       `INSERT INTO runs (name, project, env, method) VALUES ('a', 'legacy lab', 'e', 'grpo'), ('b', 'default', 'e', 'grpo')`,
     );
@@ -55,6 +60,38 @@ describe('migrations', () => {
         `INSERT INTO runs (name, project, env, method) VALUES ('c', 'nowhere', 'e', 'grpo')`,
       ),
     ).rejects.toThrow(/runs_project_fkey/);
+  });
+
+  test('checkpoints stored as one value before parts are cut into parts of 1 MiB, byte for byte', async () => {
+    const db = await databaseBefore('20261208000000');
+    const run = await db.query<{ id: string }>(
+      `INSERT INTO runs (name, project, env, method) VALUES ('a', 'default', 'e', 'grpo') RETURNING id`,
+    );
+    const runId = run.rows[0]!.id;
+    const MIB = 1024 * 1024;
+    // Random bytes past two parts; one that compresses (stored before STORAGE EXTERNAL); a byte.
+    const checkpoints = [randomBytes(2 * MIB + 5), Buffer.alloc(3 * MIB, 'ab'), Buffer.from([7])];
+    await db.query(`ALTER TABLE checkpoints ALTER COLUMN data SET STORAGE EXTENDED`);
+    for (const [iteration, data] of checkpoints.entries())
+      await db.query(
+        `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, data)
+         VALUES ($1, $2, 'test/v1', '\\x00', $3, $4)`,
+        [runId, iteration, data.length, data],
+      );
+    expect((await runMigrations(db)).applied).toContain('20261208000000_checkpoint_parts');
+    const parts = await db.query<{ iteration: number; sizes: number[]; data: Buffer }>(
+      `SELECT c.iteration, array_agg(length(p.data) ORDER BY p.ord) AS sizes,
+              string_agg(p.data, ''::bytea ORDER BY p.ord) AS data
+       FROM checkpoints c JOIN checkpoint_parts p ON p.run_id = c.run_id AND p.upload_id = c.upload_id
+       GROUP BY c.iteration ORDER BY c.iteration`,
+    );
+    expect(parts.rows.map((r) => r.sizes)).toEqual([[MIB, MIB, 5], [MIB, MIB, MIB], [1]]);
+    for (const row of parts.rows)
+      expect(row.data.equals(checkpoints[row.iteration] as Buffer)).toBe(true);
+    const columns = await db.query(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'checkpoints' AND column_name = 'data'`,
+    );
+    expect(columns.rows).toEqual([]);
   });
 
   test('events and step slices are append-only: UPDATE, DELETE and TRUNCATE are refused', async () => {

@@ -184,6 +184,8 @@ test('a checkpoint upload that goes quiet gets 408, and a key has only its share
       headers: { 'content-type': 'application/octet-stream' },
       body: '',
     });
+  // A probe holds a slot while it is answered: sent before both uploads are in, it could take one.
+  await new Promise((resolve) => setTimeout(resolve, 500));
   let refused = await third();
   for (let i = 0; i < 100 && refused.status === 400; i++) {
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -53,6 +53,14 @@ const NEW_TRAJECTORIES = `
   ORDER BY 1, 2, 3, 5`;
 const RUNS =
   'SELECT id, name, project, status, last_seq, last_iteration, embedding_dim, summary, finished_at FROM runs ORDER BY id';
+/** Checkpoints with their bytes: one value before, parts since (migrations/20261208000000_checkpoint_parts). */
+const CHECKPOINT_FACTS = 'c.run_id, c.iteration, c.format, c.sha256, c.size_bytes, c.created_at';
+const OLD_CHECKPOINTS = `SELECT ${CHECKPOINT_FACTS}, c.data FROM checkpoints c ORDER BY 1, 2`;
+const NEW_CHECKPOINTS = `
+  SELECT ${CHECKPOINT_FACTS},
+         (SELECT string_agg(p.data, ''::bytea ORDER BY p.ord) FROM checkpoint_parts p
+          WHERE p.run_id = c.run_id AND p.upload_id = c.upload_id) AS data
+  FROM checkpoints c ORDER BY 1, 2`;
 const EVENTS =
   'SELECT run_id, seq, id, type, iteration, data, body_hash FROM events ORDER BY run_id, seq';
 const KEPT = [
@@ -60,7 +68,6 @@ const KEPT = [
   // the keys of the old database (the test server registers its own admin key besides)
   `SELECT id, prefix, secret_hash, project, role, name, created_by, created_at, revoked_at FROM api_keys
    WHERE created_at <= $1 ORDER BY id`,
-  'SELECT * FROM checkpoints ORDER BY run_id, iteration',
   'SELECT * FROM advantage_sets ORDER BY id',
   'SELECT id, set_id, run_id, iterations, status, error FROM recompute_jobs ORDER BY id',
 ];
@@ -83,6 +90,7 @@ test('the upgrade keeps every step, trajectory, run summary, event and key; the 
     trajectories: await query(url, OLD_TRAJECTORIES),
     runs: await query(url, RUNS),
     events: await query(url, EVENTS),
+    checkpoints: await query(url, OLD_CHECKPOINTS),
     kept: [] as unknown[],
   };
   const loadedAt = new Date();
@@ -100,6 +108,8 @@ test('the upgrade keeps every step, trajectory, run summary, event and key; the 
     expect(await query(url, NEW_TRAJECTORIES)).toEqual(old.trajectories);
     expect(await query(url, RUNS)).toEqual(old.runs);
     expect(await query(url, EVENTS)).toEqual(old.events);
+    expect(old.checkpoints).toHaveLength(1);
+    expect(await query(url, NEW_CHECKPOINTS)).toEqual(old.checkpoints);
     expect(
       await Promise.all(KEPT.map((sql) => query(url, sql, sql.includes('$1') ? [loadedAt] : []))),
     ).toEqual(old.kept);

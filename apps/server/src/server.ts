@@ -9,7 +9,7 @@ import { ApiKeysService } from './access/api-keys.service';
 import { authenticate } from './access/authenticate';
 import { bootstrapAccess } from './access/bootstrap-access';
 import { RateLimits } from './access/rate-limits';
-import type { AppConfig } from './config/app-config';
+import { retiredSettingsIn, type AppConfig } from './config/app-config';
 import { Database } from './database/database';
 import { prepareDatabase } from './database/prepare-database';
 import { startDatabase } from './database/start-database';
@@ -53,6 +53,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
   const logging = new RequestLogging(config);
   // Start-up's own lines (the embedded database's among them) are JSON lines at LOG_LEVEL already.
   Logger.overrideLogger(logging.nestLogger());
+  for (const warning of retiredSettingsIn()) logger.warn(warning);
   const { url: databaseUrl, embedded, where } = await startDatabase(config);
   const db = Database.connect(databaseUrl, {
     connections: config.connections.reads,

@@ -1,8 +1,8 @@
 import { DomainError, ErrorCode } from '../errors/domain-error';
 
 /**
- * Something this process has a fixed amount of for one kind of request, all keys together: the
- * memory that checkpoint uploads are held in, the connections that exports hold. Work takes its
+ * Something this process has a fixed amount of for one kind of request, all keys together (the
+ * connections that exports hold). Work takes its
  * share before it starts and gives it back when it ends; work that does not fit is refused with
  * 503 and Retry-After, which both clients wait out and retry. (The per-key caps, ConcurrencyLimits,
  * bound one client; this bounds them all.)

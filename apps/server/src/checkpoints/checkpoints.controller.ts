@@ -21,8 +21,7 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
 import { ConcurrencyLimits } from '../access/concurrency-limits';
-import { uploadBody } from './upload-body';
-import { ProcessBudget } from '../access/process-budget';
+import { receiveInParts } from './upload-parts';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
@@ -35,7 +34,6 @@ const FORMAT = /^[\w.+/-]{1,100}$/;
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
   private readonly downloads: ConcurrencyLimits;
-  private readonly uploadMemory: ProcessBudget;
 
   constructor(
     @Inject(CheckpointsService) private readonly checkpoints: CheckpointsService,
@@ -45,14 +43,6 @@ export class CheckpointsController {
     this.uploads = new ConcurrencyLimits(
       'checkpoint uploads',
       config.limits.checkpointConcurrencyPerKey,
-    );
-    // An upload is held whole until it is stored (twice over while PostgreSQL receives it): the
-    // per-key cap alone let a few keys, each with its uploads in progress, take any amount of memory.
-    this.uploadMemory = new ProcessBudget(
-      config.limits.checkpointMemoryBytes,
-      (held, asked, budget) =>
-        `the server holds ${mib(held)} of checkpoint uploads; ${mib(asked)} more would pass CREDITLAB_CHECKPOINT_MEMORY_BYTES (${mib(budget)}): retry shortly`,
-      2, // uploads in progress take seconds
     );
     // A download holds a chunk or two while its client reads, however slowly: a key has a few.
     this.downloads = new ConcurrencyLimits(
@@ -82,25 +72,19 @@ export class CheckpointsController {
       );
     refuseEncodedBody(req);
     const { maxCheckpointBytes, idleMs } = this.config.limits;
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    // A declared length past the limit needs no memory: uploadBody refuses it (413) unread.
-    const reserve =
-      declared > maxCheckpointBytes ? 0 : declared >= 0 ? declared : maxCheckpointBytes;
-    // Each upload is held whole in memory until stored: a key has a few at a time, not any number,
-    // and all keys together no more than the memory set aside for them.
+    // An upload holds a part of its bytes at a time (they are stored as they arrive), and a
+    // connection while its client sends: a key has a few at a time, not any number.
     return this.uploads
-      .run(caller, () =>
-        this.uploadMemory.hold(reserve, async () => {
-          const data = await uploadBody(req, maxCheckpointBytes, idleMs);
-          if (data.length === 0) throw new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
-          const stored = await this.checkpoints.store(runId, iteration, format, data);
-          res.status(stored.created ? 201 : 200);
-          return stored.checkpoint;
-        }),
-      )
+      .run(caller, async () => {
+        const stored = await this.checkpoints.upload(runId, iteration, format, (sink) =>
+          receiveInParts(req, { limit: maxCheckpointBytes, idleMs }, sink),
+        );
+        res.status(stored.created ? 201 : 200);
+        return stored.checkpoint;
+      })
       .catch((e: unknown) => {
-        // Refused before its body was read whole (too many in progress, no memory left, too large,
-        // gone quiet): the rest of the body is not read, so the connection cannot serve another.
+        // Refused before its body was read whole (too many in progress, too large, gone quiet): the
+        // rest of the body is not read, so the connection cannot serve another.
         if (!req.complete && !res.headersSent) res.setHeader('Connection', 'close');
         throw e;
       });
@@ -139,7 +123,5 @@ export class CheckpointsController {
     }
   }
 }
-
-const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 /** Checkpoint numbers are iterations: 0 ≤ k < 2^31. */

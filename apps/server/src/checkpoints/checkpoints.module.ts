@@ -3,11 +3,12 @@ import { RolloutsModule } from '../rollouts/rollouts.module';
 import { RunCheckpointsResolver } from './checkpoints.resolver';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
+import { AbandonedUploadsSweeper } from './abandoned-uploads.sweeper';
 
 @Module({
   imports: [RolloutsModule],
   controllers: [CheckpointsController],
-  providers: [CheckpointsService, RunCheckpointsResolver],
+  providers: [CheckpointsService, RunCheckpointsResolver, AbandonedUploadsSweeper],
   exports: [CheckpointsService],
 })
 export class CheckpointsModule {}

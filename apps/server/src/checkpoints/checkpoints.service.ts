@@ -1,8 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { createHash, randomUUID } from 'node:crypto';
+import type pg from 'pg';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { EventAppender } from '../rollouts/event-appender.service';
+import { CheckpointParts } from './checkpoint-parts';
+import type { PartSink, ReceivedUpload } from './upload-parts';
 
 export interface CheckpointInfo {
   iteration: number;
@@ -21,90 +24,157 @@ export interface CheckpointInfo {
  */
 @Injectable()
 export class CheckpointsService {
+  private readonly parts: CheckpointParts;
+  private readonly logger = new Logger('Checkpoints');
+
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(EventAppender) private readonly appender: EventAppender,
-  ) {}
+  ) {
+    // Parts are writes, as ingest's are: they take the ingest pool's connections, not the readers'.
+    this.parts = new CheckpointParts(db.ingestPool);
+  }
 
   /**
-   * Stores checkpoint `iteration` and its `checkpoint.saved` event in one transaction: both or
-   * neither (a finished run refuses both). The same bytes again are acknowledged; other bytes
-   * for the same (run, iteration) are refused.
+   * Stores checkpoint `iteration` from the bytes `receive` hands to the sink it is given, part by
+   * part as they arrive. Its row and its `checkpoint.saved` event go in one transaction: both or
+   * neither (a finished run refuses both), and the parts of an upload that ends without them are
+   * deleted. The same bytes again are acknowledged; other bytes for the same (run, iteration) are
+   * refused.
    */
-  async store(
+  async upload(
     runId: string,
     iteration: number,
     format: string,
-    data: Buffer,
+    receive: (sink: PartSink) => Promise<ReceivedUpload>,
   ): Promise<{ created: boolean; checkpoint: CheckpointInfo }> {
-    const sha256 = createHash('sha256').update(data).digest('hex');
     const existing = await this.info(runId, iteration);
-    if (existing && existing.sha256 !== sha256) throw differentCheckpoint(runId, existing);
-    const checkpoint = existing ?? {
-      iteration,
-      format,
-      sha256,
-      bytes: data.length,
-      createdAt: new Date(),
-      path: checkpointPath(runId, iteration),
-    };
+    if (existing) {
+      // A retry of a stored checkpoint: its bytes are only hashed, to tell a retry from a conflict.
+      const { sha256, bytes } = await receive(async () => undefined);
+      if (bytes === 0) throw emptyCheckpoint();
+      if (sha256 !== existing.sha256) throw differentCheckpoint(runId, existing);
+      await this.record(runId, existing);
+      return { created: false, checkpoint: existing };
+    }
+    const uploadId = randomUUID();
+    try {
+      const { sha256, bytes } = await receive((ord, pieces, partBytes) =>
+        this.parts.write(runId, uploadId, ord, pieces, partBytes),
+      );
+      if (bytes === 0) throw emptyCheckpoint();
+      let checkpoint: CheckpointInfo = {
+        iteration,
+        format,
+        sha256,
+        bytes,
+        createdAt: new Date(),
+        path: checkpointPath(runId, iteration),
+      };
+      let created = true;
+      const recording = this.record(runId, checkpoint, async (client) => {
+        const inserted = await client.query<{ created_at: Date }>(
+          `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, upload_id)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
+          [runId, iteration, format, Buffer.from(sha256, 'hex'), bytes, uploadId],
+        );
+        const row = inserted.rows[0];
+        if (row) {
+          checkpoint.createdAt = row.created_at;
+          return;
+        }
+        // Another upload of the same checkpoint was stored while this one was sent.
+        const other = await client.query<Row>(`${SELECT_INFO} AND iteration = $2`, [
+          runId,
+          iteration,
+        ]);
+        const stored = toInfo(runId, other.rows[0] as Row);
+        if (stored.sha256 !== sha256) throw differentCheckpoint(runId, stored);
+        checkpoint = stored;
+        created = false;
+      });
+      await recording.catch(async (e: unknown) => {
+        // Another upload with other bytes was stored meanwhile: its event already has the id this
+        // one's would have, which is refused before the row is reached. Say what the client needs.
+        const stored = await this.info(runId, iteration).catch(() => undefined);
+        throw stored && stored.sha256 !== sha256 ? differentCheckpoint(runId, stored) : e;
+      });
+      if (!created) await this.discard(runId, uploadId);
+      return { created, checkpoint };
+    } catch (e) {
+      await this.discard(runId, uploadId);
+      throw e;
+    }
+  }
+
+  /** The checkpoint's event, with its row written in the same transaction by `alsoWrite`. */
+  private async record(
+    runId: string,
+    checkpoint: CheckpointInfo,
+    alsoWrite?: (client: pg.PoolClient) => Promise<void>,
+  ): Promise<void> {
     await this.appender.appendOne(
       runId,
       {
-        id: eventIdOf(runId, iteration),
+        id: eventIdOf(runId, checkpoint.iteration),
         type: 'checkpoint.saved',
         data: {
-          iteration,
+          iteration: checkpoint.iteration,
           uri: checkpoint.path,
           sha256: checkpoint.sha256,
           bytes: checkpoint.bytes,
           format: checkpoint.format,
         },
       },
-      existing
-        ? undefined
-        : async (client) => {
-            const inserted = await client.query<{ created_at: Date }>(
-              `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, data)
-               VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
-              [runId, iteration, format, Buffer.from(sha256, 'hex'), data.length, data],
-            );
-            const row = inserted.rows[0];
-            if (!row) throw differentCheckpoint(runId, { iteration, sha256: 'unknown' });
-            checkpoint.createdAt = row.created_at;
-          },
+      alsoWrite,
     );
-    return { created: !existing, checkpoint };
+  }
+
+  /** An upload's parts, when they will not be a checkpoint; left to the sweep if this fails too. */
+  private async discard(runId: string, uploadId: string): Promise<void> {
+    await this.parts
+      .discard(runId, uploadId)
+      .catch((e: unknown) =>
+        this.logger.warn(
+          `could not delete the parts of abandoned upload ${uploadId} (run ${runId}); the sweep will: ${String(e)}`,
+        ),
+      );
+  }
+
+  /** See CheckpointParts.sweepAbandoned. */
+  sweepAbandoned(olderThanSeconds: number): Promise<number> {
+    return this.parts.sweepAbandoned(olderThanSeconds);
   }
 
   async list(runId: string): Promise<CheckpointInfo[]> {
-    const res = await this.db.pool.query<Row>(
-      `SELECT iteration, format, sha256, size_bytes, created_at FROM checkpoints WHERE run_id = $1 ORDER BY iteration`,
-      [runId],
-    );
+    const res = await this.db.pool.query<Row>(`${SELECT_INFO} ORDER BY iteration`, [runId]);
     return res.rows.map((r) => toInfo(runId, r));
   }
 
   async info(runId: string, iteration: number): Promise<CheckpointInfo | undefined> {
-    const res = await this.db.pool.query<Row>(
-      `SELECT iteration, format, sha256, size_bytes, created_at FROM checkpoints WHERE run_id = $1 AND iteration = $2`,
-      [runId, iteration],
-    );
+    const res = await this.db.pool.query<Row>(`${SELECT_INFO} AND iteration = $2`, [
+      runId,
+      iteration,
+    ]);
     return res.rows[0] && toInfo(runId, res.rows[0]);
   }
 
   /**
-   * A checkpoint's facts, and its bytes as chunks read one after the other as the caller pulls
-   * them: a download holds a chunk or two, not the checkpoint (a whole 200 MiB one took about 900 MiB
-   * of the server's memory per download, as hex text and then bytes). A checkpoint never changes
-   * once stored, so the chunks need no common snapshot.
+   * A checkpoint's facts, and its bytes as parts read one after the other as the caller pulls
+   * them: a download holds a part or two, not the checkpoint. A checkpoint never changes once
+   * stored, so the parts need no common snapshot.
    */
   async open(
     runId: string,
     iteration: number,
   ): Promise<{ info: CheckpointInfo; chunks: AsyncGenerator<Buffer> }> {
-    const info = await this.info(runId, iteration);
-    if (!info) {
+    const res = await this.db.pool.query<Row & { upload_id: string }>(
+      `SELECT iteration, format, sha256, size_bytes, created_at, upload_id FROM checkpoints
+       WHERE run_id = $1 AND iteration = $2`,
+      [runId, iteration],
+    );
+    const row = res.rows[0];
+    if (!row) {
       const have = (await this.list(runId)).map((c) => c.iteration);
       throw new DomainError(
         ErrorCode.NotFound,
@@ -112,41 +182,44 @@ export class CheckpointsService {
         { iteration, checkpoints: have },
       );
     }
-    // The first chunk is read before the answer starts: a database that fails now is a 503 with a
+    const info = toInfo(runId, row);
+    // The first part is read before the answer starts: a database that fails now is a 503 with a
     // JSON body, not a status line already sent and a connection cut.
-    const first = await this.chunk(runId, iteration, 0);
-    return { info, chunks: this.chunks(runId, iteration, info.bytes, first) };
+    const first = await this.part(runId, row.upload_id, 0, iteration);
+    return { info, chunks: this.chunks(runId, row.upload_id, info, first) };
   }
 
   private async *chunks(
     runId: string,
-    iteration: number,
-    bytes: number,
+    uploadId: string,
+    info: CheckpointInfo,
     first: Buffer,
   ): AsyncGenerator<Buffer> {
     yield first;
-    for (let offset = first.length; offset < bytes; offset += DOWNLOAD_CHUNK_BYTES)
-      yield await this.chunk(runId, iteration, offset);
+    // Parts are read by number until the checkpoint's bytes are out, whatever size they were cut to.
+    for (let ord = 1, sent = first.length; sent < info.bytes; ord++) {
+      const part = await this.part(runId, uploadId, ord, info.iteration);
+      sent += part.length;
+      yield part;
+    }
   }
 
-  private async chunk(runId: string, iteration: number, offset: number): Promise<Buffer> {
-    const res = await this.db.pool.query<{ part: Buffer }>(
-      `SELECT substring(data FROM $3 FOR $4) AS part FROM checkpoints WHERE run_id = $1 AND iteration = $2`,
-      [runId, iteration, offset + 1, DOWNLOAD_CHUNK_BYTES],
-    );
-    const part = res.rows[0]?.part;
-    if (!part)
-      throw new Error(`checkpoint ${iteration} of run ${runId} vanished while it was read`);
+  private async part(
+    runId: string,
+    uploadId: string,
+    ord: number,
+    iteration: number,
+  ): Promise<Buffer> {
+    const part = await this.parts.read(runId, uploadId, ord);
+    if (!part) throw new Error(`checkpoint ${iteration} of run ${runId} lacks its part ${ord}`);
     return part;
   }
 }
 
-/**
- * Bytes per read of a download. Larger chunks mean fewer round trips; each costs about three
- * times its size in memory while it is decoded (hex text, then bytes), and a client that stops
- * reading holds about two of them.
- */
-const DOWNLOAD_CHUNK_BYTES = 1024 * 1024;
+const SELECT_INFO =
+  'SELECT iteration, format, sha256, size_bytes, created_at FROM checkpoints WHERE run_id = $1';
+
+const emptyCheckpoint = () => new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
 
 function differentCheckpoint(
   runId: string,

@@ -37,7 +37,6 @@ const schema = z.object({
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
   CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(8),
-  CREDITLAB_CHECKPOINT_MEMORY_BYTES: z.coerce.number().int().min(1024).optional(),
   CREDITLAB_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).default(4),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
@@ -80,12 +79,10 @@ export interface AppConfig {
     idleMs: number;
     /** Ingest requests one key may have in progress at once in this process (more: 429). */
     ingestConcurrencyPerKey: number;
-    /** Checkpoint uploads one key may have in progress at once (each is held whole in memory). */
+    /** Checkpoint uploads, and downloads, one key may have in progress at once (each holds a connection). */
     checkpointConcurrencyPerKey: number;
     /** Largest checkpoint upload (stored in the database: at most 1 GiB). */
     maxCheckpointBytes: number;
-    /** Bytes of checkpoint uploads this process holds at once, all keys together (≥ maxCheckpointBytes). */
-    checkpointMemoryBytes: number;
     /** Exports in progress at once in this process (each holds a PostgreSQL connection of its own). */
     exportConcurrency: number;
     graphqlMaxDepth: number;
@@ -144,6 +141,23 @@ export interface AppConfig {
 
 export class ConfigError extends Error {}
 
+/**
+ * Settings this server no longer reads, and what took their place. One still set is named in a
+ * warning at start rather than refused: the server runs the same without it, and a deployment's
+ * environment should not stop a start after an upgrade.
+ */
+const RETIRED_SETTINGS: Record<string, string> = {
+  CREDITLAB_CHECKPOINT_MEMORY_BYTES:
+    'checkpoint uploads are stored in parts as they arrive, so no memory is set aside for them (CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY still bounds each key)',
+};
+
+/** A warning for each retired setting `env` still sets. */
+export function retiredSettingsIn(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.entries(RETIRED_SETTINGS)
+    .filter(([name]) => env[name] !== undefined)
+    .map(([name, why]) => `${name} is set but no longer used: ${why}`);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
@@ -151,12 +165,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
-  const checkpointMemoryBytes =
-    e.CREDITLAB_CHECKPOINT_MEMORY_BYTES ?? 4 * e.CREDITLAB_MAX_CHECKPOINT_BYTES;
-  if (checkpointMemoryBytes < e.CREDITLAB_MAX_CHECKPOINT_BYTES)
-    throw new ConfigError(
-      `invalid configuration:\n  CREDITLAB_CHECKPOINT_MEMORY_BYTES: ${checkpointMemoryBytes} is less than CREDITLAB_MAX_CHECKPOINT_BYTES (${e.CREDITLAB_MAX_CHECKPOINT_BYTES}): the largest checkpoint could never be uploaded`,
-    );
   if (e.CREDITLAB_API === 'false' && e.CREDITLAB_WORKER === 'false')
     throw new ConfigError(
       'invalid configuration:\n  CREDITLAB_API: false with CREDITLAB_WORKER=false leaves this process nothing to do (serve the API, take recompute jobs, or both)',
@@ -178,7 +186,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
       checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
-      checkpointMemoryBytes,
       exportConcurrency: e.CREDITLAB_EXPORT_CONCURRENCY,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
       graphqlMaxCost: e.CREDITLAB_GRAPHQL_MAX_COST,

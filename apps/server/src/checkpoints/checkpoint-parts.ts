@@ -1,0 +1,81 @@
+import type pg from 'pg';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { from as copyFrom } from 'pg-copy-streams';
+import { binaryCopySql, COPY_HEADER, COPY_TRAILER, uuidBytes } from '../rollouts/binary-copy-rows';
+
+const PART_COPY = binaryCopySql('checkpoint_parts', ['run_id', 'upload_id', 'ord', 'data']);
+
+/**
+ * A checkpoint's bytes as rows of `checkpoint_parts`, under the id of the upload that wrote them
+ * (migrations/20261208000000_checkpoint_parts). An upload writes its parts one statement each, before
+ * its checkpoint row exists, so that no transaction stays open while a client sends; parts whose
+ * upload never got its row are deleted by the upload, or by `sweepAbandoned`.
+ */
+export class CheckpointParts {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /**
+   * Writes one part by a binary COPY of one row, its bytes sent after its fields' header in the
+   * pieces they arrived in: as an INSERT's parameter they would first be joined, then copied into
+   * node-postgres's message twice over.
+   */
+  async write(
+    runId: string,
+    uploadId: string,
+    ord: number,
+    pieces: readonly Buffer[],
+    bytes: number,
+  ): Promise<void> {
+    const fields = Buffer.alloc(2 + 2 * (4 + 16) + (4 + 4) + 4);
+    let at = fields.writeInt16BE(4, 0);
+    for (const uuid of [runId, uploadId]) {
+      at = fields.writeInt32BE(16, at);
+      at += uuidBytes(uuid).copy(fields, at);
+    }
+    at = fields.writeInt32BE(4, at);
+    at = fields.writeInt32BE(ord, at);
+    fields.writeInt32BE(bytes, at);
+    const client = await this.pool.connect();
+    try {
+      await pipeline(
+        Readable.from([COPY_HEADER, fields, ...pieces, COPY_TRAILER]),
+        client.query(copyFrom(PART_COPY)),
+      );
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Part `ord` of an upload, or undefined past its last. */
+  async read(runId: string, uploadId: string, ord: number): Promise<Buffer | undefined> {
+    const res = await this.pool.query<{ data: Buffer }>(
+      'SELECT data FROM checkpoint_parts WHERE run_id = $1 AND upload_id = $2 AND ord = $3',
+      [runId, uploadId, ord],
+    );
+    return res.rows[0]?.data;
+  }
+
+  /** Deletes the parts of an upload that will not become a checkpoint. */
+  async discard(runId: string, uploadId: string): Promise<void> {
+    await this.pool.query('DELETE FROM checkpoint_parts WHERE run_id = $1 AND upload_id = $2', [
+      runId,
+      uploadId,
+    ]);
+  }
+
+  /**
+   * Deletes the parts of uploads that no checkpoint names and that were written more than
+   * `olderThanSeconds` ago, longer than any upload in progress can last: uploads cut off by a
+   * crash or a lost database connection before they could delete their own. Returns how many.
+   */
+  async sweepAbandoned(olderThanSeconds: number): Promise<number> {
+    const res = await this.pool.query(
+      `DELETE FROM checkpoint_parts p
+       WHERE p.created_at < now() - make_interval(secs => $1)
+         AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = p.run_id AND c.upload_id = p.upload_id)`,
+      [olderThanSeconds],
+    );
+    return res.rowCount ?? 0;
+  }
+}
