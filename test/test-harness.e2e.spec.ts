@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { reapOrphans, spawnTracked, track } from './support/process-registry';
+import { startRunWatchdog } from './support/run-watchdog';
 
 /**
  * The suite's own safety net: a spec file whose hook times out while a process it started is
@@ -64,6 +65,44 @@ test('processes of an earlier run that was killed outright are stopped by the ne
   await reapOrphans(2000);
   await new Promise((resolve) => setTimeout(resolve, 200));
   expect(alive(pid)).toBe(false);
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const idle = ['-e', 'setInterval(() => undefined, 1000)'];
+
+test('a run killed outright: its watchdog stops the processes it started within seconds, then exits', async () => {
+  // A stand-in for a run's Jest process, and a process recorded as that run's.
+  const run = spawn(process.execPath, idle, { stdio: 'ignore' });
+  const previous = process.env.CREDITLAB_TEST_RUN;
+  process.env.CREDITLAB_TEST_RUN = String(run.pid);
+  let started: number;
+  try {
+    started = spawnTracked(process.execPath, idle, { stdio: 'ignore', env: { ...process.env } })
+      .pid as number;
+  } finally {
+    process.env.CREDITLAB_TEST_RUN = previous;
+  }
+  const watchdog = startRunWatchdog(run.pid as number);
+  await sleep(2000);
+  expect([alive(started), alive(watchdog)]).toEqual([true, true]); // the run lives: nothing stopped
+  run.kill('SIGKILL');
+  for (let i = 0; i < 100 && (alive(started) || alive(watchdog)); i++) await sleep(100);
+  expect([alive(started), alive(watchdog)]).toEqual([false, false]);
+});
+
+test('this run has its watchdog', () => {
+  const run = process.env.CREDITLAB_TEST_RUN as string;
+  const watchdogs = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .flatMap((pid) => {
+      try {
+        return [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')];
+      } catch {
+        return []; // exited meanwhile
+      }
+    })
+    .filter((args) => args.some((a) => a.endsWith('run-watchdog.ts')) && args.at(-2) === run);
+  expect(watchdogs).toHaveLength(1);
 });
 
 test('temporary files of the run go into its scratch folder (removed by global teardown), not the machine’s', () => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../test/support/free-port';
 import { alive, reapOrphans, track, untrack } from '../../test/support/process-registry';
+import { startRunWatchdog } from '../../test/support/run-watchdog';
 import { STATEMENT_STATS_SETTINGS } from './statement-stats';
 import { ADMIN_KEY, spawnServer, type ServerProcess } from '../../test/support/test-server';
 
@@ -63,14 +64,17 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
 const SCRATCH_PREFIX = 'creditlab-bench-';
 /** The pid of the benchmark a scratch folder belongs to. */
 const OWNER_FILE = 'owner.pid';
+let watchdog: number | undefined;
 
 /**
  * What benchmarks that died outright (a crash, SIGKILL) left behind: their server and PostgreSQL
- * (recorded in the test suite's process registry, whose runs are the benchmark processes here),
- * and their scratch folders, up to hundreds of MB each.
+ * if their watchdog could not stop them (recorded in the test suite's process registry, whose runs
+ * are the benchmark processes here), and their scratch folders, up to hundreds of MB each.
  */
 async function removeLeftovers(): Promise<void> {
   await reapOrphans();
+  // This benchmark's own server and PostgreSQL stop within a second if it is killed outright.
+  watchdog ??= startRunWatchdog(process.pid);
   for (const name of await readdir(tmpdir())) {
     if (!name.startsWith(SCRATCH_PREFIX)) continue;
     const dir = path.join(tmpdir(), name);

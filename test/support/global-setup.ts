@@ -6,18 +6,21 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
 import { reapOrphans, track } from './process-registry';
+import { startRunWatchdog } from './run-watchdog';
 import { startSystemPostgres } from './system-postgres';
 
 /**
  * One PostgreSQL server per test run (the embedded one, in a fresh data
  * directory), unless CREDITLAB_TEST_DATABASE_URL names a server to use. Spec
  * files then create their own database on it (test/support/test-database.ts).
- * First, whatever an earlier run that was killed outright left running is stopped.
+ * First, whatever an earlier run that was killed outright left running is stopped, and this run's
+ * watchdog started, which stops what this run starts if it is killed outright.
  */
 export default async function globalSetup(): Promise<void> {
   process.env.CREDITLAB_TEST_RUN = String(process.pid);
   await reapOrphans();
   await useScratchFolder();
+  startRunWatchdog(process.pid);
   buildWebApp();
   if (process.env.CREDITLAB_TEST_DATABASE_URL) return;
   const bin = process.env.CREDITLAB_TEST_POSTGRES_BIN;

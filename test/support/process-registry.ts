@@ -7,8 +7,9 @@ import path from 'node:path';
  * Every process a test run starts (servers, CLIs, its PostgreSQL) is recorded here, one file per
  * process, so that none outlives the run whatever fails: the test environment kills a worker's
  * processes when its spec file ends (even after a timed-out hook), a worker kills them when it
- * exits, and global setup and teardown kill those of earlier runs that were killed outright
- * (a SIGKILLed run cannot take its children with it).
+ * exits, global teardown kills the run's own, and the run's watchdog (run-watchdog.ts) kills them
+ * when the run was killed outright (a SIGKILLed Jest cannot take its children with it); global
+ * setup kills what an earlier run's watchdog could not (a machine that stopped, say).
  */
 const REGISTRY_DIR = path.join(
   // The machine's temporary folder, not the run's scratch folder (global-setup.ts): the next run
@@ -119,10 +120,10 @@ export function stopOwned(graceMs = 10_000): Promise<void> {
   );
 }
 
-/** Stops every process of this run (global teardown). */
-export function stopRun(graceMs = 10_000): Promise<void> {
+/** Stops every process of run `run` (global teardown: this run; the run's watchdog: its run, killed). */
+export function stopRun(graceMs = 10_000, run = runPid()): Promise<void> {
   return stop(
-    records().filter((r) => r.run === runPid()),
+    records().filter((r) => r.run === run),
     graceMs,
   );
 }
