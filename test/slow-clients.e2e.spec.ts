@@ -211,27 +211,80 @@ test('a checkpoint upload that goes quiet gets 408, and a key has only its share
   expect(again.status).toBe(201);
 });
 
-test('a key has only its share of checkpoint downloads open, however slowly its clients read', async () => {
-  const { id } = await client.createRun({ name: 'slow downloads', env: 'e', method: 'grpo' });
-  // Larger than the sockets buffer: a client that does not read keeps its download in progress.
-  const bytes = Buffer.alloc(40 * 1024 * 1024, 7);
+/** A new run's checkpoint 0 of `mib` MiB: its download path and bytes. */
+async function checkpointToDownload(name: string, mib: number) {
+  const { id } = await client.createRun({ name, env: 'e', method: 'grpo' });
+  const bytes = Buffer.alloc(mib * 1024 * 1024, mib);
   await client.uploadCheckpoint(id, 0, bytes, 'test/v1');
-  const path = `${server.url}/v1/runs/${id}/checkpoints/0`;
-  /** A download whose body is not read: resolves with its status once the headers are in. */
-  const stalled = () =>
+  return { path: `${server.url}/v1/runs/${id}/checkpoints/0`, bytes };
+}
+
+test('clients that keep reading, however slowly, keep their downloads; a key has only its share of them open', async () => {
+  // Larger than the sockets buffers: a client that reads slowly keeps its download in progress.
+  const { path, bytes } = await checkpointToDownload('slow downloads', 64);
+  /**
+   * A download read at 1.5 MiB a second, far slower than the server sends: resolves with its status
+   * once the headers are in. (The server sees a client's reading only as its writes complete, which
+   * with the sockets' buffers takes a megabyte or two: a client that reads much slower than this
+   * for longer than the idle limit looks idle to it.)
+   */
+  const slow = () =>
     new Promise<{ status: number; req: ClientRequest }>((resolve, reject) => {
       const req = request(path, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }, (res) => {
         res.pause();
+        let allowed = 0;
+        res.on('data', (c: Buffer) => {
+          allowed -= c.length;
+          if (allowed <= 0) res.pause();
+        });
+        const refill = setInterval(() => {
+          allowed = 1.5 * 1024 * 1024;
+          res.resume();
+        }, 1000);
+        res.once('close', () => clearInterval(refill));
         resolve({ status: res.statusCode ?? 0, req });
       });
       req.on('error', reject);
       req.end();
     });
-  const open = [await stalled(), await stalled()];
+  const open = [await slow(), await slow()];
   try {
+    // Past this server's idle limit (3 s): clients that read, however slowly, keep their downloads.
+    await new Promise((resolve) => setTimeout(resolve, 4500));
     await downloadsLimited(path, open, bytes);
   } finally {
-    for (const d of open) d.req.destroy(); // a stalled download would hold the server's shutdown
+    for (const d of open) d.req.destroy(); // a download in progress would hold the server's shutdown
+  }
+});
+
+test('downloads whose clients read nothing for the idle limit are cut off, and their places freed', async () => {
+  const { path, bytes } = await checkpointToDownload('stalled download', 40);
+  /** A download that reads nothing after its headers (the sockets' buffers fill, then nothing moves). */
+  const stalled = () =>
+    new Promise<ClientRequest>((resolve, reject) => {
+      const req = request(path, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }, (res) => {
+        res.pause();
+        resolve(req);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const open = [await stalled(), await stalled()];
+  const started = Date.now();
+  try {
+    // The key's two places are taken; once the server gives up on its stalled clients, they are free.
+    let next = await api(path);
+    expect(next.status).toBe(429);
+    for (let i = 0; i < 120 && next.status === 429; i++) {
+      await next.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      next = await api(path);
+    }
+    expect(next.status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3000); // this server's idle limit
+    expect(Buffer.from(await next.arrayBuffer()).equals(bytes)).toBe(true);
+  } finally {
+    for (const req of open) req.destroy();
   }
 });
 
