@@ -140,13 +140,20 @@ describe('large checkpoints', () => {
   afterAll(() => large.stop());
 
   /** A PUT that declares `length` bytes and sends `first` of them, then waits to be told the rest. */
-  const openUpload = (iteration: number, length: number, first: Buffer) => {
-    const req = request(new URL(`${large.url}/v1/runs/${largeRun}/checkpoints/${iteration}`), {
+  const openUpload = (
+    iteration: number,
+    length: number,
+    first: Buffer,
+    options: { format?: string; run?: string } = {},
+  ) => {
+    const run = options.run ?? largeRun;
+    const req = request(new URL(`${large.url}/v1/runs/${run}/checkpoints/${iteration}`), {
       method: 'PUT',
       headers: {
         authorization: `Bearer ${ADMIN_KEY}`,
         'content-type': 'application/octet-stream',
         'content-length': String(length),
+        'x-creditlab-checkpoint-format': options.format ?? 'application/octet-stream',
       },
     });
     const answer = new Promise<{ status: number; retryAfter?: string; body: unknown }>(
@@ -209,6 +216,8 @@ describe('large checkpoints', () => {
     expect(await until(storedParts, (n) => n === stored + 5)).toBe(stored + 5);
     given.req.destroy();
     expect(await until(storedParts, (n) => n === stored)).toBe(stored);
+    // A client that goes away is not a database that went away.
+    expect(large.output()).not.toContain('database unavailable');
     expect((await api(`${large.url}/v1/runs/${largeRun}/checkpoints/1`)).status).toBe(404);
 
     const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
@@ -219,13 +228,16 @@ describe('large checkpoints', () => {
 
   test('two uploads of one checkpoint at once: the same bytes are one checkpoint, other bytes a conflict; the loser keeps no parts', async () => {
     const same = randomBytes(2 * MIB + 3);
-    for (const [iteration, second] of [
-      [2, same],
-      [3, randomBytes(same.length)],
+    for (const [iteration, second, format] of [
+      [2, same, 'test/v1'],
+      [3, randomBytes(same.length), 'test/v1'],
+      [5, same, 'test/v2'], // the same bytes under another name: the first one's stands
     ] as const) {
       const before = (await partsByUpload()).length;
-      const a = openUpload(iteration, same.length, same.subarray(0, MIB + 1));
-      const b = openUpload(iteration, second.length, second.subarray(0, MIB + 1));
+      const a = openUpload(iteration, same.length, same.subarray(0, MIB + 1), {
+        format: 'test/v1',
+      });
+      const b = openUpload(iteration, second.length, second.subarray(0, MIB + 1), { format });
       // Both have stored a part, so both are past the check for a stored checkpoint.
       expect((await until(partsByUpload, (p) => p.length === before + 2)).length).toBe(before + 2);
       a.req.end(same.subarray(MIB + 1));
@@ -233,7 +245,10 @@ describe('large checkpoints', () => {
       b.req.end(second.subarray(MIB + 1));
       const loser = await b.answer;
       if (second === same)
-        expect(loser).toMatchObject({ status: 200, body: { bytes: same.length } });
+        expect(loser).toMatchObject({
+          status: 200,
+          body: { bytes: same.length, format: 'test/v1' },
+        });
       else
         expect(loser).toMatchObject({
           status: 409,
@@ -245,6 +260,59 @@ describe('large checkpoints', () => {
         true,
       );
     }
+  });
+
+  test('an upload to a finished run is refused before its body is read', async () => {
+    const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
+    const { id } = await c.createRun({ name: 'finished', env: 'e', method: 'grpo' });
+    await c.appendEvents(id, [
+      { id: randomUUID(), type: 'run.finished', data: { status: 'completed' } },
+    ]);
+    // Its headers only: the answer comes without a byte of the 8 MiB it declares.
+    const refused = await openUpload(0, 8 * MIB, Buffer.alloc(0), { run: id }).answer;
+    expect(refused).toMatchObject({
+      status: 409,
+      body: {
+        error: 'RUN_FINISHED',
+        message: expect.stringContaining('is completed'),
+        runStatus: 'completed',
+      },
+    });
+  });
+
+  test('the database connection lost while a part is written: 503, the upload keeps no parts, the next goes through', async () => {
+    const c = new CreditlabClient({ url: large.url, apiKey: ADMIN_KEY });
+    const { id } = await c.createRun({ name: 'cut copy', env: 'e', method: 'grpo' });
+    // The second part of this run's uploads is slow to write, long enough to cut its connection.
+    await sqlQuery(
+      large.databaseUrl,
+      `CREATE FUNCTION slow_second_part() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF NEW.ord = 1 AND NEW.run_id = '${id}' THEN PERFORM pg_sleep(30); END IF; RETURN NEW; END $$;
+       CREATE TRIGGER slow_second_part BEFORE INSERT ON checkpoint_parts
+       FOR EACH ROW EXECUTE FUNCTION slow_second_part()`,
+    );
+    try {
+      const bytes = randomBytes(2 * MIB + 1);
+      const upload = openUpload(0, bytes.length, bytes, { run: id });
+      upload.req.end();
+      const copying = async () =>
+        sqlQuery<{ pid: number }>(
+          large.databaseUrl,
+          `SELECT pid FROM pg_stat_activity WHERE query LIKE 'COPY checkpoint_parts%' AND wait_event = 'PgSleep'`,
+        );
+      const [backend] = await until(copying, (rows) => rows.length === 1);
+      await sqlQuery(large.databaseUrl, 'SELECT pg_terminate_backend($1)', [backend!.pid]);
+      expect(await upload.answer).toMatchObject({ status: 503 });
+      const parts = async () =>
+        sqlQuery(large.databaseUrl, 'SELECT ord FROM checkpoint_parts WHERE run_id = $1', [id]);
+      expect(await until(parts, (rows) => rows.length === 0)).toEqual([]);
+      expect(large.output()).not.toContain('could not delete the parts');
+    } finally {
+      await sqlQuery(large.databaseUrl, 'DROP TRIGGER slow_second_part ON checkpoint_parts');
+    }
+    const again = randomBytes(2 * MIB + 1);
+    expect((await c.uploadCheckpoint(id, 0, again, 'test/v1')).bytes).toBe(again.length);
+    expect(Buffer.from((await c.downloadCheckpoint(id, 0)).data).equals(again)).toBe(true);
   });
 
   test('parts of uploads cut off over an hour ago are swept when a server starts; recent ones and stored checkpoints stay', async () => {

@@ -16,17 +16,10 @@ export class CheckpointParts {
   constructor(private readonly pool: pg.Pool) {}
 
   /**
-   * Writes one part by a binary COPY of one row, its bytes sent after its fields' header in the
-   * pieces they arrived in: as an INSERT's parameter they would first be joined, then copied into
-   * node-postgres's message twice over.
+   * Writes one part by a binary COPY of one row, its bytes sent after its fields' header as they
+   * are: as an INSERT's parameter they would be copied into node-postgres's message twice over.
    */
-  async write(
-    runId: string,
-    uploadId: string,
-    ord: number,
-    pieces: readonly Buffer[],
-    bytes: number,
-  ): Promise<void> {
+  async write(runId: string, uploadId: string, ord: number, bytes: Buffer): Promise<void> {
     const fields = Buffer.alloc(2 + 2 * (4 + 16) + (4 + 4) + 4);
     let at = fields.writeInt16BE(4, 0);
     for (const uuid of [runId, uploadId]) {
@@ -35,15 +28,21 @@ export class CheckpointParts {
     }
     at = fields.writeInt32BE(4, at);
     at = fields.writeInt32BE(ord, at);
-    fields.writeInt32BE(bytes, at);
+    fields.writeInt32BE(bytes.length, at);
     const client = await this.pool.connect();
+    let failed: Error | undefined;
     try {
       await pipeline(
-        Readable.from([COPY_HEADER, fields, ...pieces, COPY_TRAILER]),
+        Readable.from([COPY_HEADER, fields, bytes, COPY_TRAILER]),
         client.query(copyFrom(PART_COPY)),
       );
+    } catch (e) {
+      failed = e as Error;
+      throw e;
     } finally {
-      client.release();
+      // A COPY cut off (its backend terminated, the connection lost) can leave the client looking
+      // idle: handed back as healthy, it failed the upload's own cleanup next (helper's probe).
+      client.release(failed);
     }
   }
 

@@ -4,6 +4,8 @@ import type pg from 'pg';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { EventAppender } from '../rollouts/event-appender.service';
+import { runNotRunning } from '../rollouts/append-session';
+import { serverEvent } from '../rollouts/event-origin';
 import { CheckpointParts } from './checkpoint-parts';
 import type { PartSink, ReceivedUpload } from './upload-parts';
 
@@ -57,10 +59,13 @@ export class CheckpointsService {
       await this.record(runId, existing);
       return { created: false, checkpoint: existing };
     }
+    // Refused before a byte is stored, as its event would be: a finished run takes no checkpoint
+    // (checked again, under the run's lock, when the event is recorded).
+    await this.assertRunning(runId);
     const uploadId = randomUUID();
     try {
-      const { sha256, bytes } = await receive((ord, pieces, partBytes) =>
-        this.parts.write(runId, uploadId, ord, pieces, partBytes),
+      const { sha256, bytes } = await receive((ord, part) =>
+        this.parts.write(runId, uploadId, ord, part),
       );
       if (bytes === 0) throw emptyCheckpoint();
       let checkpoint: CheckpointInfo = {
@@ -94,10 +99,14 @@ export class CheckpointsService {
         created = false;
       });
       await recording.catch(async (e: unknown) => {
-        // Another upload with other bytes was stored meanwhile: its event already has the id this
-        // one's would have, which is refused before the row is reached. Say what the client needs.
+        // Another upload of this checkpoint was stored meanwhile: its event already has the id this
+        // one's would have, and a body that differs (other bytes, or the same bytes under another
+        // format) is refused before the row is reached. Answer as if it had come first.
         const stored = await this.info(runId, iteration).catch(() => undefined);
-        throw stored && stored.sha256 !== sha256 ? differentCheckpoint(runId, stored) : e;
+        if (!stored) throw e;
+        if (stored.sha256 !== sha256) throw differentCheckpoint(runId, stored);
+        checkpoint = stored;
+        created = false;
       });
       if (!created) await this.discard(runId, uploadId);
       return { created, checkpoint };
@@ -105,6 +114,16 @@ export class CheckpointsService {
       await this.discard(runId, uploadId);
       throw e;
     }
+  }
+
+  private async assertRunning(runId: string): Promise<void> {
+    const res = await this.db.pool.query<{ status: string }>(
+      'SELECT status FROM runs WHERE id = $1',
+      [runId],
+    );
+    const status = res.rows[0]?.status;
+    if (status !== undefined && status !== 'running')
+      throw runNotRunning(serverEvent('checkpoint.saved'), 1, runId, status);
   }
 
   /** The checkpoint's event, with its row written in the same transaction by `alsoWrite`. */

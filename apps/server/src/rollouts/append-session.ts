@@ -191,13 +191,7 @@ export class AppendSession {
         { ...this.origin.place(position), path: 'type', runStatus: status },
       );
     }
-    if (status !== 'running') {
-      throw new DomainError(
-        ErrorCode.RunFinished,
-        `${this.origin.name(position)}: run ${this.runId} is ${status}; send a run.resumed event first to add to it`,
-        { ...this.origin.place(position), path: 'type', runStatus: status },
-      );
-    }
+    if (status !== 'running') throw runNotRunning(this.origin, position, this.runId, status);
     return event.type === 'run.finished' ? event.data.status : status;
   }
 
@@ -279,4 +273,18 @@ function storedData(event: ValidEvent, placed: PlacedSlice[]): unknown {
       }),
     })),
   };
+}
+
+/** An event refused because its run is finished (`status`): the same words wherever it is checked. */
+export function runNotRunning(
+  origin: EventOrigin,
+  position: number,
+  runId: string,
+  status: string,
+): DomainError {
+  return new DomainError(
+    ErrorCode.RunFinished,
+    `${origin.name(position)}: run ${runId} is ${status}; send a run.resumed event first to add to it`,
+    { ...origin.place(position), path: 'type', runStatus: status },
+  );
 }
