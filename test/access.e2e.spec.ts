@@ -486,6 +486,26 @@ test('a revoked key is refused at once', async () => {
   expect(after.status).toBe(401);
 });
 
+/** How a graphql-ws connection with this key ends: 'ack', or the code and reason the server closed it with. */
+const socketWith = (url: string, key: string) =>
+  new Promise<'ack' | { code: number; reason: string }>((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+    ws.on('open', () =>
+      ws.send(
+        JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${key}` } }),
+      ),
+    );
+    ws.on('message', (m) => {
+      if ((JSON.parse(String(m)) as { type: string }).type !== 'connection_ack') return;
+      ws.close();
+      resolve('ack');
+    });
+    ws.on('close', (code, reason) => resolve({ code, reason: String(reason) }));
+    ws.on('error', reject);
+  });
+/** WebSocket's "Try Again Later", which graphql-ws clients retry (4403 they give up on). */
+const TRY_AGAIN_LATER = 1013;
+
 test('per-key rate limit: 429 with Retry-After once over, other keys unaffected, and the client waits it out', async () => {
   const { key } = await createKey('lab-a', 'read', { rateLimitPerMinute: 3 });
   const statuses: number[] = [];
@@ -505,6 +525,11 @@ test('per-key rate limit: 429 with Retry-After once over, other keys unaffected,
   }
   expect(statuses).toEqual([200, 200, 200, 429]);
   expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
+  // A subscription socket over the limit is told to come back, not that its key is wrong.
+  expect(await socketWith(server.url, key)).toEqual({
+    code: TRY_AGAIN_LATER,
+    reason: expect.stringMatching(/is over its limit of 3 requests per minute; retry in \d+ s$/),
+  });
   expect(await limited!.json()).toMatchObject({
     error: 'RATE_LIMITED',
     message: expect.stringContaining('3 requests per minute'),
@@ -525,23 +550,6 @@ describe('unknown keys', () => {
       key,
     );
   const madeUp = (i: number) => `cl_00000000_${String(i).padStart(43, 'x')}`;
-  /** How a graphql-ws connection with this key ends: 'ack', or the code the server closed it with. */
-  const socketWith = (url: string, key: string) =>
-    new Promise<'ack' | number>((resolve, reject) => {
-      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
-      ws.on('open', () =>
-        ws.send(
-          JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${key}` } }),
-        ),
-      );
-      ws.on('message', (m) => {
-        if ((JSON.parse(String(m)) as { type: string }).type !== 'connection_ack') return;
-        ws.close();
-        resolve('ack');
-      });
-      ws.on('close', (code) => resolve(code));
-      ws.on('error', reject);
-    });
 
   /** GET /v1/runs with `key` from a loopback address of our choosing: its status. */
   const statusFrom = (url: string, localAddress: string, key: string) =>
@@ -566,8 +574,8 @@ describe('unknown keys', () => {
     try {
       expect((await viewer(guarded.url, ADMIN_KEY)).status).toBe(200);
       // Made-up keys on the socket count as on HTTP: three lookups find nothing, the fourth is refused.
-      expect(await socketWith(guarded.url, madeUp(1))).toBe(4403);
-      expect(await socketWith(guarded.url, madeUp(2))).toBe(4403);
+      expect(await socketWith(guarded.url, madeUp(1))).toMatchObject({ code: 4403 });
+      expect(await socketWith(guarded.url, madeUp(2))).toMatchObject({ code: 4403 });
       expect((await viewer(guarded.url, madeUp(3))).status).toBe(401);
       const refused = await viewer(guarded.url, madeUp(4));
       expect(refused.status).toBe(429);
@@ -578,7 +586,11 @@ describe('unknown keys', () => {
           /^more than 3 unrecognised API keys from this address in a minute: its keys are not looked up for \d+ s$/,
         ),
       });
-      expect(await socketWith(guarded.url, madeUp(5))).toBe(4403);
+      // On the socket too the refusal is for now: a code its clients retry, saying for how long.
+      expect(await socketWith(guarded.url, madeUp(5))).toEqual({
+        code: TRY_AGAIN_LATER,
+        reason: expect.stringMatching(/its keys are not looked up for \d+ s$/),
+      });
       // A key already found unknown is answered from memory: still 401, and no lookup.
       expect((await viewer(guarded.url, madeUp(3))).status).toBe(401);
       // A key that worked is looked up still, after the key cache has forgotten it too.

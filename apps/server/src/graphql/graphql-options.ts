@@ -4,11 +4,11 @@ import type { IncomingMessage } from 'node:http';
 import { bearerToken } from '../access/api-key';
 import type { ApiKeysService } from '../access/api-keys.service';
 import type { Principal } from '../access/principal';
-import type { RateLimits } from '../access/rate-limits';
+import { overLimitMessage, type RateLimits } from '../access/rate-limits';
 import { clientAddress } from '../access/unknown-key-throttle';
 import type { AppConfig } from '../config/app-config';
 import type { Database } from '../database/database';
-import { DomainError } from '../errors/domain-error';
+import { DomainError, ErrorCode } from '../errors/domain-error';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
 import { GraphQLError } from 'graphql';
@@ -29,7 +29,27 @@ interface SocketContext {
     key?: string;
     /** The upgrade request (graphql-ws's ws server puts it here): where the client connects from. */
     request?: IncomingMessage;
+    /** The socket itself (ws's), to close with a code graphql-ws's `false` does not give. */
+    socket?: { close(code: number, reason: string): void };
   };
+}
+
+/**
+ * WebSocket's "Try Again Later": a refusal that passes. graphql-ws clients retry it with their
+ * backoff, where they give up on 4403 for good (the web app then fell back to polling, which was
+ * refused too).
+ */
+const TRY_AGAIN_LATER = 1013;
+
+/** Closes the socket as refused for now, saying for how long, and refuses its connection. */
+function tryAgainLater(connection: SocketContext, why: string): false {
+  // A close frame's reason holds at most 123 bytes.
+  const reason = Buffer.from(why)
+    .subarray(0, 123)
+    .toString()
+    .replace(/\uFFFD$/, '');
+  connection.extra.socket?.close(TRY_AGAIN_LATER, reason);
+  return false;
 }
 
 /**
@@ -76,14 +96,20 @@ export function graphqlOptions(
         connection.connectionParams?.authorization ?? connection.connectionParams?.Authorization;
       const token = bearerToken(typeof header === 'string' ? header : undefined);
       const from = clientAddress(connection.extra.request?.socket.remoteAddress);
-      // A refusal of any kind closes the socket as forbidden (4403), as graphql-ws does for `false`.
+      // A key that is wrong closes the socket as forbidden (4403, graphql-ws's answer to `false`);
+      // one refused for now (its address or its rate over the limit, 429 on HTTP) as "try again later".
+      let throttled: DomainError | undefined;
       const principal = token
         ? await keys.authenticate(token, from).catch((e: unknown) => {
-            if (e instanceof DomainError) return undefined;
-            throw e;
+            if (!(e instanceof DomainError)) throw e;
+            if (e.code === ErrorCode.RateLimited) throttled = e;
+            return undefined;
           })
         : undefined;
-      if (!principal || !(await limits.take(principal)).allowed) return false;
+      if (throttled) return tryAgainLater(connection, throttled.message);
+      if (!principal) return false;
+      const rate = await limits.take(principal);
+      if (!rate.allowed) return tryAgainLater(connection, overLimitMessage(principal, rate));
       connection.extra.principal = principal;
       connection.extra.key = token;
       return true;
