@@ -1,5 +1,6 @@
 import { CreditlabClient, newEventId, rolloutEvents } from '@creditlab/client';
 import type { ClientEvent } from '@creditlab/events';
+import { connect } from 'node:net';
 import pg from 'pg';
 import { fixtureBatches } from './support/fixture-batches';
 import { rowCounts } from './support/row-counts';
@@ -361,5 +362,44 @@ describe('compare', () => {
     const huge = await gql(server, q, { r: runId, its: Array.from({ length: 100_001 }, () => 0) });
     expect(huge.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(huge.errors?.[0]?.message).toContain('at most 100000 entries');
+  });
+});
+
+describe('malformed HTTP', () => {
+  /** Sends `bytes` on a fresh connection; what comes back before the server closes it. */
+  const raw = (bytes: string) =>
+    new Promise<{ head: string; body: unknown }>((resolve, reject) => {
+      const { hostname, port } = new URL(server.url);
+      const socket = connect(Number(port), hostname, () => socket.write(bytes));
+      let answer = '';
+      socket.on('data', (c: Buffer) => (answer += c.toString()));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [head = '', body = ''] = answer.split('\r\n\r\n');
+        resolve({ head, body: body ? JSON.parse(body) : undefined });
+      });
+    });
+
+  test('a request Node cannot parse is answered in the API’s JSON error shape, saying what is wrong', async () => {
+    const garbled = await raw('GET /v1/runs HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
+    expect(garbled.head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(garbled.head).toContain('Content-Type: application/json');
+    expect(garbled.body).toMatchObject({
+      statusCode: 400,
+      error: 'INVALID_INPUT',
+      message: expect.stringMatching(/^malformed HTTP request: .+ \(HPE_[A-Z_]+\)$/),
+    });
+    const huge = await raw(
+      `GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
+    expect(huge.head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(huge.body).toEqual({
+      statusCode: 431,
+      error: 'HEADERS_TOO_LARGE',
+      message:
+        'the request line and headers are larger than the server reads (16 KiB): send long values in the body',
+    });
+    // The server goes on serving.
+    expect((await api(`${server.url}/healthz`)).status).toBe(200);
   });
 });

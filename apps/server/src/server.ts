@@ -22,6 +22,7 @@ import {
   verifyUtf8,
 } from './http/json-body';
 import { jobsOnly } from './operations/jobs-only';
+import { answerMalformedRequests } from './http/malformed-requests';
 import { Metrics } from './operations/metrics';
 import { RequestLogging } from './operations/request-logging';
 import type { NextFunction, Request, Response } from 'express';
@@ -109,6 +110,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     const http = app.getHttpServer() as Server;
     http.keepAliveTimeout = KEEP_ALIVE_MS;
     http.headersTimeout = KEEP_ALIVE_MS + 1000;
+    answerMalformedRequests(http);
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     // Keys are for the API: a jobs-only process must not write its own URL, which serves no API,
     // to the credentials file as the first start's admin key.
