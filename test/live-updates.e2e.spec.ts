@@ -3,6 +3,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { inspect } from 'node:util';
 import WebSocket from 'ws';
 import { fixtureBatches } from './support/fixture-batches';
+import { sqlQuery } from './support/sql-query';
 import {
   ADMIN_KEY,
   gql,
@@ -22,9 +23,14 @@ let client: CreditlabClient;
 const sockets: Client[] = [];
 
 beforeAll(async () => {
-  server = await startTestServer();
+  // No key cache here: every message on a socket looks its key up in the database.
+  server = await startTestServer({ CREDITLAB_KEY_CACHE_SECONDS: '0' });
   // A second server process on the same database: a change made there reaches subscribers here.
-  other = await spawnServer({ DATABASE_URL: server.databaseUrl, CREDITLAB_WORKER: 'false' });
+  other = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    CREDITLAB_WORKER: 'false',
+    CREDITLAB_KEY_CACHE_SECONDS: '600',
+  });
   client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
 });
 afterAll(async () => {
@@ -305,4 +311,29 @@ test('a key revoked while its socket is open stops working there: its next messa
   expect(
     messageOf(await idle.outcome(`subscription { runProgress(runId: "${id}") { runId } }`)),
   ).toBe('API key not recognised: revoked since this socket connected');
+});
+
+test('a key that cannot be looked up for a moment (the database failing) keeps its socket: its messages go on', async () => {
+  const { id } = await client.createRun({ name: 'lookup fails', env: 'e', method: 'grpo' });
+  // Appends go through the other process, whose key cache has the admin key by then.
+  const viaOther = new CreditlabClient({ url: other.url, apiKey: ADMIN_KEY });
+  await viaOther.appendEvents(id, [
+    { id: newEventId(), type: 'metrics.logged', data: { iteration: 0, metrics: { loss: 1 } } },
+  ]);
+  const live = follow(id);
+  await live.until(() => live.messages.length > 0, 'the first state');
+  // Every lookup of a key fails now, as when PostgreSQL is unreachable for a moment.
+  await sqlQuery(server.databaseUrl, 'ALTER TABLE api_keys RENAME TO api_keys_away');
+  try {
+    const { lastSeq } = await viaOther.appendEvents(id, rolloutEvents(0, fixtureBatches()[0]![1]));
+    await live.until(
+      () => live.errors.length > 0 || live.messages.some((m) => m.lastSeq === lastSeq),
+      'the state after the append',
+    );
+    // Valid at its last check: the message goes, with no refusal and no closed socket.
+    expect(live.errors).toEqual([]);
+    expect(live.messages.at(-1)!.lastSeq).toBe(lastSeq);
+  } finally {
+    await sqlQuery(server.databaseUrl, 'ALTER TABLE api_keys_away RENAME TO api_keys');
+  }
 });
