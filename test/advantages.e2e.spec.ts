@@ -188,6 +188,11 @@ describe('errors are clear, with codes', () => {
         'parms: unknown query parameter; the query parameters here are method, params, diagnostics',
       path: 'parms',
     });
+    // The cache-buster a browser's or library's "no cache" option adds is taken and ignored.
+    const busted = await api(
+      `${server.url}/v1/runs/${runId}/iterations/5/advantages?method=gigpo&_=1733190000000`,
+    );
+    expect(busted.status).toBe(200);
     const twoMisspelt = await postAdvantages(
       runId,
       5,

@@ -12,7 +12,10 @@ export function knownKeysObject<Shape extends z.ZodRawShape>(
   noun: 'query parameter' | 'field',
 ) {
   const known = Object.keys(shape).join(', ');
-  return z.strictObject(shape, {
+  // `_` is the cache-buster that browsers' and libraries' "no cache" options add to a GET
+  // (`?_=1733190000000`): taken and ignored, so that such a client is not refused.
+  const taken = noun === 'query parameter' ? { ...shape, _: z.string().optional() } : shape;
+  return z.strictObject(taken as Shape, {
     error: (issue) =>
       issue.code === 'unrecognized_keys'
         ? `unknown ${noun}${issue.keys.length > 1 ? `s ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : ''}; the ${noun}s here are ${known}`
