@@ -399,6 +399,25 @@ describe('malformed HTTP', () => {
       message:
         'the request line and headers are larger than the server reads (16 KiB): send long values in the body',
     });
+    // A keep-alive connection's second request, malformed, sent once the first is answered: answered too.
+    const conversation = await new Promise<string>((resolve, reject) => {
+      const { hostname, port } = new URL(server.url);
+      const socket = connect(Number(port), hostname, () =>
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'),
+      );
+      let answer = '';
+      socket.on('data', (c: Buffer) => {
+        const first = answer === '';
+        answer += c.toString();
+        if (first) socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(answer));
+    });
+    expect(conversation).toMatch(/^HTTP\/1\.1 200 [^]*HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(conversation).toMatch(
+      /"error":"INVALID_INPUT","message":"malformed HTTP request: [^"]+ \(HPE_[A-Z_]+\)"/,
+    );
     // The server goes on serving.
     expect((await api(`${server.url}/healthz`)).status).toBe(200);
   });

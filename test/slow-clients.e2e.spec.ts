@@ -1,5 +1,6 @@
 import { CreditlabClient, newEventId } from '@creditlab/client';
 import { request, type ClientRequest } from 'node:http';
+import { connect } from 'node:net';
 import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
 
 /**
@@ -12,6 +13,7 @@ let client: CreditlabClient;
 beforeAll(async () => {
   server = await startTestServer({
     CREDITLAB_INGEST_IDLE_SECONDS: '3',
+    CREDITLAB_DOWNLOAD_IDLE_SECONDS: '3',
     CREDITLAB_INGEST_CONCURRENCY_PER_KEY: '6',
     CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: '2',
     CREDITLAB_INGEST_CONNECTIONS: '4',
@@ -219,14 +221,12 @@ async function checkpointToDownload(name: string, mib: number) {
   return { path: `${server.url}/v1/runs/${id}/checkpoints/0`, bytes };
 }
 
-test('clients that keep reading, however slowly, keep their downloads; a key has only its share of them open', async () => {
+test('a key has only its share of checkpoint downloads open, however slowly its clients read', async () => {
   // Larger than the sockets buffers: a client that reads slowly keeps its download in progress.
   const { path, bytes } = await checkpointToDownload('slow downloads', 64);
   /**
    * A download read at 1.5 MiB a second, far slower than the server sends: resolves with its status
-   * once the headers are in. (The server sees a client's reading only as its writes complete, which
-   * with the sockets' buffers takes a megabyte or two: a client that reads much slower than this
-   * for longer than the idle limit looks idle to it.)
+   * once the headers are in.
    */
   const slow = () =>
     new Promise<{ status: number; req: ClientRequest }>((resolve, reject) => {
@@ -249,8 +249,6 @@ test('clients that keep reading, however slowly, keep their downloads; a key has
     });
   const open = [await slow(), await slow()];
   try {
-    // Past this server's idle limit (3 s): clients that read, however slowly, keep their downloads.
-    await new Promise((resolve) => setTimeout(resolve, 4500));
     await downloadsLimited(path, open, bytes);
   } finally {
     for (const d of open) d.req.destroy(); // a download in progress would hold the server's shutdown
@@ -286,6 +284,42 @@ test('downloads whose clients read nothing for the idle limit are cut off, and t
   } finally {
     for (const req of open) req.destroy();
   }
+});
+
+test('a download whose client resets while its key and run are checked frees its place', async () => {
+  const { path, bytes } = await checkpointToDownload('reset downloads', 1);
+  const { hostname, port, pathname } = new URL(path);
+  // A fresh key: its lookup goes to the database, which the reset lands during.
+  const created = await gql<{ createApiKey: { key: string } }>(
+    server,
+    'mutation { createApiKey(input: { project: "default", role: read }) { key } }',
+  );
+  const key = created.data!.createApiKey.key;
+  for (let i = 0; i < 4; i++) {
+    await new Promise<void>((resolve) => {
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(`GET ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+        setImmediate(() => {
+          socket.resetAndDestroy();
+          resolve();
+        });
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  // Four downloads given up, more than the key's two places: both are free.
+  let statuses: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const answers = await Promise.all([api(path, {}, key), api(path, {}, key)]);
+    statuses = answers.map((r) => r.status);
+    for (const r of answers)
+      if (r.status === 200) expect(Buffer.from(await r.arrayBuffer()).equals(bytes)).toBe(true);
+      else await r.arrayBuffer();
+    if (statuses.every((s) => s === 200)) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  expect(statuses).toEqual([200, 200]);
 });
 
 async function downloadsLimited(

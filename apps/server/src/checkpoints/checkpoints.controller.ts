@@ -3,6 +3,7 @@ import {
   Get,
   HttpCode,
   Inject,
+  Logger,
   Param,
   Put,
   Req,
@@ -27,8 +28,8 @@ import { IdleWatch } from '../http/idle-watch';
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
 /**
- * What a download hands the response at a time: a client that reads a piece within the idle limit
- * keeps its download (about 2 KB/s at the default), where a whole 1 MiB part would ask 35 KB/s.
+ * What a download hands the response at a time: progress is seen piece by piece, where a whole
+ * 1 MiB part would be seen only once the client had read a megabyte more.
  */
 const DOWNLOAD_PIECE_BYTES = 64 * 1024;
 
@@ -50,6 +51,7 @@ async function* inPieces(parts: AsyncIterable<Buffer>, taken: () => void): Async
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
   private readonly downloads: ConcurrencyLimits;
+  private readonly logger = new Logger('checkpoints');
 
   constructor(
     @Inject(CheckpointsService) private readonly checkpoints: CheckpointsService,
@@ -123,15 +125,26 @@ export class CheckpointsController {
   ): Promise<StreamableFile> {
     await this.scope.assertRun(caller, runId);
     const release = this.downloads.enter(caller);
-    res.once('close', release);
+    // A client gone while its key or run was checked has closed the response already, and a
+    // 'close' listened for now would never come: its place was held for good (helper's probe).
+    whenClosed(res, release);
     try {
       const { info, chunks } = await this.checkpoints.open(runId, iteration);
       res.setHeader('X-Creditlab-Checkpoint-Format', info.format);
       res.setHeader('X-Creditlab-Sha256', info.sha256);
-      // A client that reads nothing for the idle limit is cut off: it held its connection and a
-      // part or two for as long as it stayed connected. Progress is a piece taken by the response.
-      const watch = new IdleWatch(this.config.limits.idleMs, () => res.destroy());
-      res.once('close', () => watch.stop());
+      // A client that takes nothing for the download idle limit is cut off: it held its
+      // connection and a part or two for as long as it stayed connected. Progress is a piece taken
+      // by the response, which the sockets' buffers (megabytes) stand between and the client, so
+      // the limit is long; once the last piece is handed to the system the download is done here.
+      const idleMs = this.config.limits.downloadIdleMs;
+      const watch = new IdleWatch(idleMs, () => {
+        this.logger.log(
+          `cut off a download of checkpoint ${iteration} of run ${runId}: its client took nothing for ${idleMs / 1000} s`,
+        );
+        res.destroy();
+      });
+      res.once('finish', () => watch.stop());
+      whenClosed(res, () => watch.stop());
       // One piece read ahead at most (Readable.from would read sixteen ahead of a slow client).
       return new StreamableFile(
         Readable.from(
@@ -145,6 +158,12 @@ export class CheckpointsController {
       throw e;
     }
   }
+}
+
+/** Calls `then` when the response closes, or now if it has closed already. */
+function whenClosed(res: Response, then: () => void): void {
+  if (res.closed || res.destroyed) then();
+  else res.once('close', then);
 }
 
 /** Checkpoint numbers are iterations: 0 ≤ k < 2^31. */

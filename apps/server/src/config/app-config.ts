@@ -35,6 +35,7 @@ const schema = z.object({
     .max(1024 * mib)
     .default(256 * mib),
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
+  CREDITLAB_DOWNLOAD_IDLE_SECONDS: z.coerce.number().positive().default(300),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
   CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(8),
   CREDITLAB_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).default(4),
@@ -77,6 +78,11 @@ export interface AppConfig {
     maxRequestBytes: number;
     /** An ingest body that brings no new event (a checkpoint or JSON body: no bytes) for this long gets 408. */
     idleMs: number;
+    /**
+     * A checkpoint download whose client takes nothing for this long is cut off. Seen through the
+     * sockets' buffers (megabytes), so long enough not to be a floor on a slow client's rate.
+     */
+    downloadIdleMs: number;
     /** Ingest requests one key may have in progress at once in this process (more: 429). */
     ingestConcurrencyPerKey: number;
     /** Checkpoint uploads, and downloads, one key may have in progress at once (each holds a connection). */
@@ -183,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxLineBytes: e.CREDITLAB_MAX_LINE_BYTES,
       maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,
       idleMs: e.CREDITLAB_INGEST_IDLE_SECONDS * 1000,
+      downloadIdleMs: e.CREDITLAB_DOWNLOAD_IDLE_SECONDS * 1000,
       ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
       checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,

@@ -2,18 +2,25 @@ import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { DomainError, ErrorCode, HTTP_STATUS } from '../errors/domain-error';
 
+/** The connection, with the response Node has in progress on it (its own field, which its rule reads). */
+type ClientSocket = Duplex & { _httpMessage?: { headersSent: boolean } | null };
+
 /** What Node's HTTP parser reports: its code (HPE_…), and its words for the fault. */
 type ParserError = Error & { code?: string; reason?: string };
 
 /**
  * A request Node cannot parse (a broken request line, a header too large, headers too slow) is
  * answered in the API's JSON error shape, where Node's own answer is a bare "400 Bad Request" in
- * plain text that says neither what nor where. As Node does, only on a connection that has had no
- * answer yet: one in the middle of a response is closed.
+ * plain text that says neither what nor where. As Node does, not on a connection whose response
+ * has begun: that one is closed.
  */
 export function answerMalformedRequests(server: Server): void {
-  server.on('clientError', (err: ParserError, socket: Duplex & { bytesWritten?: number }) => {
-    if (!socket.writable || (socket.bytesWritten ?? 0) > 0 || err.code === 'ECONNRESET') {
+  server.on('clientError', (err: ParserError, socket: ClientSocket) => {
+    // Node's own rule: answer unless a response on this connection has begun, which the answer
+    // would corrupt. (Counting bytes written instead left a keep-alive connection's second,
+    // malformed request with no answer at all.)
+    const inFlight = socket._httpMessage;
+    if (!socket.writable || inFlight?.headersSent || err.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }
