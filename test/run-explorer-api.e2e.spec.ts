@@ -368,17 +368,14 @@ function library(method: string, params: Record<string, unknown> = {}): number[]
 const exportUrl = (runId: string, query: Record<string, string>) =>
   `${server.url}/v1/runs/${runId}/export?${new URLSearchParams(query)}`;
 
-test('an export is the run as it stood when asked: steps appended while it streams neither join nor cut it', async () => {
-  const { id } = await admin.createRun({
-    name: 'exported while written',
-    project: 'explorer',
-    env: 'e',
-    method: 'gaca',
-  });
-  // About 30 MB of CSV (a long state on every row): more than the sockets buffer, so the server
-  // is still on an early iteration when the client has read the first bytes and pauses.
+/**
+ * A run of about 30 MB of CSV (a long state on every row): more than the sockets buffer, so the
+ * server is still on an early iteration when a client has read the first bytes and pauses.
+ */
+const ITERATIONS = 24;
+async function largeRun(name: string): Promise<string> {
+  const { id } = await admin.createRun({ name, project: 'explorer', env: 'e', method: 'gaca' });
   const state = 'o'.repeat(4000);
-  const ITERATIONS = 24;
   for (let i = 0; i < ITERATIONS; i++) {
     const trajectories = Array.from({ length: 8 }, (_, t) => ({
       id: `t${t}`,
@@ -392,6 +389,31 @@ test('an export is the run as it stood when asked: steps appended while it strea
     }));
     await admin.appendEvents(id, rolloutEvents(i, { groups: [{ id: 'g', trajectories }] }));
   }
+  return id;
+}
+
+test('an export whose client goes away mid-file ends, and frees its place for the next', async () => {
+  const id = await largeRun('export given up');
+  const query = { format: 'csv', methods: '[{"name":"gaca"}]' };
+  const given = new AbortController();
+  const res = await api(exportUrl(id, query), { signal: given.signal });
+  expect(res.status).toBe(200);
+  await res.body!.getReader().read();
+  given.abort();
+  // This server runs one export at a time: the next is let in once the first has ended.
+  let next = await api(exportUrl(id, query));
+  for (let i = 0; i < 40 && next.status === 503; i++) {
+    await next.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    next = await api(exportUrl(id, query));
+  }
+  expect(next.status).toBe(200);
+  const text = Buffer.from(await next.arrayBuffer()).toString('utf8');
+  expect(parse(text, { columns: true })).toHaveLength(ITERATIONS * 8 * 40);
+});
+
+test('an export is the run as it stood when asked: steps appended while it streams neither join nor cut it', async () => {
+  const id = await largeRun('exported while written');
   const res = await api(exportUrl(id, { format: 'csv', methods: '[{"name":"gaca"}]' }));
   expect(res.status).toBe(200);
   const reader = res.body!.getReader();

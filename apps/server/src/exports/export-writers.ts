@@ -9,14 +9,38 @@ export interface BatchWriter {
   end(): Promise<void>;
 }
 
-/** Waits until `out` has room again (backpressure), or it closed. */
+/** Thrown into an export whose response closed before its end: the client went away. */
+export class ResponseGone extends Error {
+  constructor() {
+    super('the client went away before the export ended');
+  }
+}
+
+/**
+ * Waits for `event` of `stream`, failing with ResponseGone once `out` has closed. A client that
+ * went away leaves a stream piped into its response full for good: waiting for it alone held the
+ * export, with its snapshot connection and its place among the exports in progress, for ever.
+ */
+function until(stream: NodeJS.EventEmitter, event: string, out: Writable): Promise<void> {
+  if (out.destroyed) return Promise.reject(new ResponseGone());
+  return new Promise((resolve, reject) => {
+    const gone = () => {
+      stream.off(event, done);
+      reject(new ResponseGone());
+    };
+    const done = () => {
+      out.off('close', gone);
+      resolve();
+    };
+    stream.once(event, done);
+    out.once('close', gone);
+  });
+}
+
+/** Waits until `out` has room again (backpressure); fails once it has closed. */
 function drained(out: Writable): Promise<void> {
-  return out.writableNeedDrain
-    ? new Promise((resolve) => {
-        out.once('drain', resolve);
-        out.once('close', resolve);
-      })
-    : Promise.resolve();
+  if (out.destroyed) return Promise.reject(new ResponseGone());
+  return out.writableNeedDrain ? until(out, 'drain', out) : Promise.resolve();
 }
 
 /** CSV with a header row (csv-stringify): numbers as JavaScript prints them, empty for null. */
@@ -28,15 +52,15 @@ export function csvWriter(out: Writable, columns: ExportColumn[]): BatchWriter {
       const n = (batch.get(columns[0]!.name) ?? []).length;
       for (let i = 0; i < n; i++) {
         if (!csv.write(columns.map((c) => format(batch.get(c.name)?.[i]))))
-          await new Promise((resolve) => csv.once('drain', resolve));
+          await until(csv, 'drain', out);
       }
       await drained(out);
     },
-    end: () =>
-      new Promise<void>((resolve) => {
-        csv.once('end', resolve);
-        csv.end();
-      }),
+    end: () => {
+      const ended = until(csv, 'end', out);
+      csv.end();
+      return ended;
+    },
   };
 }
 
