@@ -27,7 +27,7 @@ export interface CheckpointInfo {
 @Injectable()
 export class CheckpointsService {
   private readonly parts: CheckpointParts;
-  private readonly logger = new Logger('Checkpoints');
+  private readonly logger = new Logger('checkpoints');
 
   constructor(
     @Inject(Database) private readonly db: Database,
@@ -68,52 +68,59 @@ export class CheckpointsService {
         this.parts.write(runId, uploadId, ord, part),
       );
       if (bytes === 0) throw emptyCheckpoint();
-      let checkpoint: CheckpointInfo = {
+      const stored = await this.recordNew(runId, uploadId, {
         iteration,
         format,
         sha256,
         bytes,
         createdAt: new Date(),
         path: checkpointPath(runId, iteration),
-      };
-      let created = true;
-      const recording = this.record(runId, checkpoint, async (client) => {
-        const inserted = await client.query<{ created_at: Date }>(
-          `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, upload_id)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
-          [runId, iteration, format, Buffer.from(sha256, 'hex'), bytes, uploadId],
-        );
-        const row = inserted.rows[0];
-        if (row) {
-          checkpoint.createdAt = row.created_at;
-          return;
-        }
-        // Another upload of the same checkpoint was stored while this one was sent.
-        const other = await client.query<Row>(`${SELECT_INFO} AND iteration = $2`, [
-          runId,
-          iteration,
-        ]);
-        const stored = toInfo(runId, other.rows[0] as Row);
-        if (stored.sha256 !== sha256) throw differentCheckpoint(runId, stored);
-        checkpoint = stored;
-        created = false;
       });
-      await recording.catch(async (e: unknown) => {
-        // Another upload of this checkpoint was stored meanwhile: its event already has the id this
-        // one's would have, and a body that differs (other bytes, or the same bytes under another
-        // format) is refused before the row is reached. Answer as if it had come first.
-        const stored = await this.info(runId, iteration).catch(() => undefined);
-        if (!stored) throw e;
-        if (stored.sha256 !== sha256) throw differentCheckpoint(runId, stored);
-        checkpoint = stored;
-        created = false;
-      });
-      if (!created) await this.discard(runId, uploadId);
-      return { created, checkpoint };
+      if (!stored.created) await this.discard(runId, uploadId);
+      return stored;
     } catch (e) {
       await this.discard(runId, uploadId);
       throw e;
     }
+  }
+
+  /**
+   * Records an upload whose parts are stored: its row and event. When another upload of the same
+   * checkpoint got there first, its answer is this one's if the bytes are the same (created false),
+   * else a conflict.
+   */
+  private async recordNew(
+    runId: string,
+    uploadId: string,
+    checkpoint: CheckpointInfo,
+  ): Promise<{ created: boolean; checkpoint: CheckpointInfo }> {
+    let first: CheckpointInfo | undefined;
+    try {
+      await this.record(runId, checkpoint, async (client) => {
+        const inserted = await client.query<{ created_at: Date }>(
+          `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, upload_id)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
+          [
+            runId,
+            checkpoint.iteration,
+            checkpoint.format,
+            Buffer.from(checkpoint.sha256, 'hex'),
+            checkpoint.bytes,
+            uploadId,
+          ],
+        );
+        if (inserted.rows[0]) checkpoint.createdAt = inserted.rows[0].created_at;
+        else first = await this.info(runId, checkpoint.iteration, client);
+      });
+    } catch (e) {
+      // Its event already has the id this one's would have, and a body that differs (other
+      // bytes, or the same bytes under another format) is refused before the row is reached.
+      first = await this.info(runId, checkpoint.iteration).catch(() => undefined);
+      if (!first) throw e;
+    }
+    if (!first) return { created: true, checkpoint };
+    if (first.sha256 !== checkpoint.sha256) throw differentCheckpoint(runId, first);
+    return { created: false, checkpoint: first };
   }
 
   private async assertRunning(runId: string): Promise<void> {
@@ -170,11 +177,12 @@ export class CheckpointsService {
     return res.rows.map((r) => toInfo(runId, r));
   }
 
-  async info(runId: string, iteration: number): Promise<CheckpointInfo | undefined> {
-    const res = await this.db.pool.query<Row>(`${SELECT_INFO} AND iteration = $2`, [
-      runId,
-      iteration,
-    ]);
+  async info(
+    runId: string,
+    iteration: number,
+    db: Pick<pg.Pool, 'query'> = this.db.pool,
+  ): Promise<CheckpointInfo | undefined> {
+    const res = await db.query<Row>(`${SELECT_INFO} AND iteration = $2`, [runId, iteration]);
     return res.rows[0] && toInfo(runId, res.rows[0]);
   }
 
