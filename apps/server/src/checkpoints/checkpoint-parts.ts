@@ -1,10 +1,7 @@
 import type pg from 'pg';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { from as copyFrom } from 'pg-copy-streams';
-import { binaryCopySql, COPY_HEADER, COPY_TRAILER, uuidBytes } from '../rollouts/binary-copy-rows';
+import { BinaryCopyRows, uuidBytes } from '../rollouts/binary-copy-rows';
 
-const PART_COPY = binaryCopySql('checkpoint_parts', ['run_id', 'upload_id', 'ord', 'data']);
+const PART_COLUMNS = ['run_id', 'upload_id', 'ord', 'data'] as const;
 
 /**
  * A checkpoint's bytes as rows of `checkpoint_parts`, under the id of the upload that wrote them
@@ -16,26 +13,20 @@ export class CheckpointParts {
   constructor(private readonly pool: pg.Pool) {}
 
   /**
-   * Writes one part by a binary COPY of one row, its bytes sent after its fields' header as they
-   * are: as an INSERT's parameter they would be copied into node-postgres's message twice over.
+   * Writes one part by a binary COPY of one row (as ingest writes its steps): the bytes go once
+   * into the COPY's buffer, where an INSERT's parameter is copied into node-postgres's message twice.
    */
   async write(runId: string, uploadId: string, ord: number, bytes: Buffer): Promise<void> {
-    const fields = Buffer.alloc(2 + 2 * (4 + 16) + (4 + 4) + 4);
-    let at = fields.writeInt16BE(4, 0);
-    for (const uuid of [runId, uploadId]) {
-      at = fields.writeInt32BE(16, at);
-      at += uuidBytes(uuid).copy(fields, at);
-    }
-    at = fields.writeInt32BE(4, at);
-    at = fields.writeInt32BE(ord, at);
-    fields.writeInt32BE(bytes.length, at);
+    const row = new BinaryCopyRows()
+      .row(4, 16 + 16 + 4 + bytes.length)
+      .bytes(uuidBytes(runId))
+      .bytes(uuidBytes(uploadId))
+      .int4(ord)
+      .bytes(bytes);
     const client = await this.pool.connect();
     let failed: Error | undefined;
     try {
-      await pipeline(
-        Readable.from([COPY_HEADER, fields, bytes, COPY_TRAILER]),
-        client.query(copyFrom(PART_COPY)),
-      );
+      await row.copyInto(client, 'checkpoint_parts', PART_COLUMNS);
     } catch (e) {
       failed = e as Error;
       throw e;

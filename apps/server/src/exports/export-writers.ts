@@ -39,8 +39,7 @@ function until(stream: NodeJS.EventEmitter, event: string, out: Writable): Promi
 
 /** Waits until `out` has room again (backpressure); fails once it has closed. */
 function drained(out: Writable): Promise<void> {
-  if (out.destroyed) return Promise.reject(new ResponseGone());
-  return out.writableNeedDrain ? until(out, 'drain', out) : Promise.resolve();
+  return out.writableNeedDrain || out.destroyed ? until(out, 'drain', out) : Promise.resolve();
 }
 
 /** CSV with a header row (csv-stringify): numbers as JavaScript prints them, empty for null. */

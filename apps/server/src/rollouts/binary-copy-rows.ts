@@ -4,11 +4,10 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 
 /** `PGCOPY\n\377\r\n\0`, flags 0, no header extension: PostgreSQL's binary COPY header. */
-export const COPY_HEADER = Buffer.from([
+const HEADER = Buffer.from([
   0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0,
 ]);
-/** The field count -1 that ends a binary COPY's rows. */
-export const COPY_TRAILER = Buffer.from([0xff, 0xff]);
+const TRAILER = Buffer.from([0xff, 0xff]);
 const CHUNK_BYTES = 256 * 1024;
 /** The jsonb binary format's version byte, followed by the JSON text. */
 const JSONB_VERSION = 1;
@@ -35,7 +34,7 @@ export const arrayBytes = (n: number, elementBytes: number) =>
  * table's column order, with the PostgreSQL type the column has.
  */
 export class BinaryCopyRows {
-  private readonly chunks: Buffer[] = [COPY_HEADER];
+  private readonly chunks: Buffer[] = [HEADER];
   private buf = Buffer.allocUnsafe(CHUNK_BYTES);
   /**
    * The same bytes for the fixed-size fields: a DataView's setters are compiled inline, where
@@ -184,7 +183,7 @@ export class BinaryCopyRows {
   async copyInto(client: pg.PoolClient, table: string, columns: readonly string[]): Promise<void> {
     if (this.rowCount === 0) return;
     this.seal();
-    this.chunks.push(COPY_TRAILER);
+    this.chunks.push(TRAILER);
     const sink = client.query(copyFrom(binaryCopySql(table, columns)));
     await pipeline(Readable.from(this.chunks), sink);
   }
