@@ -86,6 +86,9 @@ test('the not-ok folder covers the cases the issue names', () => {
     'compact-embedding-not-float32',
     'compact-embedding-nan',
     'embedding-beyond-float32',
+    // A field no schema defines would be dropped without a word: refused instead.
+    'unknown-field',
+    'unknown-envelope-field',
   ]) {
     expect(names).toContain(n);
   }

@@ -13,6 +13,7 @@ from creditlab import InvalidInput, in_row_order
 from creditlab.credentials import resolve_connection, same_server
 from creditlab.events import StepEncoder, iteration, rollout_lines, steps_lines
 from creditlab.spool import Spool
+from creditlab.columnar import columnar_lines
 
 
 def write_credentials(tmp_path, url="http://127.0.0.1:4000", key="cl_saved"):
@@ -150,3 +151,18 @@ def test_text_postgres_cannot_store_is_refused_at_the_call():
         rollout_lines(0, [{"id": "g\ud800", "trajectories": []}], enc, 1 << 20)
     with pytest.raises(InvalidInput, match=r"^iteration: must be an integer in \[0, 2\^31 - 1\], got 2147483648$"):
         iteration(2**31)
+
+
+def test_a_field_rollout_batch_does_not_define_is_refused_not_dropped():
+    enc = StepEncoder(True)
+    step = {"state": "s", "action": "a", "reward": 1.0}
+    batch = [{"id": "g", "trajectories": [{"id": "t", "steps": [step], "reward": 1.0}]}]
+    with pytest.raises(InvalidInput, match=r"^groups\[0\]\.trajectories\[0\]\.reward: unknown field; known: id, outcome, steps$"):
+        rollout_lines(0, batch, enc, 1 << 20)
+    with pytest.raises(InvalidInput, match=r"^groups\[0\]\.task: unknown field; known: id, trajectories$"):
+        rollout_lines(0, [{"id": "g", "task": "x", "trajectories": []}], enc, 1 << 20)
+    with pytest.raises(InvalidInput, match=r"^groups\[0\]\.trajectories\[0\]\.reward: unknown field"):
+        columnar_lines(0, batch, enc, 1 << 20)
+    # A step's fields beyond rollout-batch/v1 are its `extra`, sent as they are.
+    (line,) = rollout_lines(0, [{"id": "g", "trajectories": [{"id": "t", "steps": [{**step, "turn": 2}]}]}], enc, 1 << 20)
+    assert b'"turn":2' in line

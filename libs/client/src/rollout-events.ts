@@ -56,6 +56,12 @@ export function rolloutEvents(
     groups = [];
     size = 0;
   };
+  batch.groups.forEach((group, gi) => {
+    noUnknownFields(group, GROUP_FIELDS, `groups[${gi}]`);
+    group.trajectories.forEach((traj, ti) =>
+      noUnknownFields(traj, TRAJECTORY_FIELDS, `groups[${gi}].trajectories[${ti}]`),
+    );
+  });
   for (const group of batch.groups) {
     for (const traj of group.trajectories) {
       const chunks: object[][] = [];
@@ -80,4 +86,18 @@ export function rolloutEvents(
   }
   emit();
   return events;
+}
+
+const GROUP_FIELDS = ['id', 'trajectories'];
+const TRAJECTORY_FIELDS = ['id', 'outcome', 'steps'];
+
+/**
+ * Refuses a field rollout-batch/v1 does not define on a group or trajectory, as the server does:
+ * these events are built from the fields it defines, so another one would be lost, not sent.
+ * (A step's other fields are its `extra`, sent as they are.)
+ */
+function noUnknownFields(value: object, known: string[], where: string): void {
+  const unknown = Object.keys(value).find((name) => !known.includes(name));
+  if (unknown !== undefined)
+    throw new TypeError(`${where}.${unknown}: unknown field; known: ${known.join(', ')}`);
 }

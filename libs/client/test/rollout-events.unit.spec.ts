@@ -40,3 +40,22 @@ test('a step without vectors is passed through untouched; a string vector is lef
   const sent = { ...plain, embedding: float32Base64([1, 2]) };
   expect(compactStep(sent)).toEqual(sent);
 });
+
+test('a group or trajectory field rollout-batch/v1 does not define is refused, not dropped', () => {
+  const steps = [{ state: 's', action: 'a', reward: 1 }];
+  // A batch read from JSON: its types are not checked by the compiler.
+  const batch = (trajectory: object, group: object = {}) =>
+    JSON.parse(
+      JSON.stringify({
+        groups: [{ id: 'g', ...group, trajectories: [{ id: 't', steps, ...trajectory }] }],
+      }),
+    ) as Parameters<typeof rolloutEvents>[1];
+  expect(() => rolloutEvents(0, batch({ reward: 1 }))).toThrow(
+    new TypeError('groups[0].trajectories[0].reward: unknown field; known: id, outcome, steps'),
+  );
+  expect(() => rolloutEvents(0, batch({}, { task: 'x' }), 2000, { columnar: true })).toThrow(
+    new TypeError('groups[0].task: unknown field; known: id, trajectories'),
+  );
+  const [event] = rolloutEvents(0, batch({ outcome: 'success' }));
+  expect(validateEvent(JSON.parse(JSON.stringify(event))).ok).toBe(true);
+});

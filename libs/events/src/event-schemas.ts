@@ -6,7 +6,8 @@ import type { ColumnarRolloutsData } from './step-columns';
  * The events a run's stream holds (docs/events.md), as
  * zod schemas: the single definition of what the server accepts, shared by the
  * server, the client SDK and the trainer. Step payloads follow
- * rollout-batch/v1; fields beyond it are kept as sent (`extra`).
+ * rollout-batch/v1; fields beyond it are kept as sent (`extra`). Every other object is strict: a
+ * field it does not define is refused, since stripped it would be lost without a word.
  */
 const finite = z.number(); // zod rejects NaN and ±Infinity
 /** Integers are stored as PostgreSQL `integer`: 0 ≤ n < 2^31. */
@@ -91,25 +92,25 @@ export const STEP_FIELDS: ReadonlySet<string> = new Set(Object.keys(stepSchema.s
 /** A step as validated (vectors as Float32Array). */
 export type StepPayload = z.output<typeof stepSchema>;
 
-export const trajectorySchema = z.object({
+export const trajectorySchema = z.strictObject({
   id: key,
   outcome: outcome.optional(),
   steps: z.array(stepSchema),
 });
 
-export const groupSchema = z.object({ id: key, trajectories: z.array(trajectorySchema) });
+export const groupSchema = z.strictObject({ id: key, trajectories: z.array(trajectorySchema) });
 
 export const eventDataSchemas = {
-  'rollouts.appended': z.object({ iteration, groups: z.array(groupSchema) }),
-  'steps.appended': z.object({
+  'rollouts.appended': z.strictObject({ iteration, groups: z.array(groupSchema) }),
+  'steps.appended': z.strictObject({
     iteration,
     groupId: key,
     trajectoryId: key,
     firstStepIndex: z.number().int().min(0).max(MAX_INT32),
     steps: z.array(stepSchema).min(1),
   }),
-  'trajectory.finished': z.object({ iteration, groupId: key, trajectoryId: key, outcome }),
-  'advantages.used': z.object({
+  'trajectory.finished': z.strictObject({ iteration, groupId: key, trajectoryId: key, outcome }),
+  'advantages.used': z.strictObject({
     iteration,
     method: z.string().min(1),
     params: z.record(z.string(), z.unknown()),
@@ -117,13 +118,13 @@ export const eventDataSchemas = {
     /** The log position of the iteration the advantages were computed from: the version consumed. */
     inputsSeq: z.number().int().min(1).optional(),
   }),
-  'metrics.logged': z.object({ iteration, metrics: z.record(z.string().min(1), finite) }),
-  'evaluation.logged': z.object({
+  'metrics.logged': z.strictObject({ iteration, metrics: z.record(z.string().min(1), finite) }),
+  'evaluation.logged': z.strictObject({
     iteration,
     successRate: z.number().min(0).max(1),
     tasks: z.array(z.looseObject({ task: z.string(), success: z.boolean() })).optional(),
   }),
-  'checkpoint.saved': z.object({
+  'checkpoint.saved': z.strictObject({
     iteration,
     uri: z.string().min(1),
     sha256: z
@@ -133,12 +134,12 @@ export const eventDataSchemas = {
     bytes: z.number().int().min(0).optional(),
     format: z.string().optional(),
   }),
-  'run.finished': z.object({
+  'run.finished': z.strictObject({
     status: z.enum(['completed', 'failed', 'aborted']),
     summary: z.record(z.string(), z.unknown()).optional(),
   }),
   /** Reopens a finished run (as W&B's resume does): events are refused after run.finished until this one. */
-  'run.resumed': z.object({ reason: z.string().max(1000).optional() }),
+  'run.resumed': z.strictObject({ reason: z.string().max(1000).optional() }),
 } as const;
 
 export type ClientEventType = keyof typeof eventDataSchemas;

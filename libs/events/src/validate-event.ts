@@ -21,7 +21,7 @@ export interface EventIssue {
 
 export type EventValidation = { ok: true; event: ValidEvent } | { ok: false; issue: EventIssue };
 
-const envelope = z.object({ id: z.uuid(), type: z.string(), data: z.unknown() });
+const envelope = z.strictObject({ id: z.uuid(), type: z.string(), data: z.unknown() });
 
 /**
  * Validates one event: what PostgreSQL could not store anywhere in it (NUL, lone surrogates,

@@ -112,6 +112,100 @@ describe('validateEvent: unknown keys', () => {
       },
     });
   });
+
+  // A misspelt optional field used to be dropped without a word (the checkpoint's "sha", the
+  // run's "sumary"): the event was stored without what its sender meant to say.
+  const event = (type: string, data: unknown, extra: Record<string, unknown> = {}) =>
+    validateEvent({ id: '00000000-0000-4000-8000-000000000003', type, data, ...extra });
+  const rows = (trajectory: Record<string, unknown>, group: Record<string, unknown> = {}) => ({
+    iteration: 0,
+    groups: [
+      {
+        id: 'g',
+        ...group,
+        trajectories: [{ id: 't', steps: [{ state: 's', action: 'a', reward: 1 }], ...trajectory }],
+      },
+    ],
+  });
+
+  test.each([
+    ['the envelope', event('run.resumed', {}, { timestamp: 1 }), 'timestamp'],
+    [
+      'a trajectory',
+      event('rollouts.appended', rows({ reward: 1 })),
+      'data.groups[0].trajectories[0].reward',
+    ],
+    ['a group', event('rollouts.appended', rows({}, { task: 'x' })), 'data.groups[0].task'],
+    ['rollouts.appended', event('rollouts.appended', { ...rows({}), step: 3 }), 'data.step'],
+    [
+      'steps.appended',
+      event('steps.appended', {
+        iteration: 0,
+        groupId: 'g',
+        trajectoryId: 't',
+        firstStepIndex: 0,
+        steps: [{ state: 's', action: 'a', reward: 0 }],
+        done: true,
+      }),
+      'data.done',
+    ],
+    [
+      'trajectory.finished',
+      event('trajectory.finished', {
+        iteration: 0,
+        groupId: 'g',
+        trajectoryId: 't',
+        outcome: 'success',
+        reward: 1,
+      }),
+      'data.reward',
+    ],
+    [
+      'advantages.used',
+      event('advantages.used', { iteration: 0, method: 'grpo', params: {}, setId: 'x' }),
+      'data.setId',
+    ],
+    [
+      'metrics.logged',
+      event('metrics.logged', { iteration: 0, metrics: {}, step: 1 }),
+      'data.step',
+    ],
+    [
+      'evaluation.logged',
+      event('evaluation.logged', { iteration: 0, successRate: 0.5, success_rate: 0.5 }),
+      'data.success_rate',
+    ],
+    [
+      'checkpoint.saved',
+      event('checkpoint.saved', { iteration: 0, uri: 's3://b/k', sha: 'ab' }),
+      'data.sha',
+    ],
+    [
+      'run.finished',
+      event('run.finished', { status: 'completed', sumary: { loss: 1 } }),
+      'data.sumary',
+    ],
+    ['run.resumed', event('run.resumed', { why: 'x' }), 'data.why'],
+  ])('a field %s does not define is refused at that field', (_what, result, path) => {
+    expect(result).toEqual({ ok: false, issue: { path, message: 'unknown field' } });
+  });
+
+  test('a step keeps fields beyond rollout-batch/v1, and an evaluation task its own', () => {
+    const step = { state: 's', action: 'a', reward: 1, turn: 2 };
+    const withExtra = event('rollouts.appended', {
+      iteration: 0,
+      groups: [{ id: 'g', trajectories: [{ id: 't', steps: [step] }] }],
+    });
+    expect(withExtra.ok && withExtra.event.type === 'rollouts.appended').toBe(true);
+    const stored = withExtra.ok ? JSON.stringify(withExtra.event.data) : '';
+    expect(stored).toContain('"turn":2');
+    const evaluation = event('evaluation.logged', {
+      iteration: 0,
+      successRate: 1,
+      tasks: [{ task: 'a', success: true, seed: 7 }],
+    });
+    expect(evaluation.ok ? JSON.stringify(evaluation.event.data) : '').toContain('"seed":7');
+  });
 });
 
 describe('formatPath', () => {

@@ -122,9 +122,7 @@ def columnar_lines(
     event = _ColumnarEvent(iteration)
     for gi, group in enumerate(groups):
         where = f"groups[{gi}]"
-        if not isinstance(group, Mapping):
-            raise InvalidInput(f"{where}: must be a mapping with id and trajectories")
-        gid = ev.key(group.get("id"), f"{where}.id")
+        gid = ev.group_id(group, where)
         event.open_group(gid)
         for ti, traj in enumerate(ev._list(group.get("trajectories"), f"{where}.trajectories")):
             head = ev.trajectory_head(traj, f"{where}.trajectories[{ti}]")

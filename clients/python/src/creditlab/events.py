@@ -236,9 +236,7 @@ def rollout_lines(
 
     for gi, group in enumerate(groups):
         where = f"groups[{gi}]"
-        if not isinstance(group, Mapping):
-            raise InvalidInput(f"{where}: must be a mapping with id and trajectories")
-        gid = _dumps(key(group.get("id"), f"{where}.id"))
+        gid = _dumps(group_id(group, where))
         room(len(gid) + _GROUP, 0)
         event.open_group(gid)
         for ti, traj in enumerate(_list(group.get("trajectories"), f"{where}.trajectories")):
@@ -269,6 +267,7 @@ def trajectory_head(traj: Any, where: str) -> dict:
     """A trajectory's id and outcome (if given), checked."""
     if not isinstance(traj, Mapping):
         raise InvalidInput(f"{where}: must be a mapping with id, outcome and steps")
+    no_unknown_fields(traj, _TRAJECTORY_FIELDS, where)
     head = {"id": key(traj.get("id"), f"{where}.id")}
     if outcome(traj.get("outcome"), f"{where}.outcome"):
         head["outcome"] = traj["outcome"]
@@ -306,6 +305,25 @@ def steps_lines(
 
 def _steps_line(head: str, first: int, steps: List[str]) -> bytes:
     return _line("steps.appended", head + '"firstStepIndex":%d,"steps":[%s]}' % (first, ",".join(steps)))
+
+
+_GROUP_FIELDS = ("id", "trajectories")
+_TRAJECTORY_FIELDS = ("id", "outcome", "steps")
+
+
+def no_unknown_fields(value: Mapping, known: Sequence[str], where: str) -> None:
+    """Refuses a field rollout-batch/v1 does not define (the server would): it would be lost, not sent."""
+    for name in value:
+        if name not in known:
+            raise InvalidInput(f"{where}.{name}: unknown field; known: {', '.join(known)}")
+
+
+def group_id(group: Any, where: str) -> str:
+    """A group's id, checked, and the group checked for fields rollout-batch/v1 does not define."""
+    if not isinstance(group, Mapping):
+        raise InvalidInput(f"{where}: must be a mapping with id and trajectories")
+    no_unknown_fields(group, _GROUP_FIELDS, where)
+    return key(group.get("id"), f"{where}.id")
 
 
 def _list(value: Any, where: str) -> Sequence:
