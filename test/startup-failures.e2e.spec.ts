@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
+import { npmRun } from './support/cli';
 import { freePort } from './support/free-port';
 import {
   privateDirectory,
@@ -68,6 +69,26 @@ test('a data directory PostgreSQL cannot have: the message names the directory a
   expect(message).toContain(`preparing the data directory ${dataDir} failed`);
   expect(message).toContain(closed);
   expect(message).toContain('CREDITLAB_PG_DIR');
+});
+
+test('db:migrate says the same in plain lines of its own, on the embedded database', async () => {
+  const closed = await privateDirectory(0o500);
+  const dataDir = path.join(closed, 'pg');
+  const port = await freePort();
+  const { code, stdout, stderr } = await npmRun('db:migrate', [], {
+    DATABASE_URL: undefined,
+    CREDITLAB_PG_DIR: dataDir,
+    CREDITLAB_PG_PORT: String(port),
+  });
+  expect(code).toBe(1);
+  // Nest's default logger wrote the first line coloured, with its pid and a timestamp.
+  expect(stdout).toBe(
+    `db:migrate: starting the embedded PostgreSQL: data directory ${dataDir}, port ${port}\n`,
+  );
+  expect(stderr).toMatch(
+    /^db:migrate: The embedded PostgreSQL could not start: preparing the data directory /,
+  );
+  expect(stderr.split('\n').filter(Boolean)).toHaveLength(1);
 });
 
 test('the HTTP port is taken: the message names the address and PORT', async () => {

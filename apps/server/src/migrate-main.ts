@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   config = loadConfig();
-  return withCommandDatabase(config, async () => {
+  return withCommandDatabase('db:migrate', config, async () => {
     process.stdout.write('the database is up to date\n');
     return 0;
   });

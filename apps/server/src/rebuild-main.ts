@@ -48,7 +48,7 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   config = loadConfig();
-  return withCommandDatabase(config, async (pool) => {
+  return withCommandDatabase('db:rebuild', config, async (pool) => {
     const ids = only
       ? [only]
       : (await pool.query<{ id: string }>('SELECT id FROM runs ORDER BY created_at, id')).rows.map(
