@@ -1,4 +1,4 @@
-import { gql, startTestServer, type ServerProcess } from './support/test-server';
+import { gql, metric, startTestServer, type ServerProcess } from './support/test-server';
 import { syntheticRun } from './support/synthetic-run';
 
 /** `compare` against an independent computation of every statistic from the per-step rows it serves. */
@@ -239,4 +239,25 @@ test('summaries, correlations, sign agreement and the episode-sign analysis matc
   });
   expect(result.againstEpisode[0]!.againstGrpoSign).toBe(0);
   expect(result.againstEpisode[1]!.againstGrpoSign).toBeGreaterThan(0); // GiGPO does move credit against GRPO's sign
+});
+
+test('with its sets stored, compare reads an iteration once, whatever the number of methods', async () => {
+  const cost = async (methods: typeof METHODS) => {
+    const q = `query($run: ID!, $m: [MethodInput!]!) { compare(runId: $run, methods: $m, iterations: [1]) {
+      stepCount pairs { pearson } } }`;
+    await gql(server, q, { run: runId, m: methods }); // every set stored (the first test may not have run)
+    const before = await metric(server, 'creditlab_db_statements_total');
+    const res = await gql<{ compare: { stepCount: number } }>(server, q, {
+      run: runId,
+      m: methods,
+    });
+    expect(res.errors).toBeUndefined();
+    return (await metric(server, 'creditlab_db_statements_total')) - before;
+  };
+  const two = await cost(METHODS.slice(0, 2));
+  const five = await cost(METHODS);
+  // A method more costs the lookup of its set, one statement. The sets' stored versions are read
+  // together with the iteration's shape: read one by one, each set read that shape again (two
+  // statements more per method).
+  expect(five - two).toBe(3);
 });

@@ -204,7 +204,7 @@ export class AdvantageSetsService {
         set.id === null
           ? undefined
           : {
-              sql: freshIterationSql(set.runId, set.id, iteration, diagnostics),
+              sql: freshIterationSql(set.runId, [set.id], iteration, diagnostics),
               enough: (rows) => {
                 const row = rows[0] as FreshRow | undefined;
                 fresh = row && decodeFresh(row, iteration, diagnostics);
@@ -233,9 +233,12 @@ export class AdvantageSetsService {
     within?: pg.ClientBase,
   ): Promise<IterationAdvantages[]> {
     for (let attempt = 0; ; attempt++) {
+      const stored = await this.storedVersions(sets, iteration, within);
       const versions: IterationAdvantages[] = [];
-      for (const set of sets)
-        versions.push(await this.iteration(set, iteration, { diagnostics: false, within }));
+      for (const [n, set] of sets.entries())
+        versions.push(
+          stored[n] ?? (await this.iteration(set, iteration, { diagnostics: false, within })),
+        );
       const seqs = new Set(versions.map((v) => v.inputsSeq));
       if (seqs.size === 1) return versions;
       if (attempt === 4)
@@ -245,6 +248,40 @@ export class AdvantageSetsService {
           { iteration },
         );
     }
+  }
+
+  /**
+   * The fresh stored versions of several sets' iteration (no diagnostics), with its shape, in one
+   * snapshot and one round trip: `compare` reads five or more sets of one iteration, and reading
+   * them one by one read the same shape again for each. Undefined for a set without a fresh version.
+   */
+  private async storedVersions(
+    sets: AdvantageSet[],
+    iteration: number,
+    within?: pg.ClientBase,
+  ): Promise<(IterationAdvantages | undefined)[]> {
+    const ids = [...new Set(sets.flatMap((s) => (s.id === null ? [] : [s.id])))];
+    if (ids.length === 0 || sets.length === 1) return sets.map(() => undefined);
+    const runId = (sets[0] as AdvantageSet).runId;
+    let rows: FreshRow[] = [];
+    const snapshot = await readIteration(this.db.pool, runId, iteration, {
+      steps: false,
+      within,
+      first: {
+        sql: freshIterationSql(runId, ids, iteration, false),
+        enough: (found) => {
+          rows = found as FreshRow[];
+          return true;
+        },
+      },
+    });
+    if (!snapshot) return sets.map(() => undefined);
+    const byId = new Map(rows.map((r) => [r.set_id, r]));
+    return sets.map((set) => {
+      const row = set.id === null ? undefined : byId.get(set.id);
+      const fresh = row && decodeFresh(row, iteration, false);
+      return fresh && { ...fresh, shape: snapshot.shape, reused: true };
+    });
   }
 
   /**

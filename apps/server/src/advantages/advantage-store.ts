@@ -32,6 +32,7 @@ export interface DecodedIteration {
 
 /** A stored version's row, as `freshIterationSql` selects it. */
 export interface FreshRow {
+  set_id: string;
   inputs_seq: string;
   step_count: number;
   advantages: Buffer;
@@ -43,26 +44,32 @@ export interface FreshRow {
 }
 
 /**
- * The version of (set, iteration) computed from the iteration as it stands now — the one whose
- * log position equals the iteration's current `inputs_seq` — as one statement of literal SQL, so
- * that it can run in the reader's first round trip, in the same snapshot as the shape (no row:
- * never computed, or computed before later steps or outcomes arrived, i.e. stale).
+ * The versions of (set, iteration), for each of `setIds`, computed from the iteration as it stands
+ * now — those whose log position equals the iteration's current `inputs_seq` — as one statement of
+ * literal SQL, so that it can run in the reader's first round trip, in the same snapshot as the
+ * shape (a set without a row: never computed, or computed before later steps or outcomes arrived,
+ * i.e. stale).
  */
 export function freshIterationSql(
   runId: string,
-  setId: string,
+  setIds: string[],
   iteration: number,
   withDiagnostics: boolean,
 ): string {
-  // Literal SQL: a run id, a set id (a bigint identity) and an iteration, checked as such.
-  if (!isUuid(runId) || !/^\d{1,19}$/.test(setId) || !Number.isInteger(iteration))
-    throw new Error(`not a set iteration: ${runId} ${setId} ${iteration}`);
-  return `SELECT a.inputs_seq, a.step_count, a.advantages, a.diagnostic_names AS names,
-            a.diagnostic_kinds AS kinds, ${withDiagnostics ? 'a.diagnostics' : `''::bytea AS diagnostics`},
-            a.summary, a.compute_ms
+  // Literal SQL: a run id, set ids (bigint identities) and an iteration, checked as such.
+  if (
+    !isUuid(runId) ||
+    setIds.length === 0 ||
+    !setIds.every((id) => /^\d{1,19}$/.test(id)) ||
+    !Number.isInteger(iteration)
+  )
+    throw new Error(`not set iterations: ${runId} ${setIds.join(',')} ${iteration}`);
+  return `SELECT a.set_id::text AS set_id, a.inputs_seq, a.step_count, a.advantages,
+            a.diagnostic_names AS names, a.diagnostic_kinds AS kinds,
+            ${withDiagnostics ? 'a.diagnostics' : `''::bytea AS diagnostics`}, a.summary, a.compute_ms
      FROM iterations it
      JOIN advantage_set_iterations a
-       ON a.run_id = it.run_id AND a.set_id = ${setId} AND a.iteration = it.iteration
+       ON a.run_id = it.run_id AND a.set_id IN (${setIds.join(', ')}) AND a.iteration = it.iteration
           AND a.inputs_seq = it.inputs_seq
      WHERE it.run_id = '${runId}' AND it.iteration = ${iteration}`;
 }
