@@ -384,6 +384,14 @@ ranked once, pooled and within groups, from one stable radix sort; the slices ar
 scored in two passes over the steps; the same numbers to the last bit (libs/stats unit tests against the direct
 definitions). A server CPU profile of eight calls then showed what is left spread thin: ranking (≈ 30 ms a call),
 the slices (≈ 30 ms), the five summaries' sorts and the reads.
+By 2026-12-03 it measured 319–399 ms here, over the aim. Timing each phase of a call (a throwaway instrumentation,
+machine busy) put reading the six stored sets first (≈ 106 ms): each set was read by a query of its own that read the
+iteration's shape again. They are now read in one statement, in the snapshot and round trip of one shape read (≈ 29
+ms). Next came sorting each series twice, once for its quantiles and once for its ranks (≈ 10 ms a series): the
+ranks' sort now gives the sorted values too. Alternating the old and new code twice
+(\`BENCH_RECOMPUTE_STEPS=20000 npm run bench:recompute\`, load 2.7–3.0): 334 and 344 ms before, 241 and 260 ms after.
+What is left, largest first: the ten pairs' agreement (≈ 75 ms), ranking (≈ 50 ms), the per-step references
+(≈ 22 ms), the layout, the listed steps and the GraphQL answer.
 `,
     );
   } finally {

@@ -8,6 +8,7 @@ import {
   outcomeCredit,
   pairedTTest,
   pearson,
+  pooledAndGroupRanks,
   pooledPearsonScore,
   pooledSpearmanScore,
   ranks,
@@ -78,9 +79,11 @@ test('ranks: ties averaged, −0 tied with +0, values compared as float32, below
     );
     if (n > 2) x[1] = 1 + 1e-12; // equal to 1 as float32
     expect(Array.from(ranks(x))).toEqual(naiveRanks(x));
-    expect(Array.from(sortedFloat32(x))).toEqual(
-      Array.from(Float32Array.from(x).sort(), (v) => (v === 0 ? 0 : v)),
-    );
+    const sorted = Array.from(Float32Array.from(x).sort(), (v) => (v === 0 ? 0 : v));
+    expect(Array.from(sortedFloat32(x))).toEqual(sorted);
+    // The ranks' own sort gives the sorted values too (compare's quantiles).
+    const halves = Int32Array.of(0, Math.floor(n / 2), n);
+    expect(Array.from(pooledAndGroupRanks(x, halves).sorted)).toEqual(sorted);
   }
 });
 

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { mean, quantile, sortedFloat32, std } from '@creditlab/stats';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import {
@@ -31,19 +30,6 @@ export interface StepText {
 
 export interface MethodComparison {
   set: AdvantageSet;
-  summary: {
-    mean: number;
-    std: number;
-    min: number;
-    max: number;
-    p05: number;
-    p25: number;
-    p50: number;
-    p75: number;
-    p95: number;
-    fractionPositive: number;
-    fractionZero: number;
-  };
   /** The method's own batch facts, pooled over iterations (singleton, gate-on and λ rates, cluster counts). */
   rates: Record<string, unknown>;
 }
@@ -137,7 +123,6 @@ export class CompareService {
       stepCount,
       methods: resolvedSets.map((set, m) => ({
         set,
-        summary: summarize(values[m] as Float32Array),
         rates: poolRates(perIteration.map((v) => v[m] as IterationAdvantages)),
       })),
       advantages: values.slice(0, resolvedSets.length),
@@ -208,30 +193,6 @@ export class CompareService {
       out[Number(r.n) - 1] = { state: r.state, action: r.action, reward: r.reward };
     return out;
   }
-}
-
-function summarize(x: Float32Array) {
-  const sorted = sortedFloat32(x);
-  let positive = 0;
-  let zero = 0;
-  for (const v of x) {
-    if (v > 0) positive++;
-    else if (v === 0) zero++;
-  }
-  const n = x.length || 1;
-  return {
-    mean: mean(x),
-    std: std(x),
-    min: sorted[0] ?? NaN,
-    max: sorted[sorted.length - 1] ?? NaN,
-    p05: quantile(sorted, 0.05),
-    p25: quantile(sorted, 0.25),
-    p50: quantile(sorted, 0.5),
-    p75: quantile(sorted, 0.75),
-    p95: quantile(sorted, 0.95),
-    fractionPositive: positive / n,
-    fractionZero: zero / n,
-  };
 }
 
 const stepKey = (iteration: number, groupOrd: number, trajOrd: number, idx: number) =>

@@ -50,11 +50,15 @@ export interface PreparedLayout {
   byIteration: Slicing;
 }
 
-/** A series with its ranks, pooled and within each task group: ranked once, whatever its pairs. */
+/**
+ * A series with its ranks, pooled and within each task group, and its values sorted: ranked once,
+ * whatever its pairs.
+ */
 export interface RankedSeries {
   values: ArrayLike<number>;
   ranks: Float64Array;
   groupRanks: Float64Array;
+  sorted: Float32Array;
 }
 
 export function prepareLayout(layout: StepLayout): PreparedLayout {

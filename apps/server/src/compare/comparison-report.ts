@@ -20,6 +20,7 @@ import type {
   StepAdvantages,
   StepAdvantagesConnection,
 } from './compare.models';
+import { summarize } from './advantage-summary';
 import { CompareService, type Comparison as ComparisonData, type StepRef } from './compare.service';
 
 /** A comparison as the API shows it, with the data behind it (for its paginated rows). */
@@ -87,7 +88,7 @@ export class ComparisonReport {
         method: names[i]!,
         params: m.set.params,
         advantageSetId: m.set.id,
-        summary: m.summary,
+        summary: summarize(data.advantages[i] as Float32Array, ranked[i]!.sorted),
         rates: m.rates,
         values: data.advantages[i] as Float32Array,
       })),
