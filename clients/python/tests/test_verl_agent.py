@@ -177,3 +177,57 @@ def test_server_down_fails_fast_or_uses_the_fallback_with_a_warning(server, tmp_
     proxy.up()
     run.finish()  # the spooled rollouts go up once the server is reachable again
     assert run.spool_folder is None and run.stats.spooled > 0
+
+
+def test_rewards_in_an_object_array_as_verl_agent_holds_them(client):
+    fixture = load(conformance_fixtures("verl-agent")[0])
+    data = verl_rows(fixture["batch"], seed=4)
+    expected = fixture["expected"][6]  # gigpo
+    run = client.create_run(name="verl-agent object rewards", env="fixtures", method="gigpo")
+    rewards = np.empty(len(data["rows"]), dtype=object)
+    rewards[:] = [float(r) for r in data["rewards"]]  # torch_to_numpy(rewards, is_object=True)
+    got = compute_advantages(run, 0, expected["method"], expected["params"], **inputs(data, rewards=rewards))
+    want = expected_tokens(expected, data)
+    assert (np.abs(got - want) / (1 + np.abs(want))).max() <= 1e-4
+    rewards[3] = None
+    with pytest.raises(InvalidInput, match=r"^rewards: must hold numbers, got a NoneType \(None\)$"):
+        compute_advantages(run, 1, "grpo", **inputs(data, rewards=rewards))
+    run.finish()
+
+
+def test_a_retried_call_does_not_log_its_rows_again(client):
+    from creditlab import ApiError
+
+    fixture = load(conformance_fixtures("verl-agent")[0])
+    data = verl_rows(fixture["batch"], seed=6)
+    expected = fixture["expected"][6]  # gigpo
+    run = client.create_run(name="verl-agent retried", env="fixtures", method="gigpo")
+    # A wrong parameter is refused by the server once the rows are logged; the call is then retried.
+    with pytest.raises(ApiError, match='unknown parameter "mode"'):
+        compute_advantages(run, 0, "gigpo", {"mode": "mean_norm"}, **inputs(data))
+    got = compute_advantages(run, 0, expected["method"], expected["params"], **inputs(data))
+    want = expected_tokens(expected, data)
+    assert (np.abs(got - want) / (1 + np.abs(want))).max() <= 1e-4
+    run.flush(require_sent=True)
+    assert sum(e["stepCount"] for e in events_of(client, run.id, ["rollouts.appended"])) == len(data["rows"])
+    # Other rows for an iteration already logged are a mistake, said before anything is sent.
+    other = verl_rows(load(conformance_fixtures("verl-agent")[1])["batch"], seed=6)
+    with pytest.raises(InvalidInput, match=r"^iteration 0: this run already holds other rows for it"):
+        compute_advantages(run, 0, "grpo", **inputs(other))
+    run.finish()
+
+
+def test_a_batch_without_a_field_the_adapter_reads_is_refused_naming_it(client):
+    from types import SimpleNamespace
+
+    from creditlab.integrations.verl_agent import apply_to_batch
+
+    data = verl_rows(load(conformance_fixtures("verl-agent")[0])["batch"], seed=8)
+    nt = {k: data[k] for k in ("uid", "traj_uid", "rewards")}  # no anchor_obs
+    batch = {k: data[k] for k in ("token_level_rewards", "response_mask")}
+    run = client.create_run(name="verl-agent missing field", env="fixtures", method="grpo")
+    with pytest.raises(InvalidInput, match=r"^anchor_obs: not in data.non_tensor_batch$"):
+        apply_to_batch(run, SimpleNamespace(batch=batch, non_tensor_batch=nt), 0, "grpo")
+    with pytest.raises(InvalidInput, match=r"^old_log_probs: not in data.batch$"):
+        apply_to_batch(run, SimpleNamespace(batch=batch, non_tensor_batch={**nt, "anchor_obs": data["anchor_obs"]}), 0, "gaca", use_old_log_probs=True)
+    run.finish()

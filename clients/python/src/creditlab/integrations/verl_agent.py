@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
+import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..advantages import in_row_order
@@ -36,6 +37,11 @@ except ImportError:  # verl-agent always has numpy; the rest of the client does 
     np = None  # type: ignore[assignment]
 
 log = logging.getLogger("creditlab")
+
+# Per run: the digest of the rows each iteration was logged with by this adapter. A call retried after an
+# error (a wrong parameter, the server away) must not log its rows again: the server would append them to the
+# same trajectories, and the advantages would come from twice the steps, matched to the first ones.
+_logged_iterations: "weakref.WeakKeyDictionary[Any, Dict[int, str]]" = weakref.WeakKeyDictionary()
 
 
 def compute_advantages(
@@ -85,8 +91,17 @@ def compute_advantages(
         rows, n, mask, token_level_rewards, anchor_obs, rewards, actions, nll, old_log_probs, embeddings, values
     )
     groups = rows.groups(steps, None if outcomes is None else _column(outcomes, "outcomes", n))
-    try:
+    logged = _logged_iterations.setdefault(run, {})
+    digest = _digest(groups)
+    if iteration not in logged:
         run.log_rollouts(iteration, groups)
+        logged[iteration] = digest
+    elif logged[iteration] != digest:
+        raise InvalidInput(
+            f"iteration {iteration}: this run already holds other rows for it, logged by an earlier call; "
+            "each training step is its own iteration (the same rows again are a retry, and are not sent twice)"
+        )
+    try:
         adv, index = run.advantages(iteration, method, params)
     except ServerUnavailable as e:
         if fallback is None:
@@ -135,24 +150,26 @@ def apply_to_batch(
     set them) and returns `data`. `fallback(data)` is called instead when the server cannot be reached.
     """
     nt = data.non_tensor_batch
-    optional = lambda key: None if key is None else (nt[key] if key in nt else data.batch[key])  # noqa: E731
+    batch = lambda key: _field(data.batch, key, "data.batch")  # noqa: E731
+    rows = lambda key: _field(nt, key, "data.non_tensor_batch")  # noqa: E731
+    optional = lambda key: None if key is None else (nt[key] if key in nt else _field(data.batch, key, "data.non_tensor_batch and data.batch"))  # noqa: E731
     try:
         adv = compute_advantages(
             run,
             iteration,
             method,
             params,
-            token_level_rewards=data.batch["token_level_rewards"],
-            response_mask=data.batch["response_mask"],
-            uid=nt["uid"],
-            traj_uid=nt["traj_uid"],
-            anchor_obs=nt["anchor_obs"],
+            token_level_rewards=batch("token_level_rewards"),
+            response_mask=batch("response_mask"),
+            uid=rows("uid"),
+            traj_uid=rows("traj_uid"),
+            anchor_obs=rows("anchor_obs"),
             rewards=nt.get("rewards"),
             step_index=optional(step_index_key),
             actions=optional(actions_key),
             embeddings=optional(embeddings_key),
             values=optional(values_key),
-            old_log_probs=data.batch["old_log_probs"] if use_old_log_probs else None,
+            old_log_probs=batch("old_log_probs") if use_old_log_probs else None,
         )
     except ServerUnavailable as e:
         if fallback is None:
@@ -270,8 +287,37 @@ def _plain(x: Any):
     return x
 
 
+def _field(container: Any, key: str, where: str):
+    """`container[key]`, or InvalidInput naming what is missing and where it was looked for."""
+    try:
+        return container[key]
+    except KeyError:
+        raise InvalidInput(f"{key}: not in {where}") from None
+
+
+def _digest(groups: List[dict]) -> str:
+    """A digest of the rollout-batch groups the rows make: the same rows give the same digest."""
+    h = hashlib.sha256()
+    for g in groups:
+        h.update(repr(g["id"]).encode())
+        for t in g["trajectories"]:
+            h.update(repr((t["id"], t.get("outcome"), len(t["steps"]))).encode())
+            for s in t["steps"]:
+                h.update(repr((s["state"], s["action"], s["reward"], s.get("nll"), s.get("value"))).encode())
+                if s.get("embedding") is not None:
+                    h.update(np.ascontiguousarray(s["embedding"]).tobytes())
+    return h.hexdigest()
+
+
 def _rows(x: Any, name: str, ndim: int, n: Optional[int] = None):
     arr = np.asarray(_plain(x))
+    if arr.dtype == object:
+        # verl-agent keeps its per-step rewards in an object array (non_tensor_batch['rewards']). Checked
+        # before converting: numpy would turn a None into NaN.
+        for v in arr.ravel():
+            if not isinstance(v, (int, float, np.number)):
+                raise InvalidInput(f"{name}: must hold numbers, got a {type(v).__name__} ({v!r:.40})")
+        arr = arr.astype(np.float64)
     if arr.ndim != ndim:
         raise InvalidInput(f"{name}: expected {ndim} dimension(s) (rows{' × length' if ndim == 2 else ''}), got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
