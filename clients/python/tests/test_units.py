@@ -166,3 +166,21 @@ def test_a_field_rollout_batch_does_not_define_is_refused_not_dropped():
     # A step's fields beyond rollout-batch/v1 are its `extra`, sent as they are.
     (line,) = rollout_lines(0, [{"id": "g", "trajectories": [{"id": "t", "steps": [{**step, "turn": 2}]}]}], enc, 1 << 20)
     assert b'"turn":2' in line
+
+
+def test_a_nan_in_a_runs_config_or_summary_is_refused_naming_where(tmp_path):
+    from creditlab.events import finite_json
+
+    with pytest.raises(InvalidInput, match=r"^config\.optim\.lr\[1\]: must be a finite number, got nan \(JSON has no NaN or infinity\)$"):
+        finite_json({"seed": 1, "optim": {"lr": [0.1, float("nan")]}}, "config")
+    with pytest.raises(InvalidInput, match=r"^summary\.best: must be a finite number, got inf"):
+        finite_json({"best": np.float64("inf")}, "summary")
+    with pytest.raises(InvalidInput, match=r"^params\.w\[0\]\[1\]: must be a finite number, got nan"):
+        finite_json({"w": np.array([[1.0, np.nan]])}, "params")
+    assert finite_json({"a": [1, 2.5, "x", None, np.float32(3)]}, "config") == {"a": [1, 2.5, "x", None, np.float32(3)]}
+    # Before anything is sent: the server's answer would be a "not valid JSON" that does not say where.
+    import creditlab
+
+    client = creditlab.Client("http://127.0.0.1:9", "cl_unused", spool_dir=str(tmp_path))
+    with pytest.raises(InvalidInput, match=r"^config\.loss: must be a finite number, got nan"):
+        client.create_run(name="r", env="e", method="grpo", config={"loss": float("nan")})

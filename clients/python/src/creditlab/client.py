@@ -132,6 +132,8 @@ class Client:
         ):
             if v is not None:
                 body[k] = dict(v) if isinstance(v, Mapping) else v
+        for k in ("params", "config"):
+            ev.finite_json(body.get(k), k)  # else the server's "not valid JSON" would not say where
         payload = json.dumps(body, default=ev.json_default).encode()
         if self.mode == "offline":
             Spool.create(self.spool_dir, body["id"], body, created=False, url=self.url)

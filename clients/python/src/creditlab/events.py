@@ -90,6 +90,25 @@ def number(value: Any, where: str) -> float:
     return value
 
 
+def finite_json(value: Any, where: str) -> Any:
+    """`value` (a config, params, a summary), refused naming the first NaN or infinity in it: JSON has neither."""
+    def visit(v: Any, path: str) -> None:
+        v = plain(v)
+        if hasattr(v, "tolist"):  # a numpy array or scalar
+            v = v.tolist()
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InvalidInput(f"{path}: must be a finite number, got {v!r} (JSON has no NaN or infinity)")
+        if isinstance(v, Mapping):
+            for k, item in v.items():
+                visit(item, f"{path}.{k}")
+        elif isinstance(v, (list, tuple)):
+            for i, item in enumerate(v):
+                visit(item, f"{path}[{i}]")
+
+    visit(value, where)
+    return value
+
+
 def outcome(value: Any, where: str) -> Optional[str]:
     if value is not None and value not in OUTCOMES:
         raise InvalidInput(f"{where}: must be one of {', '.join(OUTCOMES)}, got {value!r}")

@@ -174,7 +174,7 @@ class Run:
             return
         data: Dict[str, Any] = {"status": status}
         if summary is not None:
-            data["summary"] = dict(summary)
+            data["summary"] = ev.finite_json(dict(summary), "summary")
         self._submit([ev.line("run.finished", data)])
         self.finished = status
         self._sink.close(timeout)
