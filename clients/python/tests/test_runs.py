@@ -24,6 +24,43 @@ def test_with_block_raising_marks_the_run_failed(client):
     assert run_info(client, ok.id)["status"] == "COMPLETED"
 
 
+LEFT_OPEN = """
+import sys, creditlab
+client = creditlab.Client(sys.argv[1], sys.argv[2], spool_dir=sys.argv[3])
+run = client.create_run(name="left open", env="fixtures", method="grpo")
+watched = client.run(sys.argv[4])  # another program's run, opened to read: not this program's to finish
+print(run.id, flush=True)
+run.log({"loss": 1.0}, iteration=0)
+if sys.argv[5] == "raise":
+    raise RuntimeError("diverged")
+"""
+
+
+@pytest.mark.parametrize("ending", ["return", "raise"])
+def test_a_run_the_program_leaves_open_is_finished_at_exit(client, server, tmp_path, ending):
+    """As W&B and MLflow do (verl-agent's fit() returns from inside its loop, past a finish() after it)."""
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    other = client.create_run(name="still training", env="fixtures", method="grpo")
+    done = subprocess.run(
+        [sys.executable, "-c", LEFT_OPEN, *server, str(tmp_path), other.id, ending],
+        env=cli_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == (0 if ending == "return" else 1), done.stderr
+    info = run_info(client, done.stdout.strip())
+    if ending == "return":
+        assert (info["status"], info["summary"]) == ("COMPLETED", None)
+    else:
+        assert "RuntimeError: diverged" in done.stderr  # the program's own report is kept
+        assert (info["status"], info["summary"]) == ("FAILED", {"error": "RuntimeError: diverged"})
+    assert info["iterations"][0]["metrics"] == {"loss": 1.0}
+    assert run_info(client, other.id)["status"] == "RUNNING"
+    other.finish()
+
+
 def test_create_run_is_idempotent_by_id(client):
     run_id = str(uuid.uuid4())
     args = dict(name="idempotent", env="fixtures", method="gigpo", params={"gamma": 0.9}, tags=["a"], seed=3)

@@ -6,6 +6,7 @@ import atexit
 import json
 import logging
 import os
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -29,10 +30,31 @@ MiB = 1 << 20
 _open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
 
 
+# The exception that ends the program, if one does: the runs it leaves open are finished as failed.
+_uncaught: Optional[BaseException] = None
+_previous_excepthook = sys.excepthook
+
+
+def _remember_uncaught(kind, error, tb) -> None:
+    global _uncaught
+    _uncaught = error
+    _previous_excepthook(kind, error, tb)
+
+
+sys.excepthook = _remember_uncaught
+
+
 @atexit.register
 def _close_all() -> None:
-    """At exit, every client flushes its open runs (what cannot reach the server stays spooled)."""
+    """
+    At exit, as W&B and MLflow do, every run this program created (`create_run`) and left open is finished:
+    completed, or failed with the exception that ended the program (aborted on Ctrl-C); then every client
+    flushes (what cannot reach the server stays spooled). A run meant to go on in another process is reopened
+    there with `run.resume()`. Runs opened with `client.run(id)` are left as they are: they may be another
+    program's.
+    """
     for client in list(_open_clients):
+        client._finish_open_runs(_uncaught)
         client.close()
 
 
@@ -137,20 +159,22 @@ class Client:
         payload = json.dumps(body, default=ev.json_default).encode()
         if self.mode == "offline":
             Spool.create(self.spool_dir, body["id"], body, created=False, url=self.url)
-            return self._open(body["id"], name, body)
+            return self._open(body["id"], name, body, own=True)
         res = self.transport.request("POST", "/v1/runs", payload, content_type="application/json")
         run_id = res.json()["id"]
-        return self._open(run_id, name, {**body, "id": run_id})
+        return self._open(run_id, name, {**body, "id": run_id}, own=True)
 
     def run(self, run_id: str) -> Run:
-        """An existing run, to log more to it or read its advantages."""
+        """An existing run, to log more to it or read its advantages (not finished at exit: it is another's)."""
         found = self.graphql("query($id: ID!) { run(id: $id) { id name env method status } }", {"id": run_id})["run"]
         if found is None:
             raise InvalidInput(f"run {run_id}: not found (or in another project)")
         return self._open(found["id"], found["name"], {"id": found["id"], "name": found["name"]})
 
-    def _open(self, run_id: str, name: str, body: Mapping[str, Any]) -> Run:
-        return self._track(Run(self, run_id, name, self._new_sink(run_id, body), self._encoder()))
+    def _open(self, run_id: str, name: str, body: Mapping[str, Any], own: bool = False) -> Run:
+        run = Run(self, run_id, name, self._new_sink(run_id, body), self._encoder())
+        run._finish_at_exit = own
+        return self._track(run)
 
     def _new_sink(self, run_id: str, body: Mapping[str, Any]):
         """Where a run's events go: its spool (offline), or a background sender (online)."""
@@ -180,6 +204,15 @@ class Client:
     def _forget(self, run: Run) -> None:
         with self._lock:
             self._runs.discard(run)
+
+    def _finish_open_runs(self, error: Optional[BaseException]) -> None:
+        with self._lock:
+            runs = [run for run in self._runs if run._finish_at_exit and not run.finished]
+        for run in runs:
+            try:
+                run._finish_on_exit(error)
+            except Exception as e:  # the program is ending: say what could not be recorded, and go on
+                log.error("creditlab: could not finish run %s at exit: %s", run.id, e)
 
     def close(self, timeout: Optional[float] = 60.0) -> None:
         """Flushes the runs still open (at exit too): what cannot reach the server stays in the spool."""

@@ -29,6 +29,8 @@ class Run:
         self._encoder = encoder
         self.name = name
         self.finished: Optional[str] = None
+        #: Finished when the program ends, if still open (runs it created; see client._close_all).
+        self._finish_at_exit = False
         self._next_step: Dict[int, Dict[str, int]] = {}  # iteration → trajectory id → next step index
 
     @property
@@ -205,11 +207,18 @@ class Run:
         if kind is None:
             self.finish("completed")
             return
-        status = "aborted" if issubclass(kind, KeyboardInterrupt) else "failed"
         try:
-            self.finish(status, {"error": f"{kind.__name__}: {error}"[:2000]})
+            self._finish_on_exit(error)
         except Exception as e:  # the block's own exception is the one to see
-            log.error("creditlab: could not record run %s as %s: %s", self.id, status, e)
+            log.error("creditlab: could not record how run %s ended: %s", self.id, e)
+
+    def _finish_on_exit(self, error: Optional[BaseException]) -> None:
+        """Finished as the block or the program ended: completed, or failed with `error` (aborted on Ctrl-C)."""
+        if error is None:
+            self.finish("completed")
+            return
+        status = "aborted" if isinstance(error, KeyboardInterrupt) else "failed"
+        self.finish(status, {"error": f"{type(error).__name__}: {error}"[:2000]})
 
     # ---- internals ----
 
