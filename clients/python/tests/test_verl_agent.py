@@ -231,3 +231,22 @@ def test_a_batch_without_a_field_the_adapter_reads_is_refused_naming_it(client):
     with pytest.raises(InvalidInput, match=r"^old_log_probs: not in data.batch$"):
         apply_to_batch(run, SimpleNamespace(batch=batch, non_tensor_batch={**nt, "anchor_obs": data["anchor_obs"]}), 0, "gaca", use_old_log_probs=True)
     run.finish()
+
+
+def test_log_probs_masked_out_may_be_minus_infinity_and_shapes_must_match_the_mask(client):
+    fixture = load(conformance_fixtures("spec")[1])  # with NLL, and GACA's expected advantages
+    data = verl_rows(fixture["batch"], seed=9)
+    mask = data["response_mask"]
+    # Each row's NLL spread over its response tokens; padding holds -inf, as a log-probability of 0 does.
+    nll = np.asarray(data["nll"], dtype=np.float64)
+    log_probs = np.where(mask > 0, -nll[:, None], -np.inf)
+    expected = next(e for e in fixture["expected"] if e["method"] == "gaca")
+    run = client.create_run(name="verl-agent log-probs", env="fixtures", method="gaca")
+    got = compute_advantages(run, 0, "gaca", expected["params"], **inputs(data, old_log_probs=log_probs))
+    want = expected_tokens(expected, data)
+    assert (np.abs(got - want) / (1 + np.abs(want))).max() <= 1e-4
+    with pytest.raises(InvalidInput, match=r"^old_log_probs: has shape \(\d+, 11\), response_mask has \(\d+, 12\)$"):
+        compute_advantages(run, 1, "gaca", **inputs(data, old_log_probs=log_probs[:, :-1]))
+    with pytest.raises(InvalidInput, match=r"^token_level_rewards: has shape \(\d+, 11\), response_mask has \(\d+, 12\)$"):
+        compute_advantages(run, 1, "grpo", **inputs(data, rewards=None, token_level_rewards=data["token_level_rewards"][:, :-1]))
+    run.finish()

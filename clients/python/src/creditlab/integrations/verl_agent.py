@@ -243,16 +243,17 @@ def _step_fields(rows, n, mask, token_level_rewards, anchor_obs, rewards, action
     if rewards is not None:
         reward = _rows(rewards, "rewards", ndim=1, n=n).astype(np.float64)
     else:
-        scores = _rows(token_level_rewards, "token_level_rewards", ndim=2, n=n).astype(np.float64).sum(axis=1)
+        scores = _like_mask(token_level_rewards, "token_level_rewards", mask).astype(np.float64).sum(axis=1)
         reward = np.zeros(n)
         for tid, last in rows.last_rows().items():
             reward[last] = scores[last]
     if nll is None and old_log_probs is not None:
-        lp = _rows(old_log_probs, "old_log_probs", ndim=2, n=n).astype(np.float64)
+        lp = _like_mask(old_log_probs, "old_log_probs", mask).astype(np.float64)
         valid = (mask > 0).sum(axis=1)
         if (valid == 0).any():
             raise InvalidInput(f"response_mask: row {int(np.flatnonzero(valid == 0)[0])} has no response token")
-        nll = -(lp * (mask > 0)).sum(axis=1) / valid
+        # Padding may hold -inf (a log-probability of 0): masked out, not multiplied by 0 (which gives NaN).
+        nll = -np.where(mask > 0, lp, 0.0).sum(axis=1) / valid
     columns = {
         "action": None if actions is None else _column(actions, "actions", n),
         "nll": None if nll is None else _rows(nll, "nll", ndim=1, n=n),
@@ -324,6 +325,14 @@ def _rows(x: Any, name: str, ndim: int, n: Optional[int] = None):
         raise InvalidInput(f"{name}: has {arr.shape[0]} rows, response_mask has {n}")
     if arr.dtype.kind not in "fiub":
         raise InvalidInput(f"{name}: must hold numbers, got dtype {arr.dtype}")
+    return arr
+
+
+def _like_mask(x: Any, name: str, mask):
+    """A rows × response length array of the mask's shape."""
+    arr = _rows(x, name, ndim=2, n=mask.shape[0])
+    if arr.shape != mask.shape:
+        raise InvalidInput(f"{name}: has shape {arr.shape}, response_mask has {mask.shape}")
     return arr
 
 
