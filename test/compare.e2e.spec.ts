@@ -1,4 +1,5 @@
-import { gql, metric, startTestServer, type ServerProcess } from './support/test-server';
+import { CreditlabClient, newEventId } from '@creditlab/client';
+import { ADMIN_KEY, gql, metric, startTestServer, type ServerProcess } from './support/test-server';
 import { syntheticRun } from './support/synthetic-run';
 
 /** `compare` against an independent computation of every statistic from the per-step rows it serves. */
@@ -260,4 +261,55 @@ test('with its sets stored, compare reads an iteration once, whatever the number
   // together with the iteration's shape: read one by one, each set read that shape again (two
   // statements more per method).
   expect(five - two).toBe(3);
+});
+
+test('the steps compare lists are found in trajectories stored in several slices', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'sliced', env: 'synthetic', method: 'grpo' });
+  // Two trajectories of one task, each streamed in three events: three slices each.
+  const events = ['a', 'b'].flatMap((t, ti) =>
+    [0, 1, 2].map((slice) => ({
+      id: newEventId(),
+      type: 'steps.appended' as const,
+      data: {
+        iteration: 0,
+        groupId: 'g',
+        trajectoryId: t,
+        firstStepIndex: slice * 2,
+        steps: [0, 1].map((j) => ({
+          state: `${t} state ${slice * 2 + j}`,
+          action: `${t} action ${slice * 2 + j}`,
+          reward: ti === 0 && slice === 2 && j === 1 ? 1 : 0,
+        })),
+      },
+    })),
+  );
+  await client.appendEvents(id, events);
+  const res = await gql<{
+    compare: { rows: { nodes: { trajectoryId: string; stepIndex: number; action: string }[] } };
+  }>(
+    server,
+    `query($run: ID!) { compare(runId: $run, methods: [{ name: "grpo" }]) {
+      rows(first: 100) { nodes { trajectoryId stepIndex action } } } }`,
+    { run: id },
+  );
+  expect(res.errors).toBeUndefined();
+  const nodes = res.data!.compare.rows.nodes;
+  expect(nodes).toHaveLength(12);
+  for (const n of nodes) expect(n.action).toBe(`${n.trajectoryId} action ${n.stepIndex}`);
+});
+
+test('a run without rollouts has nothing to compare, and says so', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'empty', env: 'synthetic', method: 'grpo' });
+  const res = await gql(
+    server,
+    `query($run: ID!) { compare(runId: $run, methods: [{ name: "grpo" }]) { stepCount methods { summary { mean } } } }`,
+    { run: id },
+  );
+  // It was an internal error: the summary's mean of no steps is NaN, which a GraphQL Float cannot carry.
+  expect(res.errors?.[0]).toMatchObject({
+    message: `run ${id} has no rollouts yet: there is nothing to compare`,
+    extensions: { code: 'BAD_USER_INPUT' },
+  });
 });

@@ -94,6 +94,11 @@ export class CompareService {
     const known = (await this.sets.iterationsOf(runId)).all;
     // Each iteration once, in order, whatever the list repeats.
     const its = iterations ? [...new Set(iterations)].sort((a, b) => a - b) : known;
+    if (its.length === 0)
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `run ${runId} has no rollouts yet: there is nothing to compare`,
+      );
     const missing = its.filter((i) => !known.includes(i));
     if (missing.length)
       throw new DomainError(
@@ -174,12 +179,19 @@ export class CompareService {
       action: string;
       reward: number;
     }>(
-      `SELECT k.n, st.text AS state, ac.text AS action, s.reward
+      // Each step by its slice: the slice that starts at or before it, one index probe per step (the
+      // same for its texts). Through the steps view, every slice of each listed step's trajectory was
+      // unnested whole, and a plan the planner may pick for a run growing fast scanned far more: a
+      // compare on a run in training was seen running for minutes.
+      `SELECT k.n, sl.reward[k.idx - sl.first_idx + 1] AS reward,
+              (SELECT text FROM texts WHERE run_id = $1 AND id = sl.state_id[k.idx - sl.first_idx + 1]) AS state,
+              (SELECT text FROM texts WHERE run_id = $1 AND id = sl.action_id[k.idx - sl.first_idx + 1]) AS action
        FROM unnest($2::int[], $3::int[], $4::int[], $5::int[]) WITH ORDINALITY AS k(iteration, group_ord, traj_ord, idx, n)
-       JOIN steps s ON s.run_id = $1 AND s.iteration = k.iteration AND s.group_ord = k.group_ord
-                   AND s.traj_ord = k.traj_ord AND s.idx = k.idx
-       JOIN texts st ON st.run_id = $1 AND st.id = s.state_id
-       JOIN texts ac ON ac.run_id = $1 AND ac.id = s.action_id`,
+       CROSS JOIN LATERAL (
+         SELECT s.first_idx, s.state_id, s.action_id, s.reward FROM step_slices s
+         WHERE s.run_id = $1 AND s.iteration = k.iteration AND s.group_ord = k.group_ord
+           AND s.traj_ord = k.traj_ord AND s.first_idx <= k.idx
+         ORDER BY s.first_idx DESC LIMIT 1) sl`,
       [
         runId,
         refs.map((r) => r.iteration),
