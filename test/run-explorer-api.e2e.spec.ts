@@ -192,6 +192,32 @@ test('a run: its parent, its children oldest first, and its last training and he
   });
 });
 
+test('iterationCount: the iterations that hold rollouts, where lastIteration also counts a later checkpoint', async () => {
+  // In a project of its own: the tests above count the explorer's runs.
+  const { id } = await admin.createRun({
+    name: 'from 4',
+    project: 'counting',
+    env: 'e',
+    method: 'grpo',
+  });
+  await admin.appendEvents(id, [
+    ...rolloutEvents(4, first), // as a fork from iteration 4 starts
+    ...rolloutEvents(5, second),
+    { id: newEventId(), type: 'metrics.logged', data: { iteration: 5, metrics: { loss: 1 } } },
+    { id: newEventId(), type: 'checkpoint.saved', data: { iteration: 6, uri: 's3://b/6' } },
+  ]);
+  const runs = await read<{
+    runs: { nodes: { id: string; lastIteration: number; iterationCount: number }[] };
+  }>('{ runs(first: 100) { nodes { id lastIteration iterationCount } } }');
+  const byId = new Map(runs.runs.nodes.map((r) => [r.id, r]));
+  expect(byId.get(id)).toMatchObject({ lastIteration: 6, iterationCount: 2 });
+  expect(byId.get(parentId)).toMatchObject({ lastIteration: 1, iterationCount: 2 });
+  expect(byId.get(forkId)).toMatchObject({ iterationCount: 0 });
+  await admin.appendEvents(id, [
+    { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
+  ]);
+});
+
 test('metricSeries: every logged metric and held-out success per iteration, only runs the key sees', async () => {
   const { metricSeries } = await read<{
     metricSeries: {

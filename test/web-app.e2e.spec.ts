@@ -96,6 +96,15 @@ test('sign in with an API key: kept for the session, sent as a bearer header, ne
   await shot('runs');
 });
 
+test('the runs list shows the iterations each run trained on', async () => {
+  // Three each, then the checkpoint after the last (iteration 3): lastIteration + 1 said 4.
+  const header = await page.locator('[data-testid=runs-table] th').allTextContents();
+  const column = header.indexOf('Iterations') + 1;
+  expect(column).toBeGreaterThan(0);
+  const cells = page.locator(`[data-testid=run-row] td:nth-child(${column})`);
+  expect(await cells.allTextContents()).toEqual(['3', '3']);
+});
+
 async function expectRows(n: number): Promise<void> {
   await page.waitForFunction(
     (want) => document.querySelectorAll('[data-testid=run-row]').length === want,

@@ -32,29 +32,36 @@ export function createRunLoaders(db: Database) {
       return ids.map((id) => rows.filter((r) => r.parentRunId === id));
     }),
 
-    /** The latest training success (metric successRate) and held-out success of each run. */
-    latest: new DataLoader<string, { training: number | null; evaluation: number | null }>(
-      async (ids) => {
-        const res = await pool.query<{
-          run_id: string;
-          training: number | null;
-          evaluation: number | null;
-        }>(
-          `SELECT r.id AS run_id,
-                  (SELECT (metrics->>'successRate')::float8 FROM iterations i
-                   WHERE i.run_id = r.id AND metrics ? 'successRate' ORDER BY iteration DESC LIMIT 1) AS training,
-                  (SELECT evaluation_success_rate FROM iterations i
-                   WHERE i.run_id = r.id AND evaluation_success_rate IS NOT NULL ORDER BY iteration DESC LIMIT 1) AS evaluation
-           FROM unnest($1::uuid[]) AS r(id)`,
-          [ids],
-        );
-        const byId = new Map(res.rows.map((r) => [r.run_id, r]));
-        return ids.map((id) => ({
-          training: byId.get(id)?.training ?? null,
-          evaluation: byId.get(id)?.evaluation ?? null,
-        }));
-      },
-    ),
+    /**
+     * What a list of runs shows of each beside its row: the latest training success (metric
+     * successRate), the latest held-out success, and how many iterations hold rollouts.
+     */
+    latest: new DataLoader<
+      string,
+      { training: number | null; evaluation: number | null; rolloutIterations: number }
+    >(async (ids) => {
+      const res = await pool.query<{
+        run_id: string;
+        training: number | null;
+        evaluation: number | null;
+        rollout_iterations: number;
+      }>(
+        `SELECT r.id AS run_id,
+                (SELECT (metrics->>'successRate')::float8 FROM iterations i
+                 WHERE i.run_id = r.id AND metrics ? 'successRate' ORDER BY iteration DESC LIMIT 1) AS training,
+                (SELECT evaluation_success_rate FROM iterations i
+                 WHERE i.run_id = r.id AND evaluation_success_rate IS NOT NULL ORDER BY iteration DESC LIMIT 1) AS evaluation,
+                (SELECT count(*)::int FROM iterations i WHERE i.run_id = r.id AND i.step_count > 0) AS rollout_iterations
+         FROM unnest($1::uuid[]) AS r(id)`,
+        [ids],
+      );
+      const byId = new Map(res.rows.map((r) => [r.run_id, r]));
+      return ids.map((id) => ({
+        training: byId.get(id)?.training ?? null,
+        evaluation: byId.get(id)?.evaluation ?? null,
+        rolloutIterations: byId.get(id)?.rollout_iterations ?? 0,
+      }));
+    }),
 
     iterations: new DataLoader<string, Iteration[]>(async (runIds) => {
       const res = await pool.query<{

@@ -108,6 +108,17 @@ export class RunsResolver {
     return (await loaders.latest.load(run.id)).evaluation;
   }
 
+  @ResolveField(() => Int, {
+    description:
+      'How many iterations hold rollouts: the iterations it trained on (a fork counts its own, from its fork point; `lastIteration` also counts events such as the checkpoint after the last one).',
+  })
+  async iterationCount(
+    @Parent() run: Run,
+    @Context('loaders') loaders: RunLoaders,
+  ): Promise<number> {
+    return (await loaders.latest.load(run.id)).rolloutIterations;
+  }
+
   @Query(() => Run, { nullable: true, description: 'A run; null if absent or in another project.' })
   @Requires('read')
   run(

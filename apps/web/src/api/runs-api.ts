@@ -33,9 +33,10 @@ export async function fetchRuns(caps: Capabilities, q: RunQuery): Promise<Page<R
     ? 'lastTrainingSuccess lastEvaluationSuccess'
     : 'iterations { metrics evaluationSuccessRate }';
   const total = caps.has('RunConnection.totalCount') ? 'totalCount' : '';
+  const count = caps.has('Run.iterationCount') ? 'iterationCount' : '';
   const query = `query Runs($filter: RunFilter, $first: Int, $after: String${sorted ? ', $sort: RunSort' : ''}) {
     runs(filter: $filter, first: $first, after: $after${sorted ? ', sort: $sort' : ''}) {
-      nodes { id name project env method status lastIteration createdAt tags parentRunId ${extra} }
+      nodes { id name project env method status lastIteration ${count} createdAt tags parentRunId ${extra} }
       pageInfo { endCursor hasNextPage } ${total}
     }
   }`;

@@ -14,6 +14,8 @@ export interface RunRow {
   parentRunId: string | null;
   lastTrainingSuccess?: number | null;
   lastEvaluationSuccess?: number | null;
+  /** Iterations that hold rollouts (absent from servers before it). */
+  iterationCount?: number;
 }
 
 export interface Iteration {

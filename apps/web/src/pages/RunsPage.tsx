@@ -188,7 +188,7 @@ function RunsTable({ runs }: { runs: RunRow[] }) {
               <td>
                 <StatusPill status={r.status} />
               </td>
-              <td className="num">{r.lastIteration === null ? 0 : r.lastIteration + 1}</td>
+              <td className="num">{iterationsOf(r)}</td>
               <td className="num">{pct(r.lastTrainingSuccess)}</td>
               <td className="num">{pct(r.lastEvaluationSuccess)}</td>
               <td>{when(r.createdAt)}</td>
@@ -210,4 +210,12 @@ function RunsTable({ runs }: { runs: RunRow[] }) {
       </table>
     </div>
   );
+}
+
+/**
+ * The iterations a run trained on. `lastIteration + 1` (servers without iterationCount) overcounts a
+ * run whose last event is the checkpoint after its last iteration, and a fork, which starts later.
+ */
+function iterationsOf(r: RunRow): number {
+  return r.iterationCount ?? (r.lastIteration === null ? 0 : r.lastIteration + 1);
 }
