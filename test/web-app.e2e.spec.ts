@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
+import { CreditlabClient, newEventId } from '@creditlab/client';
 import { startBrowser, type TestBrowser } from './support/browser';
 import { npmRun } from './support/cli';
 import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
@@ -322,6 +323,37 @@ test('GET /graphql in the browser opens GraphiQL from the app’s own assets, wi
   }, ADMIN_KEY.split('_')[1]!);
   expect(outside).toEqual([]);
   await shot('graphql');
+});
+
+test('a trajectory address with no such iteration says so instead of loading for ever', async () => {
+  await page.goto(`${server.url}/runs/${parentId}/iterations/99/groups/`);
+  await page.getByRole('alert').getByText('iteration 99 has no rollouts').waitFor();
+  await page.goto(`${server.url}/runs/${parentId}/iterations/abc/groups/`);
+  await page.getByRole('alert').getByText('"abc" is not an iteration number').waitFor();
+  expect(await page.getByText('Loading the group').count()).toBe(0);
+});
+
+test('a long run’s iterations are paged, newest first, down to its first', async () => {
+  // Last among the pages' tests: the runs list above counts two runs.
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'long', env: 'e', method: 'grpo' });
+  await client.appendEvents(
+    id,
+    Array.from({ length: 201 }, (_, i) => ({
+      id: newEventId(),
+      type: 'metrics.logged' as const,
+      data: { iteration: i, metrics: { loss: 1 / (i + 1) } },
+    })),
+  );
+  await page.goto(`${server.url}/runs/${id}`);
+  const pager = page.getByTestId('iterations-pager');
+  const firstColumn = page.locator('[data-testid=iterations-table] tbody tr td:first-child');
+  await pager.getByText('iterations 1–200 (200 of 201)').waitFor();
+  expect(await firstColumn.count()).toBe(200);
+  await pager.getByRole('button', { name: 'Older →' }).click();
+  await pager.getByText('iterations 0–0 (1 of 201)').waitFor();
+  expect(await firstColumn.allTextContents()).toEqual(['0']);
+  expect(await pager.getByRole('button', { name: 'Older →' }).isDisabled()).toBe(true);
 });
 
 test('no console errors on any page', () => {

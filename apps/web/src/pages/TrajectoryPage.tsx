@@ -19,6 +19,7 @@ import { GroupTable } from './trajectory/GroupTable';
 export function TrajectoryPage() {
   const { runId = '', iteration = '0', groupId = '' } = useParams();
   const it = Number(iteration);
+  const validIteration = /^\d+$/.test(iteration) && Number.isSafeInteger(it);
   const caps = useCaps();
   const [params, updateParams] = useUrlParams();
   const navigate = useNavigate();
@@ -30,6 +31,7 @@ export function TrajectoryPage() {
   const ids = useQuery({
     queryKey: ['group-ids', runId, it],
     queryFn: () => fetchGroupIds(runId, it),
+    enabled: validIteration,
   });
   const picked = parseMethods(params.get('m'));
   const methods: MethodInput[] = picked.length
@@ -55,6 +57,8 @@ export function TrajectoryPage() {
       );
   };
   if (run.isError) return <Failure error={run.error} />;
+  // Each of these had left the page on "Loading the group…" for good: the group's query never ran.
+  if (!validIteration) return <Failure error={`"${iteration}" is not an iteration number`} />;
   return (
     <section className="trajectory">
       <h1>
@@ -82,9 +86,13 @@ export function TrajectoryPage() {
         </Link>
       </div>
       <MethodChips methods={methods} onChange={setMethods} />
-      {(group.isPending || ids.isPending) && <Loading what="the group" />}
+      {(ids.isPending || (gid !== '' && group.isPending)) && <Loading what="the group" />}
+      {ids.isError && <Failure error={ids.error} />}
+      {ids.data?.length === 0 && <Failure error={`iteration ${it} has no rollouts`} />}
       {group.isError && <Failure error={group.error} />}
-      {group.data === null && <Failure error={`no group ${gid} in iteration ${it}`} />}
+      {group.data === null && ids.data?.length !== 0 && (
+        <Failure error={`no group ${gid} in iteration ${it}`} />
+      )}
       {group.data && (
         <GroupTable
           group={group.data}

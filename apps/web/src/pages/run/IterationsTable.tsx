@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { Link } from 'react-router';
 import type { RunDetail } from '../../api/types';
 import { fmt, pct } from '../../components/format';
@@ -8,14 +9,30 @@ export function IterationsTable({ run }: { run: RunDetail }) {
     .filter((n) => n !== 'successRate')
     .sort()
     .slice(0, 4);
-  const recent = run.iterations.slice(-200).reverse();
+  // Newest first, a page of PAGE rows at a time: a long run's table stays light, and its first
+  // iterations are a few clicks away (they were out of reach past the newest 200).
+  const [page, setPage] = useState(0);
+  const total = run.iterations.length;
+  const pages = Math.max(1, Math.ceil(total / PAGE));
+  const shown = Math.min(page, pages - 1);
+  const end = total - shown * PAGE;
+  const recent = run.iterations.slice(Math.max(0, end - PAGE), end).reverse();
   return (
     <div>
       <h2>Iterations</h2>
-      {run.iterations.length > recent.length && (
-        <p className="muted small">
-          The last {recent.length} of {run.iterations.length}.
-        </p>
+      {pages > 1 && (
+        <div className="pager" data-testid="iterations-pager">
+          <button type="button" disabled={shown === 0} onClick={() => setPage(shown - 1)}>
+            ← Newer
+          </button>
+          <span>
+            iterations {recent.at(-1)?.index}–{recent[0]?.index} ({recent.length} of{' '}
+            {total.toLocaleString('en')})
+          </span>
+          <button type="button" disabled={shown >= pages - 1} onClick={() => setPage(shown + 1)}>
+            Older →
+          </button>
+        </div>
       )}
       <div className="table-wrap scroll-y">
         <table className="grid" data-testid="iterations-table">
@@ -67,3 +84,6 @@ export function IterationsTable({ run }: { run: RunDetail }) {
     </div>
   );
 }
+
+/** Iterations shown at a time. */
+const PAGE = 200;
