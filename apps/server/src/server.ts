@@ -59,9 +59,11 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
   const db = Database.connect(databaseUrl, {
     connections: config.connections.reads,
     ingestConnections: config.connections.ingest,
+    statementTimeoutMs: config.connections.statementTimeoutMs,
   });
   try {
-    await prepareDatabase(db.pool, (line) => logger.log(line));
+    // On the connections without a statement timeout: a migration or a rebuild may take long.
+    await prepareDatabase(db.ingestPool, (line) => logger.log(line));
     const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, db), {
       logger: logging.nestLogger(),
       // A module that cannot be created rejects here (and start-up says why, then stops the

@@ -41,6 +41,7 @@ const schema = z.object({
   CREDITLAB_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).default(4),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
+  CREDITLAB_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().min(0).default(120),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
   CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),
   CREDITLAB_GRAPHQL_MAX_FIELDS: z.coerce.number().int().min(10).default(10_000),
@@ -72,7 +73,12 @@ export interface AppConfig {
   databaseUrl?: string;
   embeddedPostgres: { dataDir?: string; port: number; database: string };
   /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
-  connections: { reads: number; ingest: number };
+  connections: {
+    reads: number;
+    ingest: number;
+    /** The longest a statement on the reads' connections may run (0: no limit). */
+    statementTimeoutMs: number;
+  };
   limits: {
     maxLineBytes: number;
     maxRequestBytes: number;
@@ -184,7 +190,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       port: e.CREDITLAB_PG_PORT,
       database: e.CREDITLAB_PG_DATABASE,
     },
-    connections: { reads: e.CREDITLAB_DB_CONNECTIONS, ingest: e.CREDITLAB_INGEST_CONNECTIONS },
+    connections: {
+      reads: e.CREDITLAB_DB_CONNECTIONS,
+      ingest: e.CREDITLAB_INGEST_CONNECTIONS,
+      statementTimeoutMs: e.CREDITLAB_STATEMENT_TIMEOUT_SECONDS * 1000,
+    },
     limits: {
       maxLineBytes: e.CREDITLAB_MAX_LINE_BYTES,
       maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,

@@ -28,10 +28,19 @@ export class Database {
     this.prisma = createPrismaClient(pool);
   }
 
-  static connect(url: string, sizes = { connections: 10, ingestConnections: 8 }): Database {
+  static connect(
+    url: string,
+    sizes = { connections: 10, ingestConnections: 8, statementTimeoutMs: 0 },
+  ): Database {
     const logger = new Logger('database');
-    const open = (max: number) => {
-      const pool = new pg.Pool({ connectionString: url, max });
+    const open = (max: number, statementTimeoutMs = 0) => {
+      const pool = new pg.Pool({
+        connectionString: url,
+        max,
+        // PostgreSQL's own limit, so that a statement is stopped where it runs: a read whose plan went
+        // wrong had run for minutes after its client left, and held the server's shutdown meanwhile.
+        ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+      });
       // A connection can lose its server at any time (PostgreSQL restarted or killed, a failover),
       // and pg reports that as an 'error' event: on the pool for an idle client, on the client itself
       // while it is checked out (a transaction between two statements). Unheard, either event would
@@ -43,7 +52,12 @@ export class Database {
       );
       return pool;
     };
-    return new Database(open(sizes.connections), url, open(sizes.ingestConnections));
+    // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
+    return new Database(
+      open(sizes.connections, sizes.statementTimeoutMs),
+      url,
+      open(sizes.ingestConnections),
+    );
   }
 
   async close(): Promise<void> {

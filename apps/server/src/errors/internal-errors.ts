@@ -64,6 +64,18 @@ export function isDatabaseUnavailable(e: unknown): boolean {
   return false;
 }
 
+/** PostgreSQL stopped a statement at statement_timeout (SQLSTATE 57014, "canceling statement due to statement timeout"). */
+function isStatementTimeout(e: unknown): boolean {
+  const pending: unknown[] = [e];
+  for (let seen = 0; pending.length && seen < 10; seen++) {
+    const err = pending.shift() as ErrorShape | undefined;
+    if (!err || typeof err !== 'object') continue;
+    if (err.code === '57014' && String(err.message).includes('statement timeout')) return true;
+    pending.push(err.cause, err.meta?.driverAdapterError);
+  }
+  return false;
+}
+
 /**
  * What a caller may be told about any error: a DomainError as it is; Nest's own HTTP errors
  * (an unknown route, a path parameter that is not a number) by their status; an unreachable
@@ -72,6 +84,14 @@ export function isDatabaseUnavailable(e: unknown): boolean {
  */
 export function publicError(e: unknown, requestId?: string): DomainError | HttpException {
   if (e instanceof DomainError || e instanceof HttpException) return e;
+  if (isStatementTimeout(e)) {
+    logger.warn(`statement timeout: ${(e as Error).message}`);
+    return new DomainError(
+      ErrorCode.StatementTimeout,
+      'a database statement of this request ran longer than the server allows (CREDITLAB_STATEMENT_TIMEOUT_SECONDS) and was stopped; ask for less at once, or retry',
+      requestId ? { requestId } : {},
+    );
+  }
   if (isDatabaseUnavailable(e)) {
     logger.warn(`database unavailable: ${(e as Error)?.message ?? String(e)}`);
     return new DomainError(
