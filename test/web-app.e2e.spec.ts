@@ -292,6 +292,23 @@ test('start a recompute from the run page and watch it complete', async () => {
   await shot('jobs');
 });
 
+test('a fork’s page names its parent and offers its own method to recompute; dates read one way', async () => {
+  const { run } = await data<{ run: { name: string } }>(
+    'query($id: ID!) { run(id: $id) { name } }',
+    { id: parentId },
+  );
+  await page.goto(`${server.url}/runs/${forkId}`);
+  const lineage = page.getByTestId('lineage');
+  // The parent was shown as its id.
+  await lineage.getByRole('link', { name: run.name }).waitFor();
+  expect(await lineage.textContent()).not.toContain(parentId);
+  // The fork trains grpo: its recompute starts from grpo, not from gigpo whatever the run.
+  expect(await page.getByLabel('Recompute method').inputValue()).toBe('grpo');
+  await page.goto(`${server.url}/`);
+  const created = await page.locator('[data-testid=run-row] td:nth-child(9)').first().textContent();
+  expect(created).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/); // not 03/12/2026: March or December?
+});
+
 test('the estimators page lists the registry', async () => {
   await page.getByRole('link', { name: 'Estimators', exact: true }).click();
   const { estimators } = await data<{ estimators: { name: string }[] }>('{ estimators { name } }');

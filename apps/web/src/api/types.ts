@@ -45,6 +45,8 @@ export interface RunDetail extends RunRow {
     path: string;
   }[];
   children?: RunRow[];
+  /** The run it was forked or retrained from (absent from servers before it; null if none). */
+  parent?: Pick<RunRow, 'id' | 'name' | 'method'> | null;
 }
 
 export interface Job {

@@ -5,8 +5,13 @@ export { fmt };
 export const pct = (v: number | null | undefined) =>
   v === null || v === undefined || Number.isNaN(v) ? '–' : `${(100 * v).toFixed(0)} %`;
 
-export const when = (iso: string | null | undefined) =>
-  iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' }) : '–';
+/** A moment as `2026-12-03 05:40`, local time: "03/12/2026" read as March in half the world. */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '–';
+  const d = new Date(iso);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
+}
 
 export const shortId = (id: string) => id.slice(0, 8);
 

@@ -67,8 +67,8 @@ export function RunsPage() {
         <>
           <p className="muted" data-testid="runs-count">
             {runs.data.totalCount != null
-              ? `${runs.data.totalCount.toLocaleString('en')} runs`
-              : `${nodes.length} runs on this page`}
+              ? plural(runs.data.totalCount, 'run')
+              : `${plural(nodes.length, 'run')} on this page`}
             {runs.isFetching && ' · refreshing'}
           </p>
           <RunsTable runs={nodes} />
@@ -219,3 +219,6 @@ function RunsTable({ runs }: { runs: RunRow[] }) {
 function iterationsOf(r: RunRow): number {
   return r.iterationCount ?? (r.lastIteration === null ? 0 : r.lastIteration + 1);
 }
+
+const plural = (n: number, noun: string) =>
+  `${n.toLocaleString('en')} ${noun}${n === 1 ? '' : 's'}`;

@@ -49,6 +49,7 @@ export function JobsPanel({ run }: { run: RunDetail }) {
       {canWrite(viewer) && (
         <RecomputeForm
           runId={run.id}
+          runMethod={run.method}
           onStarted={() => void queries.invalidateQueries({ queryKey: ['jobs', run.id] })}
         />
       )}
@@ -118,9 +119,21 @@ export function JobsPanel({ run }: { run: RunDetail }) {
   );
 }
 
-function RecomputeForm({ runId, onStarted }: { runId: string; onStarted(): void }) {
+function RecomputeForm({
+  runId,
+  runMethod,
+  onStarted,
+}: {
+  runId: string;
+  /** The run's own method, chosen first (another estimator is a choice away). */
+  runMethod: string;
+  onStarted(): void;
+}) {
   const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
-  const [method, setMethod] = useState('gigpo');
+  const [picked, setMethod] = useState<string | null>(null);
+  // The run's own method until another is picked, if the registry has it (a run's method is a label).
+  const known = estimators.data?.some((e) => e.name === runMethod) ?? true;
+  const method = picked ?? (known ? runMethod : 'gigpo');
   const [params, setParams] = useState<Record<string, Json>>({});
   const [iterations, setIterations] = useState('');
   const start = useMutation({

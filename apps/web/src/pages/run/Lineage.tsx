@@ -18,7 +18,13 @@ export function Lineage({ run }: { run: RunDetail }) {
         Parent:{' '}
         {run.parentRunId ? (
           <>
-            <Link to={`/runs/${run.parentRunId}`}>{run.parentRunId}</Link>
+            <Link to={`/runs/${run.parentRunId}`}>{run.parent?.name ?? run.parentRunId}</Link>
+            {run.parent && (
+              <>
+                {' '}
+                <MethodName name={run.parent.method} />
+              </>
+            )}
             {run.forkIteration !== null && ` (from iteration ${run.forkIteration})`}
           </>
         ) : (
