@@ -179,6 +179,13 @@ test('a run page draws one chart per logged metric, each with a series per run s
   await page.getByTestId('events-table').waitFor();
   await page.getByTestId('curve-successRate').scrollIntoViewIfNeeded();
   await shot('run');
+  // Hovering a curve: the tooltip names the iteration (it said "1.00").
+  const box = (await page.getByTestId('curve-successRate').boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page
+    .getByText(/^iteration [0-2]$/)
+    .first()
+    .waitFor();
 });
 
 test('compare three methods: summary, a histogram each, the pairwise density with its correlations', async () => {

@@ -62,6 +62,8 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
       ...(spec.xPercent
         ? { min: 0, max: 1, axisLabel: { formatter: pct } }
         : { minInterval: 1, min: 'dataMin' }),
+      // The tooltip's heading: "iteration 4", where ECharts wrote the bare axis value ("4.00").
+      axisPointer: { label: { formatter: ({ value }) => xLabel(spec, Number(value)) } },
     },
     yAxis: {
       type: 'value',
@@ -83,6 +85,11 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
       sampling: 'lttb',
     })),
   };
+}
+
+/** An x value named by its axis: `iteration 4`, or a percentage on a fraction axis. */
+export function xLabel(spec: Pick<LineChartSpec, 'xName' | 'xPercent'>, x: number): string {
+  return spec.xPercent ? pct(x) : `${spec.xName} ${fmt(x)}`;
 }
 
 /** 3 significant digits, without exponent noise for ordinary values. */

@@ -37,6 +37,11 @@ test('learning curves: a named series per run in its method colour, the others d
   expect((option.legend as { data: string[] }).data).toEqual(['run a', 'fork b']);
   expect(option.xAxis).toMatchObject({ name: 'iteration' });
   expect(option.yAxis).toMatchObject({ name: 'success', min: 0, max: 1 });
+  // The tooltip's heading names the iteration (it was the bare axis value, "4.00").
+  const heading = (
+    option.xAxis as { axisPointer: { label: { formatter(p: { value: number }): string } } }
+  ).axisPointer.label.formatter;
+  expect(heading({ value: 4 })).toBe('iteration 4');
 });
 
 test('a histogram draws one bar per server bin, centred between its edges', () => {
