@@ -349,6 +349,23 @@ test('GET /graphql in the browser opens GraphiQL from the app’s own assets, wi
   await shot('graphql');
 });
 
+test('compare reads iterations as numbers and ranges, and says what it cannot read', async () => {
+  await page.goto(`${server.url}/runs/${parentId}/compare?it=abc`);
+  await page
+    .getByRole('alert')
+    .getByText('iterations: "abc" is not an iteration or a range of them (e.g. 0,2,5-9, or all)')
+    .waitFor();
+  expect(await page.getByLabel('Iterations').inputValue()).toBe('abc'); // kept, to be corrected
+  await page.goto(`${server.url}/runs/${parentId}/compare?it=1-2`);
+  await page.getByTestId('compare-scope').filter({ hasText: 'in iterations 1, 2' }).waitFor();
+  expect(await page.getByLabel('Iterations').inputValue()).toBe('1,2');
+  await page.goto(`${server.url}/runs/${parentId}/compare?m=garbage`);
+  await page
+    .getByRole('alert')
+    .getByText(/^methods: the address's m is not a list/)
+    .waitFor();
+});
+
 test('a trajectory address with no such iteration says so instead of loading for ever', async () => {
   await page.goto(`${server.url}/runs/${parentId}/iterations/99/groups/`);
   await page.getByRole('alert').getByText('iteration 99 has no rollouts').waitFor();

@@ -20,14 +20,33 @@ function defaultIterations(run: RunDetail): number[] | null {
   return last ? [last.index] : null;
 }
 
-export function parseIterations(text: string | null): number[] | null | undefined {
-  if (text === null) return undefined;
-  if (text === 'all') return null;
-  const its = text
-    .split(',')
-    .map((s) => Number(s.trim()))
-    .filter((n) => Number.isInteger(n) && n >= 0);
-  return its.length ? its : undefined;
+/** The most iterations one address may list (a range expands to its iterations). */
+const MAX_LISTED = 10_000;
+
+/**
+ * The `it` of the address: undefined (none: the default), null ("all"), or iterations given as numbers
+ * and ranges (`0,2,5-9`); `error` names what is not one of those. A bad entry was dropped without a word,
+ * so "abc" or "1-3" compared the last iteration.
+ */
+export function parseIterations(text: string | null): {
+  iterations: number[] | null | undefined;
+  error?: string;
+} {
+  if (text === null || text.trim() === '') return { iterations: undefined };
+  if (text.trim() === 'all') return { iterations: null };
+  const out: number[] = [];
+  for (const part of text.split(',').map((s) => s.trim())) {
+    const m = /^(\d+)(?:\s*-\s*(\d+))?$/.exec(part);
+    const from = m ? Number(m[1]) : NaN;
+    const to = m?.[2] === undefined ? from : Number(m[2]);
+    if (!m || to < from || out.length + (to - from + 1) > MAX_LISTED)
+      return {
+        iterations: undefined,
+        error: `iterations: "${part}" is not an iteration or a range of them (e.g. 0,2,5-9, or all)`,
+      };
+    for (let i = from; i <= to; i++) out.push(i);
+  }
+  return { iterations: out };
 }
 
 /** Several estimators on the same stored rollouts: form in the URL, results below. */
@@ -44,11 +63,17 @@ export function ComparePage() {
   const methods = parseMethods(params.get('m'));
   const chosen = r ? (methods.length ? methods : defaultMethods(r)) : [];
   const parsed = parseIterations(params.get('it'));
-  const iterations = r ? (parsed === undefined ? defaultIterations(r) : parsed) : null;
+  const iterations = r
+    ? parsed.iterations === undefined
+      ? defaultIterations(r)
+      : parsed.iterations
+    : null;
+  // An address naming methods none of which could be read: said, rather than comparing others silently.
+  const unreadMethods = !!params.get('m') && methods.length === 0;
   const comparison = useQuery({
     queryKey: ['compare', runId, JSON.stringify(chosen), iterations?.join(',') ?? 'all'],
     queryFn: () => fetchComparison(caps!, runId, chosen, iterations),
-    enabled: !!caps && !!r && chosen.length > 0,
+    enabled: !!caps && !!r && chosen.length > 0 && !parsed.error && !unreadMethods,
     staleTime: 60_000,
   });
   if (run.isPending) return <Loading what="the run" />;
@@ -68,10 +93,22 @@ export function ComparePage() {
       <CompareForm
         key={JSON.stringify(chosen) + String(iterations)}
         methods={chosen}
-        iterations={iterations === null ? 'all' : iterations.join(',')}
+        iterations={
+          parsed.error
+            ? (params.get('it') ?? '')
+            : iterations === null
+              ? 'all'
+              : iterations.join(',')
+        }
         onSubmit={submit}
       />
-      {comparison.isPending && <Loading what={`the comparison of ${chosen.length} methods`} />}
+      {parsed.error && <Failure error={parsed.error} />}
+      {unreadMethods && (
+        <Failure error="methods: the address's m is not a list of methods; choose them above" />
+      )}
+      {comparison.isPending && !parsed.error && !unreadMethods && (
+        <Loading what={`the comparison of ${chosen.length} methods`} />
+      )}
       {comparison.isError && <Failure error={comparison.error} />}
       {comparison.data && <CompareResults run={r} methods={chosen} comparison={comparison.data} />}
     </section>
