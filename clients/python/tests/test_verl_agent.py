@@ -250,3 +250,31 @@ def test_log_probs_masked_out_may_be_minus_infinity_and_shapes_must_match_the_ma
     with pytest.raises(InvalidInput, match=r"^token_level_rewards: has shape \(\d+, 11\), response_mask has \(\d+, 12\)$"):
         compute_advantages(run, 1, "grpo", **inputs(data, rewards=None, token_level_rewards=data["token_level_rewards"][:, :-1]))
     run.finish()
+
+
+def test_apply_to_batch_sets_advantages_and_returns_and_reads_outcomes_under_their_key(client):
+    from types import SimpleNamespace
+
+    from creditlab.integrations.verl_agent import apply_to_batch
+
+    fixture = load(conformance_fixtures("verl-agent")[0])
+    data = verl_rows(fixture["batch"], seed=12)
+    expected = fixture["expected"][6]  # gigpo
+    outcomes = np.array(["truncated" if r["traj_uid"] == data["rows"][0]["traj_uid"] else (r["outcome"] or "failure") for r in data["rows"]], dtype=object)
+    nt = {k: data[k] for k in ("uid", "traj_uid", "anchor_obs", "rewards", "step_index", "actions")}
+    batch = SimpleNamespace(
+        batch={k: data[k] for k in ("token_level_rewards", "response_mask")},
+        non_tensor_batch={**nt, "episode_outcome": outcomes},
+    )
+    run = client.create_run(name="verl-agent apply", env="fixtures", method="gigpo")
+    out = apply_to_batch(run, batch, 0, expected["method"], expected["params"], step_index_key="step_index", actions_key="actions", outcomes_key="episode_outcome")
+    assert out is batch and out.batch["returns"] is out.batch["advantages"]
+    assert out.batch["advantages"].shape == data["response_mask"].shape
+    run.flush(require_sent=True)
+    truncated = client.graphql(
+        'query($id: ID!) { run(id: $id) { groups(iteration: 0, first: 100) { nodes { trajectories { id outcome } } } } }',
+        {"id": run.id},
+    )["run"]["groups"]["nodes"]
+    marked = {t["id"]: t["outcome"] for g in truncated for t in g["trajectories"]}
+    assert marked[data["rows"][0]["traj_uid"]] == "TRUNCATED"
+    run.finish()

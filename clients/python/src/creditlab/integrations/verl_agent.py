@@ -141,11 +141,14 @@ def apply_to_batch(
     actions_key: Optional[str] = None,
     embeddings_key: Optional[str] = None,
     values_key: Optional[str] = None,
+    outcomes_key: Optional[str] = None,
     use_old_log_probs: bool = False,
     fallback: Optional[Callable[[Any], Any]] = None,
 ):
     """
-    The same for a verl `DataProto`: reads the fields above from `data.batch` / `data.non_tensor_batch`,
+    The same for a verl `DataProto`: reads the fields above from `data.batch` / `data.non_tensor_batch`
+    (the optional ones under the keys given: `outcomes_key` names per-row outcomes, e.g. to mark an
+    episode cut by the step limit "truncated"),
     sets `data.batch['advantages']` and `data.batch['returns']` (equal, as verl-agent's outcome estimators
     set them) and returns `data`. `fallback(data)` is called instead when the server cannot be reached.
     """
@@ -169,6 +172,7 @@ def apply_to_batch(
             actions=optional(actions_key),
             embeddings=optional(embeddings_key),
             values=optional(values_key),
+            outcomes=optional(outcomes_key),
             old_log_probs=batch("old_log_probs") if use_old_log_probs else None,
         )
     except ServerUnavailable as e:
