@@ -374,6 +374,31 @@ test('a trajectory address with no such iteration says so instead of loading for
   expect(await page.getByText('Loading the group').count()).toBe(0);
 });
 
+test('on a phone’s width every page keeps to the screen: tables scroll inside themselves', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    for (const path of [
+      '/',
+      `/runs/${parentId}`,
+      `/runs/${parentId}/compare`,
+      `/runs/${parentId}/iterations/0/groups/`,
+      '/estimators',
+    ]) {
+      await page.goto(`${server.url}${path}`);
+      await page.locator('h1, [data-testid=runs-table]').first().waitFor();
+      await page.waitForLoadState('networkidle');
+      // The page scrolled sideways: 496 to 906 px wide (the header, the curves' grid, tables).
+      const [width, screen] = await page.evaluate(() => [
+        document.documentElement.scrollWidth,
+        document.documentElement.clientWidth, // 390 less a scroll bar
+      ]);
+      expect({ path, width }).toEqual({ path, width: screen });
+    }
+  } finally {
+    await page.setViewportSize({ width: 1400, height: 900 });
+  }
+});
+
 test('a long run’s iterations are paged, newest first, down to its first', async () => {
   // Last among the pages' tests: the runs list above counts two runs.
   const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
