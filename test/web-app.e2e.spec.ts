@@ -24,6 +24,7 @@ interface PageNode {
 declare const document: {
   querySelector(selector: string): PageNode | null;
   querySelectorAll(selector: string): { length: number };
+  documentElement: { scrollWidth: number; clientWidth: number };
 };
 declare const sessionStorage: { getItem(key: string): string | null };
 interface SelectNode {
