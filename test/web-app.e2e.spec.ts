@@ -311,7 +311,9 @@ test('a fork’s page names its parent and offers its own method to recompute; d
   await lineage.getByRole('link', { name: run.name }).waitFor();
   expect(await lineage.textContent()).not.toContain(parentId);
   // The fork trains grpo: its recompute starts from grpo, not from gigpo whatever the run.
-  expect(await page.getByLabel('Recompute method').inputValue()).toBe('grpo');
+  const recompute = page.getByLabel('Recompute method');
+  await recompute.locator('option').first().waitFor({ state: 'attached' }); // the registry's, once loaded
+  expect(await recompute.inputValue()).toBe('grpo');
   await page.goto(`${server.url}/`);
   const created = await page.locator('[data-testid=run-row] td:nth-child(9)').first().textContent();
   expect(created).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/); // not 03/12/2026: March or December?
