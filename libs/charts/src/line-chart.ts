@@ -10,7 +10,25 @@ export interface CurveSeries {
   points: [number, number][];
   /** Drawn dashed: a second run of the same method (a fork, a retrain, a picked run). */
   dashed?: boolean;
+  /**
+   * Which of the same method's lines this is (0: solid; 1, 2, …: dashed, dotted, dash-dot, …, each with
+   * its own point marker), so that several runs of one method, all in its colour, can be told apart.
+   * Overrides `dashed`.
+   */
+  variant?: number;
 }
+
+/** Line patterns and point markers by variant: solid first. */
+const PATTERNS: ('solid' | 'dashed' | 'dotted' | number[])[] = [
+  'solid',
+  'dashed',
+  'dotted',
+  [10, 3, 2, 3],
+  [14, 5],
+  [2, 6],
+];
+// The first is ECharts' own default: a run alone, or a document's charts, draw as they did.
+const MARKERS = ['emptyCircle', 'rect', 'triangle', 'diamond', 'pin', 'arrow'];
 
 export interface LineChartSpec {
   title?: string;
@@ -73,17 +91,22 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
       scale: !spec.percent,
       ...(spec.percent ? { min: 0, max: 1, axisLabel: { formatter: pct } } : {}),
     },
-    series: spec.series.map((s) => ({
-      type: 'line',
-      name: s.name,
-      data: s.points,
-      showSymbol: s.points.length < 60,
-      symbolSize: 5,
-      color: methodColour(s.method),
-      lineStyle: { width: 2, type: s.dashed ? 'dashed' : 'solid' },
-      // Long curves are thinned for drawing only (largest-triangle), never for the tooltip's values.
-      sampling: 'lttb',
-    })),
+    series: spec.series.map((s) => {
+      const variant = (s.variant ?? (s.dashed ? 1 : 0)) % PATTERNS.length;
+      return {
+        type: 'line' as const,
+        name: s.name,
+        data: s.points,
+        showSymbol: s.points.length < 60,
+        // (`dashed` alone keeps the default marker: the documents' charts draw as before)
+        symbol: MARKERS[s.variant === undefined ? 0 : variant],
+        symbolSize: 5,
+        color: methodColour(s.method),
+        lineStyle: { width: 2, type: PATTERNS[variant] },
+        // Long curves are thinned for drawing only (largest-triangle), never for the tooltip's values.
+        sampling: 'lttb' as const,
+      };
+    }),
   };
 }
 

@@ -75,3 +75,20 @@ test('density: row-major counts (y outer) become cells at (x bin, y bin); empty 
   expect(title.subtext).toContain('13 steps in 3×2 bins (binned on the server)');
   expect(title.subtext).toContain('Pearson r = 0.500, Spearman ρ = –');
 });
+
+test('several runs of one method, all in its colour, each get a line pattern and marker of their own', () => {
+  const option = lineChartOption({
+    xName: 'iteration',
+    yName: 'loss',
+    series: [0, 1, 2].map((variant) => ({
+      name: `run ${variant}`,
+      method: 'gigpo',
+      points: [[0, 1]] as [number, number][],
+      variant,
+    })),
+  });
+  const series = option.series as { color: string; symbol: string; lineStyle: { type: unknown } }[];
+  expect(new Set(series.map((s) => s.color)).size).toBe(1);
+  expect(series.map((s) => s.lineStyle.type)).toEqual(['solid', 'dashed', 'dotted']);
+  expect(new Set(series.map((s) => s.symbol)).size).toBe(3);
+});

@@ -23,7 +23,8 @@ const isFraction = (name: string) => name === 'successRate' || name.endsWith('.s
 
 /**
  * A chart per metric over iterations: this run, its forks and retrains, and runs the user picks,
- * each in its method's colour (the run itself solid, the others dashed).
+ * each in its method's colour (the run itself solid, the others dashed, dotted, … so that runs of
+ * one method differ).
  */
 export function LearningCurves({ run }: { run: RunDetail }) {
   const caps = useCaps();
@@ -88,15 +89,20 @@ function CurveCharts({
   return (
     <div className="curves" data-testid="curves" data-metrics={metrics.length}>
       {metrics.map((m) => {
-        const series: CurveSeries[] = curves
+        // This run first; each other run of a method already drawn gets the next line pattern.
+        const drawn = new Map<string, number>();
+        const series: CurveSeries[] = [...curves]
           .filter((c) => c.series.has(m))
+          .sort((a, b) => Number(b.runId === mainId) - Number(a.runId === mainId))
           .map((c) => {
-            const r = byId.get(c.runId);
+            const method = byId.get(c.runId)?.method ?? '?';
+            const variant = drawn.get(method) ?? (c.runId === mainId ? 0 : 1);
+            drawn.set(method, variant + 1);
             return {
-              name: `${c.runName} (${r?.method ?? '?'})`,
-              method: r?.method ?? '?',
+              name: `${c.runName} (${method})`,
+              method,
               points: c.series.get(m)!,
-              dashed: c.runId !== mainId,
+              variant,
             };
           });
         return (
