@@ -53,25 +53,29 @@ function isConnectionError({ code, kind, message }: ErrorShape): boolean {
  * pg error as its `cause`, or (a known request error) as `meta.driverAdapterError`.
  */
 export function isDatabaseUnavailable(e: unknown): boolean {
+  return someInChain(e, isConnectionError);
+}
+
+/** PostgreSQL stopped a statement at statement_timeout (SQLSTATE 57014, "canceling statement due to statement timeout"). */
+function isStatementTimeout(e: unknown): boolean {
+  return someInChain(
+    e,
+    ({ code, message }) => code === '57014' && String(message).includes('statement timeout'),
+  );
+}
+
+/**
+ * Whether `test` holds for the error or one of those it wraps: its `cause`, or (Prisma's driver
+ * adapter, a known request error) `meta.driverAdapterError`; ten at most.
+ */
+function someInChain(e: unknown, test: (shape: ErrorShape) => boolean): boolean {
   const pending: unknown[] = [e];
   for (let seen = 0; pending.length && seen < 10; seen++) {
     const err = pending.shift();
     if (!err || typeof err !== 'object') continue;
     const shape = err as ErrorShape;
-    if (isConnectionError(shape)) return true;
+    if (test(shape)) return true;
     pending.push(shape.cause, shape.meta?.driverAdapterError);
-  }
-  return false;
-}
-
-/** PostgreSQL stopped a statement at statement_timeout (SQLSTATE 57014, "canceling statement due to statement timeout"). */
-function isStatementTimeout(e: unknown): boolean {
-  const pending: unknown[] = [e];
-  for (let seen = 0; pending.length && seen < 10; seen++) {
-    const err = pending.shift() as ErrorShape | undefined;
-    if (!err || typeof err !== 'object') continue;
-    if (err.code === '57014' && String(err.message).includes('statement timeout')) return true;
-    pending.push(err.cause, err.meta?.driverAdapterError);
   }
   return false;
 }
