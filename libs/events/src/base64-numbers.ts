@@ -20,6 +20,37 @@ export function decodeBase64(text: string): Buffer | undefined {
   return bytes.toString('base64') === text || BASE64.test(text) ? bytes : undefined;
 }
 
+/**
+ * Decodes many base64 texts into one buffer, each at an offset that is a multiple of 4 while every
+ * text before it decoded to a multiple of 4 bytes (as float32 vectors do), so each can be viewed as a
+ * Float32Array without a copy. One allocation for a whole column: a fresh ArrayBuffer per vector
+ * (what decoding them one by one and copying into aligned arrays costs) made the allocator and the
+ * garbage collector's sweeping of array buffers most of a 256-d embedding's decoding, about 4 µs of
+ * CPU per vector against 1 µs this way. The texts are checked as `decodeBase64` checks them.
+ */
+export class Base64Arena {
+  private readonly arena: Buffer;
+  private used = 0;
+
+  /** Room for every text of `texts` (null or non-string entries take none). */
+  constructor(texts: readonly unknown[]) {
+    let capacity = 0;
+    for (const text of texts)
+      if (typeof text === 'string') capacity += Math.ceil(text.length / 4) * 3;
+    this.arena = Buffer.from(new ArrayBuffer(capacity));
+  }
+
+  /** The bytes of `text` (one of the constructor's texts) if it is standard base64, else undefined. */
+  decode(text: string): Buffer | undefined {
+    const from = this.used;
+    const length = this.arena.write(text, from, 'base64');
+    const ok = this.arena.toString('base64', from, from + length) === text || BASE64.test(text);
+    if (!ok) return undefined;
+    this.used += length;
+    return this.arena.subarray(from, from + length);
+  }
+}
+
 /** Numbers as base64 of little-endian float64 (exact); NaN for a missing one. */
 export function float64Base64(values: ArrayLike<number | undefined>): string {
   const f64 = Float64Array.from(values, (x) => (x === undefined ? NaN : x));
@@ -37,6 +68,16 @@ export function float64Values(bytes: Uint8Array): Float64Array {
   const values = new Float64Array(bytes.length / 8);
   new Uint8Array(values.buffer).set(bytes);
   return values;
+}
+
+/**
+ * Float32 values over `bytes` without a copy when they are 4-byte aligned in their buffer (as
+ * Base64Arena places them), else copied out into an aligned array.
+ */
+export function float32View(bytes: Uint8Array): Float32Array {
+  return bytes.byteOffset % 4 === 0
+    ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4)
+    : float32Values(bytes);
 }
 
 /** Little-endian float32 values from their bytes, copied out into an aligned array. */

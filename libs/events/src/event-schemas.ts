@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeBase64, firstNonFinite, float32Values } from './base64-numbers';
+import { decodeBase64, firstNonFinite, float32View } from './base64-numbers';
 import type { ColumnarRolloutsData } from './step-columns';
 
 /**
@@ -36,7 +36,7 @@ export const float32Vector = z
       });
       return z.NEVER;
     }
-    const values = float32Values(bytes);
+    const values = float32View(bytes);
     const bad = firstNonFinite(values);
     if (bad >= 0) {
       ctx.addIssue({ code: 'custom', input: v, message: `value ${bad} is not a finite number` });

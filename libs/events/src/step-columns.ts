@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { decodeBase64, firstNonFinite, float32Values, float64Values } from './base64-numbers';
+import {
+  Base64Arena,
+  decodeBase64,
+  firstNonFinite,
+  float32View,
+  float64Values,
+} from './base64-numbers';
 import { MAX_INT32 } from './event-schemas';
 
 /**
@@ -219,19 +225,20 @@ function vectorColumn(
     throw new ColumnIssue([name], 'must be an array with one base64 string (or null) per step');
   lengthIs(name, column.length, n);
   const out: (Float32Array | null)[] = new Array(n);
+  const arena = new Base64Arena(column);
   for (let i = 0; i < n; i++) {
     const item: unknown = column[i];
     if (item === null) {
       out[i] = null;
       continue;
     }
-    const bytes = base64Bytes(name, item, 'little-endian float32 values', i);
+    const bytes = base64Bytes(name, item, 'little-endian float32 values', i, arena);
     if (bytes.length % 4 !== 0 || (name === 'embedding' && bytes.length === 0))
       throw new ColumnIssue(
         [name, i],
         `has ${bytes.length} bytes; a vector is a non-empty multiple of 4 bytes (float32)`,
       );
-    const values = float32Values(bytes);
+    const values = float32View(bytes);
     const bad = firstNonFinite(values);
     if (bad >= 0) throw new ColumnIssue([name, i], `value ${bad} is not a finite number`);
     out[i] = values;
@@ -239,9 +246,19 @@ function vectorColumn(
   return out;
 }
 
-function base64Bytes(name: string, value: unknown, what: string, i?: number): Buffer {
+function base64Bytes(
+  name: string,
+  value: unknown,
+  what: string,
+  i?: number,
+  arena?: Base64Arena,
+): Buffer {
   const bytes =
-    typeof value === 'string' && value.length % 4 !== 1 ? decodeBase64(value) : undefined;
+    typeof value === 'string' && value.length % 4 !== 1
+      ? arena
+        ? arena.decode(value)
+        : decodeBase64(value)
+      : undefined;
   if (!bytes)
     throw new ColumnIssue(i === undefined ? [name] : [name, i], `must be base64 of ${what}`);
   return bytes;

@@ -1,4 +1,11 @@
-import { decodeBase64, firstNonFinite, float32Base64 } from '../src';
+import {
+  Base64Arena,
+  decodeBase64,
+  firstNonFinite,
+  float32Base64,
+  float32View,
+  parseStepColumns,
+} from '../src';
 
 /** The rule decodeBase64 keeps (its fast path must not change which texts pass). */
 const STANDARD_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -56,6 +63,78 @@ describe('decodeBase64', () => {
     expect(accepted).toBeLessThan(18_000);
   });
 });
+
+describe('Base64Arena', () => {
+  test('passes the texts decodeBase64 passes, with the same bytes, one after another in one buffer', () => {
+    const texts = [
+      'QQ',
+      'ab-_',
+      'QUJDRA==',
+      'QR==',
+      '',
+      'QUJD RA==',
+      'AAAAAAAAgD8=',
+      7,
+      null,
+      'QQ==QQ==',
+    ];
+    const arena = new Base64Arena(texts);
+    const buffers = new Set<ArrayBufferLike>();
+    for (const text of texts) {
+      if (typeof text !== 'string') continue;
+      const bytes = arena.decode(text);
+      expect({ text, bytes }).toEqual({ text, bytes: decodeBase64(text) });
+      if (bytes) buffers.add(bytes.buffer);
+    }
+    expect(buffers.size).toBe(1);
+  });
+
+  test("a column's vectors share one buffer, aligned, with their values", () => {
+    const vectors = [
+      new Float32Array([0.5, -2, 3.4e38]),
+      new Float32Array([1e-30]),
+      new Float32Array([7, 8, 9, 10, 11]),
+    ];
+    const columns = parseStepColumns(
+      {
+        texts: ['s', 'a'],
+        state: [0, 0, 0, 0],
+        action: [1, 1, 1, 1],
+        reward: float64Text([0, 0, 0, 1]),
+        embedding: [
+          float32Base64(vectors[0]!),
+          null,
+          float32Base64(vectors[1]!),
+          float32Base64(vectors[2]!),
+        ],
+      },
+      4,
+    );
+    const embedding = columns.embedding!;
+    expect(embedding).toEqual([vectors[0], null, vectors[1], vectors[2]]);
+    const [first, , second, third] = embedding as Float32Array[];
+    expect(second!.buffer).toBe(first!.buffer);
+    expect(third!.buffer).toBe(first!.buffer);
+    expect([first!.byteOffset, second!.byteOffset, third!.byteOffset]).toEqual([0, 12, 16]);
+  });
+});
+
+describe('float32View', () => {
+  test('views aligned bytes in place and copies unaligned ones', () => {
+    const bytes = Buffer.from(new Float32Array([1, 2, 3]).buffer);
+    const aligned = float32View(bytes.subarray(4));
+    expect(aligned).toEqual(new Float32Array([2, 3]));
+    expect(aligned.buffer).toBe(bytes.buffer);
+    const unaligned = Buffer.concat([Buffer.alloc(1), bytes]).subarray(1);
+    const copied = float32View(unaligned);
+    expect(copied).toEqual(new Float32Array([1, 2, 3]));
+    expect(copied.buffer).not.toBe(unaligned.buffer);
+  });
+});
+
+function float64Text(values: number[]): string {
+  return Buffer.from(new Float64Array(values).buffer).toString('base64');
+}
 
 describe('firstNonFinite', () => {
   test('finds the first NaN or infinity, in either width', () => {
