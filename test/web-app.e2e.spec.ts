@@ -189,6 +189,48 @@ test('a run page draws one chart per logged metric, each with a series per run s
     .waitFor();
 });
 
+test('curves smooth as set, and the smoothing and overlaid runs are kept in the address', async () => {
+  // The lineage hidden, the fork overlaid by hand instead, smoothed: all from the address alone.
+  await page.goto(`${server.url}/runs/${parentId}?lineage=0&with=${forkId}&smooth=0.8`);
+  const curve = page.getByTestId('curve-successRate');
+  await curve.waitFor();
+  await expect(page.getByTestId('smoothing').textContent()).resolves.toBe('0.80');
+  await expect(curve.getAttribute('data-series')).resolves.toBe('2');
+  await page.locator('.chip', { hasText: 'grpo' }).waitFor();
+  // The tooltip gives each run's smoothed value and its raw one.
+  await curve.scrollIntoViewIfNeeded();
+  const box = (await curve.boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page
+    .getByText(/\(raw \d+ %\)/)
+    .first()
+    .waitFor();
+  await shot('run-smoothed');
+  // The slider to its start: no smoothing, and the address says so.
+  await page.getByLabel('Smoothing').focus();
+  await page.keyboard.press('Home');
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=smoothing]')?.textContent === '0.00',
+  );
+  expect(new URL(page.url()).searchParams.get('smooth')).toBeNull();
+  // The overlaid run removed: the address forgets it, and the charts draw this run alone.
+  await page.locator('.chip', { hasText: 'grpo' }).click();
+  await page.waitForFunction(
+    () =>
+      document.querySelector('[data-testid=curve-successRate]')?.getAttribute('data-series') ===
+      '1',
+  );
+  expect(new URL(page.url()).searchParams.get('with')).toBeNull();
+  // An address naming no run says so, and the page still draws.
+  await page.goto(`${server.url}/runs/${parentId}?with=00000000-0000-4000-8000-000000000000`);
+  await expect(page.getByTestId('missing-overlays').textContent()).resolves.toContain(
+    '00000000-0000-4000-8000-000000000000',
+  );
+  await curve.waitFor();
+  await page.goto(`${server.url}/runs/${parentId}`);
+  await curve.waitFor();
+});
+
 test('compare three methods: summary, a histogram each, the pairwise density with its correlations', async () => {
   await page.getByRole('link', { name: 'Compare estimators' }).click();
   await page.getByTestId('density').waitFor();
@@ -300,7 +342,7 @@ test('start a recompute from the run page and watch it complete', async () => {
   await shot('jobs');
 });
 
-test('a fork’s page names its parent and offers its own method to recompute; dates read one way', async () => {
+test('a fork’s page names its parent, overlays its curves, and offers its own method to recompute; dates read one way', async () => {
   const { run } = await data<{ run: { name: string } }>(
     'query($id: ID!) { run(id: $id) { name } }',
     { id: parentId },
@@ -310,6 +352,13 @@ test('a fork’s page names its parent and offers its own method to recompute; d
   // The parent was shown as its id.
   await lineage.getByRole('link', { name: run.name }).waitFor();
   expect(await lineage.textContent()).not.toContain(parentId);
+  // Its curves overlay the parent's (they showed the fork alone).
+  await page.waitForFunction(
+    () =>
+      document.querySelector('[data-testid=curve-successRate]')?.getAttribute('data-series') ===
+      '2',
+  );
+  await page.getByLabel('parent, forks and retrains').waitFor();
   // The fork trains grpo: its recompute starts from grpo, not from gigpo whatever the run.
   const recompute = page.getByLabel('Recompute method');
   await recompute.locator('option').first().waitFor({ state: 'attached' }); // the registry's, once loaded

@@ -1,5 +1,6 @@
 import type { EChartsOption } from 'echarts';
 import { methodColour } from './palette';
+import { smoothedPoints } from './smoothing';
 
 export interface CurveSeries {
   /** Legend entry, e.g. the method or the run name. */
@@ -41,12 +42,19 @@ export interface LineChartSpec {
   static?: boolean;
   /** x is a fraction in [0, 1], shown in % from 0 to 100. */
   xPercent?: boolean;
+  /**
+   * Draw each series smoothed by this weight (`smoothedPoints`, 0 to 0.99), over its raw points in a
+   * faint line of the same colour; the tooltip gives both. 0 or absent: the points as they are.
+   */
+  smoothing?: number;
 }
 
 const pct = (v: number) => `${Math.round(v * 100)} %`;
 
 /** Learning curves and any per-iteration series: a legend naming each series, labelled axes. */
 export function lineChartOption(spec: LineChartSpec): EChartsOption {
+  const smoothing = spec.static ? 0 : (spec.smoothing ?? 0);
+  const value = (v: number) => (spec.percent ? pct(v) : fmt(v));
   return {
     animation: !spec.static,
     title: spec.title
@@ -70,7 +78,15 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
       ? undefined
       : {
           trigger: 'axis',
-          valueFormatter: (v) => (spec.percent ? pct(Number(v)) : fmt(Number(v))),
+          // inside the chart: near a narrow chart's edge it was cut off by the page
+          confine: true,
+          valueFormatter: (v) => value(Number(v)),
+          ...(smoothing > 0
+            ? {
+                formatter: (params) =>
+                  smoothedTooltip(spec, params as unknown as TooltipItem[], value),
+              }
+            : {}),
         },
     xAxis: {
       type: 'value',
@@ -91,23 +107,81 @@ export function lineChartOption(spec: LineChartSpec): EChartsOption {
       scale: !spec.percent,
       ...(spec.percent ? { min: 0, max: 1, axisLabel: { formatter: pct } } : {}),
     },
-    series: spec.series.map((s) => {
-      const variant = (s.variant ?? (s.dashed ? 1 : 0)) % PATTERNS.length;
-      return {
-        type: 'line' as const,
-        name: s.name,
-        data: s.points,
-        showSymbol: s.points.length < 60,
-        // (`dashed` alone keeps the default marker: the documents' charts draw as before)
-        symbol: MARKERS[s.variant === undefined ? 0 : variant],
-        symbolSize: 5,
-        color: methodColour(s.method),
-        lineStyle: { width: 2, type: PATTERNS[variant] },
-        // Long curves are thinned for drawing only (largest-triangle), never for the tooltip's values.
-        sampling: 'lttb' as const,
-      };
-    }),
+    series: [
+      ...spec.series.map((s) =>
+        lineSeries(s, smoothing > 0 ? smoothedPoints(s.points, smoothing) : s.points),
+      ),
+      // The raw points under the smoothed line; the same name, so the legend shows and hides both.
+      ...(smoothing > 0 ? spec.series.map(rawSeries) : []),
+    ],
   };
+}
+
+function lineSeries(s: CurveSeries, points: [number, number][]) {
+  const variant = (s.variant ?? (s.dashed ? 1 : 0)) % PATTERNS.length;
+  return {
+    type: 'line' as const,
+    name: s.name,
+    data: points,
+    showSymbol: points.length < 60,
+    // (`dashed` alone keeps the default marker: the documents' charts draw as before)
+    symbol: MARKERS[s.variant === undefined ? 0 : variant],
+    symbolSize: 5,
+    color: methodColour(s.method),
+    lineStyle: { width: 2, type: PATTERNS[variant] },
+    // Long curves are thinned for drawing only (largest-triangle), never for the tooltip's values.
+    sampling: 'lttb' as const,
+  };
+}
+
+function rawSeries(s: CurveSeries) {
+  return {
+    type: 'line' as const,
+    name: s.name,
+    data: s.points,
+    symbol: 'none',
+    color: methodColour(s.method),
+    lineStyle: { width: 1, opacity: 0.3 },
+    silent: true,
+    z: 1,
+    sampling: 'lttb' as const,
+  };
+}
+
+/** What ECharts gives an axis tooltip's formatter of each series at the pointer. */
+interface TooltipItem {
+  seriesIndex: number;
+  seriesName: string;
+  marker: string;
+  axisValue: number | string;
+  value: [number, number];
+}
+
+/**
+ * The tooltip of smoothed curves: for each run its smoothed value and, in brackets, the raw one at
+ * that iteration (the raw series come after the smoothed ones, in the same order).
+ */
+function smoothedTooltip(
+  spec: LineChartSpec,
+  items: TooltipItem[],
+  value: (v: number) => string,
+): string {
+  const n = spec.series.length;
+  const raw = new Map(items.filter((i) => i.seriesIndex >= n).map((i) => [i.seriesIndex - n, i]));
+  const lines = items
+    .filter((i) => i.seriesIndex < n)
+    .map((i) => {
+      const r = raw.get(i.seriesIndex);
+      const rawText = r ? ` <span style="opacity:0.7">(raw ${value(r.value[1])})</span>` : '';
+      return `${i.marker}${escapeHtml(i.seriesName)} <b>${value(i.value[1])}</b>${rawText}`;
+    });
+  const x = items[0] ? xLabel(spec, Number(items[0].axisValue)) : '';
+  return [escapeHtml(x), ...lines].join('<br/>');
+}
+
+/** Run names are the users' text: the tooltip is HTML. */
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /** An x value named by its axis: `iteration 4`, or a percentage on a fraction axis. */

@@ -3,8 +3,11 @@ import {
   densityOption,
   histogramOption,
   lineChartOption,
+  MAX_SMOOTHING,
   methodColour,
   signedColour,
+  smoothedPoints,
+  smoothingFrom,
 } from '@creditlab/charts';
 
 test('every registered method has a colour of its own', () => {
@@ -91,4 +94,110 @@ test('several runs of one method, all in its colour, each get a line pattern and
   expect(new Set(series.map((s) => s.color)).size).toBe(1);
   expect(series.map((s) => s.lineStyle.type)).toEqual(['solid', 'dashed', 'dotted']);
   expect(new Set(series.map((s) => s.symbol)).size).toBe(3);
+});
+
+describe('smoothing', () => {
+  test('an average with bias correction: the first point as it is, each next one pulled by the weight', () => {
+    const points: [number, number][] = [
+      [0, 1],
+      [1, 0],
+      [2, 1],
+      [5, NaN],
+      [6, 1],
+    ];
+    const w = 0.5;
+    // by hand: sums of weighted values over sums of weights
+    const expected = [1, (0.5 * 1 + 0) / (0.5 + 1), (0.25 + 0 + 1) / (0.25 + 0.5 + 1)];
+    const fourth = (0.125 + 0 + 0.5 + 1) / (0.125 + 0.25 + 0.5 + 1);
+    const smooth = smoothedPoints(points, w);
+    expect(smooth.map(([x]) => x)).toEqual([0, 1, 2, 5, 6]);
+    smooth.slice(0, 3).forEach(([, y], i) => expect(y).toBeCloseTo(expected[i]!, 12));
+    expect(smooth[3]![1]).toBeNaN(); // kept, and left out of the average
+    expect(smooth[4]![1]).toBeCloseTo(fourth, 12);
+    expect(smoothedPoints(points, 0)).toBe(points);
+  });
+
+  test('a constant curve stays where it is, and a noisy one comes near its mean', () => {
+    const flat = smoothedPoints(
+      Array.from({ length: 50 }, (_, i): [number, number] => [i, 0.7]),
+      0.9,
+    );
+    for (const [, y] of flat) expect(y).toBeCloseTo(0.7, 12);
+    const noisy = smoothedPoints(
+      Array.from({ length: 400 }, (_, i): [number, number] => [i, i % 2]),
+      0.95,
+    );
+    expect(Math.abs(noisy.at(-1)![1] - 0.5)).toBeLessThan(0.05);
+  });
+
+  test('the URL text: a number within 0 to 0.99, else none', () => {
+    expect(['0.6', '2', '-1', 'abc', null, ''].map(smoothingFrom)).toEqual([
+      0.6,
+      MAX_SMOOTHING,
+      0,
+      0,
+      0,
+      0,
+    ]);
+  });
+
+  test('the chart draws each series smoothed, its raw points faint under it, and the tooltip gives both', () => {
+    const series = [
+      {
+        name: 'run <a>',
+        method: 'gigpo',
+        points: [
+          [0, 0],
+          [1, 1],
+        ] as [number, number][],
+      },
+      {
+        name: 'fork b',
+        method: 'grpo',
+        points: [
+          [0, 1],
+          [1, 1],
+        ] as [number, number][],
+        variant: 1,
+      },
+    ];
+    const option = lineChartOption({
+      xName: 'iteration',
+      yName: 'success',
+      percent: true,
+      series,
+      smoothing: 0.5,
+    });
+    const drawn = option.series as {
+      name: string;
+      data: [number, number][];
+      color: string;
+      lineStyle: { opacity?: number };
+    }[];
+    expect(drawn.map((s) => [s.name, s.color])).toEqual([
+      ['run <a>', methodColour('gigpo')],
+      ['fork b', methodColour('grpo')],
+      ['run <a>', methodColour('gigpo')],
+      ['fork b', methodColour('grpo')],
+    ]);
+    expect(drawn[0]!.data).toEqual(smoothedPoints(series[0]!.points, 0.5));
+    expect(drawn[2]!.data).toEqual(series[0]!.points);
+    expect(drawn[2]!.lineStyle.opacity).toBeLessThan(1);
+    expect((option.legend as { data: string[] }).data).toEqual(['run <a>', 'fork b']);
+    const format = (option.tooltip as { formatter(items: unknown[]): string }).formatter;
+    const at1 = (seriesIndex: number) => ({
+      seriesIndex,
+      seriesName: drawn[seriesIndex]!.name,
+      marker: '•',
+      axisValue: 1,
+      value: drawn[seriesIndex]!.data[1],
+    });
+    expect(format([0, 1, 2, 3].map(at1))).toBe(
+      'iteration 1<br/>•run &#60;a&#62; <b>67 %</b> <span style="opacity:0.7">(raw 100 %)</span><br/>•fork b <b>100 %</b> <span style="opacity:0.7">(raw 100 %)</span>',
+    );
+    // Without smoothing: the series alone, and ECharts' own tooltip.
+    const plain = lineChartOption({ xName: 'iteration', yName: 'success', series, smoothing: 0 });
+    expect((plain.series as unknown[]).length).toBe(2);
+    expect((plain.tooltip as { formatter?: unknown }).formatter).toBeUndefined();
+  });
 });

@@ -1,9 +1,10 @@
-import { lineChartOption, type CurveSeries } from '@creditlab/charts';
+import { lineChartOption, MAX_SMOOTHING, smoothingFrom, type CurveSeries } from '@creditlab/charts';
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
-import { fetchCurves, searchRuns, type MetricCurves } from '../../api/run-api';
+import { fetchCurves, fetchRunRows, searchRuns, type MetricCurves } from '../../api/run-api';
 import type { RunDetail, RunRow } from '../../api/types';
 import { useCaps } from '../../app/use-caps';
+import { useUrlParams } from '../../app/use-url-params';
 import { Chart } from '../../components/Chart';
 import { MethodName } from '../../components/MethodName';
 import { Failure, Loading } from '../../components/Status';
@@ -21,55 +22,118 @@ export function metricOrder(names: Iterable<string>): string[] {
 
 const isFraction = (name: string) => name === 'successRate' || name.endsWith('.successRate');
 
+/** What a curve needs of a run: its id, and its method for the colour. */
+type CurveRun = Pick<RunRow, 'id' | 'name' | 'method'>;
+
 /**
- * A chart per metric over iterations: this run, its forks and retrains, and runs the user picks,
+ * A chart per metric over iterations: this run, its parent, forks and retrains, and runs the user picks,
  * each in its method's colour (the run itself solid, the others dashed, dotted, … so that runs of
- * one method differ).
+ * one method differ), smoothed as the user sets. The picked runs (`with`), the smoothing (`smooth`)
+ * and hiding the lineage (`lineage=0`) are kept in the address, so a view can be shared or come back to.
  */
 export function LearningCurves({ run }: { run: RunDetail }) {
   const caps = useCaps();
-  const [withChildren, setWithChildren] = useState(true);
-  const [picked, setPicked] = useState<RunRow[]>([]);
+  const [params, updateParams] = useUrlParams();
+  const withLineage = params.get('lineage') !== '0';
+  const lineage = useMemo(
+    () => [...(run.parent ? [run.parent] : []), ...(run.children ?? [])],
+    [run],
+  );
+  const smoothing = smoothingFrom(params.get('smooth'));
+  const pickedIds = useMemo(
+    () => (params.get('with') ?? '').split(',').filter((id) => id && id !== run.id),
+    [params, run.id],
+  );
+  const picked = useQuery({
+    queryKey: ['run-rows', ...pickedIds],
+    queryFn: () => fetchRunRows(pickedIds),
+    enabled: pickedIds.length > 0,
+  });
+  const pickedRows = useMemo(() => picked.data ?? [], [picked.data]);
+  const setPicked = (ids: string[]) =>
+    updateParams((next) => (ids.length ? next.set('with', ids.join(',')) : next.delete('with')));
   const runs = useMemo(() => {
-    const list: RunRow[] = [run, ...(withChildren ? (run.children ?? []) : []), ...picked];
+    const list: CurveRun[] = [run, ...(withLineage ? lineage : []), ...pickedRows];
     return [...new Map(list.map((r) => [r.id, r])).values()].slice(0, 20);
-  }, [run, withChildren, picked]);
+  }, [run, lineage, withLineage, pickedRows]);
   const ids = runs.map((r) => r.id);
   const curves = useQuery({
     queryKey: ['curves', run.id, ...ids],
     queryFn: () => fetchCurves(caps!, ids),
     enabled: !!caps,
   });
+  const missing = picked.data ? pickedIds.filter((id) => !pickedRows.some((r) => r.id === id)) : [];
   return (
     <div>
       <h2>Learning curves</h2>
       <div className="overlay-controls">
-        {!!run.children?.length && (
+        {lineage.length > 0 && (
           <label>
             <input
               type="checkbox"
-              checked={withChildren}
-              onChange={(e) => setWithChildren(e.target.checked)}
+              checked={withLineage}
+              onChange={(e) =>
+                updateParams((next) =>
+                  e.target.checked ? next.delete('lineage') : next.set('lineage', '0'),
+                )
+              }
             />{' '}
-            forks and retrains
+            {run.parent ? 'parent, forks and retrains' : 'forks and retrains'}
           </label>
         )}
-        <RunPicker onPick={(r) => setPicked((p) => [...p, r])} />
-        {picked.map((r) => (
+        <label
+          className="smoothing"
+          title="exponential moving average, as TensorBoard and W&B smooth"
+        >
+          smoothing{' '}
+          <input
+            type="range"
+            min={0}
+            max={MAX_SMOOTHING}
+            step={0.01}
+            value={smoothing}
+            aria-label="Smoothing"
+            onChange={(e) =>
+              updateParams((next) =>
+                Number(e.target.value) > 0
+                  ? next.set('smooth', e.target.value)
+                  : next.delete('smooth'),
+              )
+            }
+          />{' '}
+          <output data-testid="smoothing">{smoothing.toFixed(2)}</output>
+        </label>
+        <RunPicker onPick={(r) => setPicked([...new Set([...pickedIds, r.id])])} />
+        {pickedRows.map((r) => (
           <button
             key={r.id}
             type="button"
             className="chip"
-            onClick={() => setPicked((p) => p.filter((x) => x.id !== r.id))}
+            onClick={() => setPicked(pickedIds.filter((id) => id !== r.id))}
             title="remove"
           >
             <MethodName name={r.method} label={r.name} /> ×
           </button>
         ))}
+        {missing.length > 0 && (
+          <span className="muted" data-testid="missing-overlays">
+            not found: {missing.join(', ')}{' '}
+            <button
+              type="button"
+              className="link"
+              onClick={() => setPicked(pickedRows.map((r) => r.id))}
+            >
+              forget
+            </button>
+          </span>
+        )}
       </div>
+      {picked.isError && <Failure error={picked.error} />}
       {curves.isPending && <Loading what="curves" />}
       {curves.isError && <Failure error={curves.error} />}
-      {curves.data && <CurveCharts mainId={run.id} runs={runs} curves={curves.data} />}
+      {curves.data && (
+        <CurveCharts mainId={run.id} runs={runs} curves={curves.data} smoothing={smoothing} />
+      )}
     </div>
   );
 }
@@ -78,10 +142,12 @@ function CurveCharts({
   mainId,
   runs,
   curves,
+  smoothing,
 }: {
   mainId: string;
-  runs: RunRow[];
+  runs: CurveRun[];
   curves: MetricCurves[];
+  smoothing: number;
 }) {
   const byId = new Map(runs.map((r) => [r.id, r]));
   const metrics = metricOrder(curves.flatMap((c) => [...c.series.keys()]));
@@ -117,6 +183,7 @@ function CurveCharts({
               yName: TITLES[m] ? 'success' : m,
               percent: isFraction(m),
               series,
+              smoothing,
             })}
           />
         );
