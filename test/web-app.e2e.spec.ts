@@ -150,6 +150,26 @@ test('two filters changed before the page re-renders both apply', async () => {
   await expectRows(2);
 });
 
+test('Back undoes a filter picked from a list and stays in the app; typed text follows the address', async () => {
+  const start = page.url();
+  await page.getByLabel('Method').selectOption('grpo');
+  await expectRows(1);
+  await page.getByLabel('Name contains').fill('no such run');
+  await page.getByText('No runs match.').waitFor();
+  // Typing replaced the entry of the method's choice; Back goes to before that choice.
+  await page.goBack();
+  await expectRows(2);
+  expect(page.url()).toBe(start);
+  expect(await page.getByLabel('Name contains').inputValue()).toBe('');
+  await page.goForward();
+  await page.getByText('No runs match.').waitFor();
+  expect(await page.getByLabel('Name contains').inputValue()).toBe('no such run');
+  expect(await page.getByLabel('Method').inputValue()).toBe('grpo');
+  await page.getByLabel('Name contains').fill('');
+  await page.getByLabel('Method').selectOption('');
+  await expectRows(2);
+});
+
 test('a run page draws one chart per logged metric, each with a series per run shown', async () => {
   await page.locator(`a[href="/runs/${parentId}"]`).first().click();
   await page.getByTestId('curves').waitFor();

@@ -1,11 +1,11 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { fetchEstimators } from '../api/estimators-api';
 import { fetchRuns, RUN_SORTS, RUN_STATUSES, type RunQuery } from '../api/runs-api';
 import { isStatus, type RunRow } from '../api/types';
 import { useCaps } from '../app/use-caps';
-import { useUrlParams } from '../app/use-url-params';
+import { useUrlParams, type HistoryMode } from '../app/use-url-params';
 import { pct, shortId, when } from '../components/format';
 import { MethodName } from '../components/MethodName';
 import { Failure, Loading, StatusPill } from '../components/Status';
@@ -43,11 +43,12 @@ export function RunsPage() {
     refetchInterval: (query) =>
       query.state.data?.nodes.some((r) => isStatus(r.status, 'running')) ? 3000 : false,
   });
-  const setFilter = (k: string, v: string) => {
+  // Typing replaces the history entry; a choice from a list is one Back can undo.
+  const setFilter = (k: string, v: string, history: HistoryMode = 'replace') => {
     updateParams((next) => {
       if (v) next.set(k, v);
       else next.delete(k);
-    });
+    }, history);
     setCursors([null]);
   };
   // Name search on servers without `nameContains`: within the page shown.
@@ -97,19 +98,14 @@ function RunFilters({
   sortable,
 }: {
   get: (k: string) => string;
-  set: (k: string, v: string) => void;
+  set: (k: string, v: string, history?: HistoryMode) => void;
   sortable: boolean;
 }) {
   const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
   const text = (k: FilterName, label: string, placeholder = '') => (
     <label>
       {label}
-      <input
-        type="search"
-        defaultValue={get(k)}
-        placeholder={placeholder}
-        onChange={(e) => set(k, e.target.value)}
-      />
+      <FilterText name={k} initial={get(k)} placeholder={placeholder} onChange={(v) => set(k, v)} />
     </label>
   );
   return (
@@ -119,7 +115,7 @@ function RunFilters({
       {text('env', 'Environment')}
       <label>
         Method
-        <select value={get('method')} onChange={(e) => set('method', e.target.value)}>
+        <select value={get('method')} onChange={(e) => set('method', e.target.value, 'push')}>
           <option value="">any</option>
           {estimators.data?.map((m) => (
             <option key={m.name}>{m.name}</option>
@@ -128,7 +124,7 @@ function RunFilters({
       </label>
       <label>
         Status
-        <select value={get('status')} onChange={(e) => set('status', e.target.value)}>
+        <select value={get('status')} onChange={(e) => set('status', e.target.value, 'push')}>
           <option value="">any</option>
           {RUN_STATUSES.map((s) => (
             <option key={s}>{s}</option>
@@ -141,7 +137,7 @@ function RunFilters({
         <select
           value={get('sort') || 'CREATED_DESC'}
           disabled={!sortable}
-          onChange={(e) => set('sort', e.target.value)}
+          onChange={(e) => set('sort', e.target.value, 'push')}
         >
           {RUN_SORTS.map((s) => (
             <option key={s} value={s}>
@@ -151,6 +147,43 @@ function RunFilters({
         </select>
       </label>
     </form>
+  );
+}
+
+/**
+ * A text filter kept in the address: typed text goes to the URL as it is typed (replacing the
+ * history entry), and Back or Forward, which move the URL under it, put the URL's text back in the
+ * field. Left uncontrolled, since a controlled field fed from the URL would lag a keystroke behind
+ * the router.
+ */
+function FilterText({
+  name,
+  placeholder,
+  initial,
+  onChange,
+}: {
+  name: FilterName;
+  placeholder: string;
+  initial: string;
+  onChange(value: string): void;
+}) {
+  const ref = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    const restore = () => {
+      if (ref.current)
+        ref.current.value = new URLSearchParams(window.location.search).get(name) ?? '';
+    };
+    window.addEventListener('popstate', restore);
+    return () => window.removeEventListener('popstate', restore);
+  }, [name]);
+  return (
+    <input
+      ref={ref}
+      type="search"
+      defaultValue={initial}
+      placeholder={placeholder}
+      onChange={(e) => onChange(e.target.value)}
+    />
   );
 }
 

@@ -46,7 +46,7 @@ export function TrajectoryPage() {
     enabled: !!caps && !!gid && methods.length > 0,
   });
   const setMethods = (m: MethodInput[]) => {
-    updateParams((next) => next.set('m', methodsParam(m)));
+    updateParams((next) => next.set('m', methodsParam(m)), 'push');
   };
   const position = ids.data?.indexOf(gid) ?? -1;
   const go = (d: number) => {

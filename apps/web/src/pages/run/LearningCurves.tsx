@@ -51,7 +51,10 @@ export function LearningCurves({ run }: { run: RunDetail }) {
   });
   const pickedRows = useMemo(() => picked.data ?? [], [picked.data]);
   const setPicked = (ids: string[]) =>
-    updateParams((next) => (ids.length ? next.set('with', ids.join(',')) : next.delete('with')));
+    updateParams(
+      (next) => (ids.length ? next.set('with', ids.join(',')) : next.delete('with')),
+      'push',
+    );
   const runs = useMemo(() => {
     const list: CurveRun[] = [run, ...(withLineage ? lineage : []), ...pickedRows];
     return [...new Map(list.map((r) => [r.id, r])).values()].slice(0, 20);
@@ -73,8 +76,9 @@ export function LearningCurves({ run }: { run: RunDetail }) {
               type="checkbox"
               checked={withLineage}
               onChange={(e) =>
-                updateParams((next) =>
-                  e.target.checked ? next.delete('lineage') : next.set('lineage', '0'),
+                updateParams(
+                  (next) => (e.target.checked ? next.delete('lineage') : next.set('lineage', '0')),
+                  'push',
                 )
               }
             />{' '}
