@@ -438,6 +438,35 @@ test('compare reads iterations as numbers and ranges, and says what it cannot re
     .waitFor();
 });
 
+test('one method under two parameter sets: pairs and disagreements named as the summary names them, with their values', async () => {
+  const methods = [{ name: 'gigpo', params: { gamma: 0.5 } }, { name: 'gigpo' }, { name: 'grpo' }];
+  await page.goto(
+    `${server.url}/runs/${parentId}/compare?it=1&m=${encodeURIComponent(JSON.stringify(methods))}`,
+  );
+  await page.getByTestId('disagreements-table').waitFor();
+  const { compare } = await data<{
+    compare: { pairs: { a: string; b: string; disagreements: { advantages: number[] }[] }[] };
+  }>(
+    `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m, iterations: [1]) { pairs { a b disagreements { advantages } } } }`,
+    { id: parentId, m: methods },
+  );
+  expect(compare.pairs[0]).toMatchObject({ a: 'gigpo#0', b: 'gigpo#1' });
+  // The pairs read as the summary does (they said "gigpo#0 vs gigpo#1").
+  const firstPair = await page.getByTestId('pairs-table').locator('tbody tr').first().textContent();
+  expect(firstPair).toContain('gigpo (gamma=0.5) vs gigpo');
+  expect(firstPair).not.toContain('#');
+  const header = await page.locator('[data-testid=disagreements-table] th').allTextContents();
+  expect(header.slice(6, 8)).toEqual(['gigpo (gamma=0.5)', 'gigpo']);
+  // Each side's advantages are the API's (both columns read NaN: "gigpo#0" matched no method).
+  const cells = await page.getByTestId('disagreement-row').first().locator('td').allTextContents();
+  const [a, b] = compare.pairs[0]!.disagreements[0]!.advantages;
+  for (const [shown, want] of [
+    [cells[6], a],
+    [cells[7], b],
+  ] as [string, number][])
+    expect(Math.abs(Number(shown) - want)).toBeLessThanOrEqual(0.01 * Math.abs(want) + 1e-3);
+});
+
 test('a trajectory address with no such iteration says so instead of loading for ever', async () => {
   await page.goto(`${server.url}/runs/${parentId}/iterations/99/groups/`);
   await page.getByRole('alert').getByText('iteration 99 has no rollouts').waitFor();

@@ -83,6 +83,17 @@ export interface Comparison {
   serverBinned: boolean;
 }
 
+/**
+ * Which of the compared methods a pair's side names. The server names a side by its method, or, when
+ * one method is compared under several parameter sets, by the method and its place in the list
+ * (`gigpo#3`); −1 for neither.
+ */
+export function methodIndexOf(label: string, methods: { method: string }[]): number {
+  const numbered = /^(.+)#(\d+)$/.exec(label);
+  if (numbered && methods[Number(numbered[2])]?.method === numbered[1]) return Number(numbered[2]);
+  return methods.findIndex((m) => m.method === label);
+}
+
 const STEP = 'iteration groupId trajectoryId stepIndex state action reward advantages';
 const SUMMARY = 'mean std min max p05 p25 p50 p75 p95 fractionPositive fractionZero';
 /** Older servers: bins computed here from at most this many rows. */
@@ -184,7 +195,7 @@ function binInBrowser(
     for (const v of values) counts[binOf(edges, v)]! += 1;
     return { ...m, histogram: { edges, counts } };
   });
-  const indexOf = (name: string) => compare.methods.findIndex((m) => m.method === name);
+  const indexOf = (label: string) => methodIndexOf(label, compare.methods);
   const pairs = compare.pairs.map((p) => {
     const [xs, ys] = [column(indexOf(p.a)), column(indexOf(p.b))];
     const [xEdges, yEdges] = [edgesOf(xs, 60), edgesOf(ys, 60)];

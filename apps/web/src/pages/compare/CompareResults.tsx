@@ -6,6 +6,7 @@ import { Chart } from '../../components/Chart';
 import { fmt, methodLabel, pct } from '../../components/format';
 import { MethodName } from '../../components/MethodName';
 import { Disagreements } from './Disagreements';
+import { pairSides } from './pair-sides';
 
 interface Props {
   run: RunDetail;
@@ -18,6 +19,7 @@ const STATS = ['mean', 'std', 'min', 'p05', 'p25', 'p50', 'p75', 'p95', 'max'] a
 export function CompareResults({ run, methods, comparison }: Props) {
   const [pairIndex, setPairIndex] = useState(0);
   const pair = comparison.pairs[pairIndex];
+  const sides = pair && pairSides(pair, comparison, methods);
   return (
     <div className="results">
       <p data-testid="compare-scope">
@@ -104,33 +106,37 @@ export function CompareResults({ run, methods, comparison }: Props) {
               </tr>
             </thead>
             <tbody>
-              {comparison.pairs.map((p, i) => (
-                <tr key={i} className={i === pairIndex ? 'selected' : ''}>
-                  <td>
-                    <MethodName name={p.a} /> vs <MethodName name={p.b} />
-                  </td>
-                  <td className="num">{p.pearson === null ? '–' : p.pearson.toFixed(3)}</td>
-                  <td className="num">{p.spearman === null ? '–' : p.spearman.toFixed(3)}</td>
-                  <td className="num">{corr(p.groupPearson)}</td>
-                  <td className="num">{pct(p.signAgreement)}</td>
-                  <td>
-                    <button type="button" className="link" onClick={() => setPairIndex(i)}>
-                      show
-                    </button>
-                  </td>
-                </tr>
-              ))}
+              {comparison.pairs.map((p, i) => {
+                const [a, b] = pairSides(p, comparison, methods);
+                return (
+                  <tr key={i} className={i === pairIndex ? 'selected' : ''}>
+                    <td>
+                      <MethodName name={a.method} label={a.label} /> vs{' '}
+                      <MethodName name={b.method} label={b.label} />
+                    </td>
+                    <td className="num">{p.pearson === null ? '–' : p.pearson.toFixed(3)}</td>
+                    <td className="num">{p.spearman === null ? '–' : p.spearman.toFixed(3)}</td>
+                    <td className="num">{corr(p.groupPearson)}</td>
+                    <td className="num">{pct(p.signAgreement)}</td>
+                    <td>
+                      <button type="button" className="link" onClick={() => setPairIndex(i)}>
+                        show
+                      </button>
+                    </td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
-          {pair && (
+          {pair && sides && (
             <Chart
               height={420}
-              label={`density of ${pair.a} against ${pair.b}`}
+              label={`density of ${sides[0].label} against ${sides[1].label}`}
               testId="density"
               seriesCount={1}
               option={densityOption({
-                a: pair.a,
-                b: pair.b,
+                a: sides[0].label,
+                b: sides[1].label,
                 ...pair.density,
                 pearson: pair.pearson,
                 spearman: pair.spearman,

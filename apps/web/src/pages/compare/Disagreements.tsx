@@ -3,6 +3,7 @@ import type { Comparison, MethodPair } from '../../api/compare-api';
 import type { MethodInput, RunDetail } from '../../api/types';
 import { fmt, methodsParam } from '../../components/format';
 import { MethodName } from '../../components/MethodName';
+import { pairSides } from './pair-sides';
 
 /** The steps where the pair disagrees most, each a link to its group's trajectories. */
 export function Disagreements({
@@ -16,12 +17,12 @@ export function Disagreements({
   comparison: Comparison;
   pair: MethodPair;
 }) {
-  const ia = comparison.methods.findIndex((m) => m.method === pair.a);
-  const ib = comparison.methods.findIndex((m) => m.method === pair.b);
+  const [a, b] = pairSides(pair, comparison, methods);
   return (
     <>
       <h2>
-        Largest disagreements: <MethodName name={pair.a} /> vs <MethodName name={pair.b} />
+        Largest disagreements: <MethodName name={a.method} label={a.label} /> vs{' '}
+        <MethodName name={b.method} label={b.label} />
       </h2>
       <table className="grid" data-testid="disagreements-table">
         <thead>
@@ -32,8 +33,8 @@ export function Disagreements({
             <th className="num">Step</th>
             <th>Action</th>
             <th className="num">Reward</th>
-            <th className="num">{pair.a}</th>
-            <th className="num">{pair.b}</th>
+            <th className="num">{a.label}</th>
+            <th className="num">{b.label}</th>
             <th />
           </tr>
         </thead>
@@ -52,8 +53,8 @@ export function Disagreements({
                 <td className="num">{d.stepIndex}</td>
                 <td className="clip">{d.action}</td>
                 <td className="num">{fmt(d.reward)}</td>
-                <td className="num">{fmt(d.advantages[ia] ?? NaN)}</td>
-                <td className="num">{fmt(d.advantages[ib] ?? NaN)}</td>
+                <td className="num">{fmt(d.advantages[a.index] ?? NaN)}</td>
+                <td className="num">{fmt(d.advantages[b.index] ?? NaN)}</td>
                 <td>
                   <Link to={href} data-testid="trajectory-link">
                     trajectory
