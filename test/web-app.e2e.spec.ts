@@ -358,8 +358,14 @@ test('start a recompute from the run page and watch it complete', async () => {
     run: { advantageSets: { method: string; iterations: number[] }[] };
   }>(`query($id: ID!) { run(id: $id) { advantageSets { method iterations } } }`, { id: parentId });
   expect(run.advantageSets.find((s) => s.method === 'gagpo')?.iterations).toEqual([0, 1, 2]);
+  await expect(job.textContent()).resolves.toContain('3/3 iterations');
   await page.getByTestId('jobs-table').scrollIntoViewIfNeeded();
   await shot('jobs');
+  // A finished job leads to its result: compared with the run's own method, on its last iteration.
+  await job.getByTestId('job-compare').click();
+  await page.getByTestId('compare-scope').filter({ hasText: 'in iteration 2' }).waitFor();
+  const summary = await page.getByTestId('summary-table').locator('tbody tr').allTextContents();
+  expect(summary.map((row) => /^(gigpo|gagpo)/.exec(row)?.[1])).toEqual(['gigpo', 'gagpo']);
 });
 
 test('a fork’s page names its parent, overlays its curves, and offers its own method to recompute; dates read one way', async () => {
@@ -455,6 +461,10 @@ test('one method under two parameter sets: pairs and disagreements named as the 
   const firstPair = await page.getByTestId('pairs-table').locator('tbody tr').first().textContent();
   expect(firstPair).toContain('gigpo (gamma=0.5) vs gigpo');
   expect(firstPair).not.toContain('#');
+  // What orders the list is said (it was not).
+  await expect(page.getByTestId('disagreements-order').textContent()).resolves.toContain(
+    'standardised',
+  );
   const header = await page.locator('[data-testid=disagreements-table] th').allTextContents();
   expect(header.slice(6, 8)).toEqual(['gigpo (gamma=0.5)', 'gigpo']);
   // Each side's advantages are the API's (both columns read NaN: "gigpo#0" matched no method).
@@ -521,6 +531,31 @@ test('a long run’s iterations are paged, newest first, down to its first', asy
   await pager.getByText('iterations 0–0 (1 of 201)').waitFor();
   expect(await firstColumn.allTextContents()).toEqual(['0']);
   expect(await pager.getByRole('button', { name: 'Older →' }).isDisabled()).toBe(true);
+});
+
+test('a recompute of a run with no complete iteration says why it computed nothing', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'just started', env: 'e', method: 'grpo' });
+  await page.goto(`${server.url}/runs/${id}`);
+  await page.getByRole('button', { name: 'Start recompute' }).click();
+  const job = page.getByTestId('job-row').first();
+  await page.waitForFunction(
+    () =>
+      document.querySelector('[data-testid=job-row]')?.getAttribute('data-status') === 'completed',
+    null,
+    { timeout: 120_000 },
+  );
+  // It read "completed 0/0", with no word of why.
+  await expect(job.getByTestId('job-empty').textContent()).resolves.toContain(
+    'nothing to compute: a recompute with no iterations named takes the complete ones',
+  );
+  expect(await job.getByTestId('job-compare').count()).toBe(0);
+  // A run created with no params or config says so (it showed "{}").
+  await page.getByText('Config and parameters').click();
+  await expect(page.getByTestId('run-params').textContent()).resolves.toBe(
+    "none given: the method's defaults (see Estimators)",
+  );
+  await expect(page.getByTestId('run-config').textContent()).resolves.toBe('none given');
 });
 
 test('no console errors on any page', () => {

@@ -83,11 +83,23 @@ export function RunPage() {
         <div className="two-col">
           <div>
             <h3>Params</h3>
-            <pre data-testid="run-params">{JSON.stringify(r.params, null, 2)}</pre>
+            {isEmptyObject(r.params) ? (
+              <p className="muted" data-testid="run-params">
+                none given: the method's defaults (see Estimators)
+              </p>
+            ) : (
+              <pre data-testid="run-params">{JSON.stringify(r.params, null, 2)}</pre>
+            )}
           </div>
           <div>
             <h3>Config</h3>
-            <pre data-testid="run-config">{JSON.stringify(r.config, null, 2)}</pre>
+            {isEmptyObject(r.config) ? (
+              <p className="muted" data-testid="run-config">
+                none given
+              </p>
+            ) : (
+              <pre data-testid="run-config">{JSON.stringify(r.config, null, 2)}</pre>
+            )}
           </div>
         </div>
       </details>
@@ -97,5 +109,14 @@ export function RunPage() {
       <Checkpoints run={r} />
       <EventLog runId={r.id} />
     </section>
+  );
+}
+
+/** `{}`, `null` or nothing: what a run without params or config holds. */
+function isEmptyObject(value: unknown): boolean {
+  return (
+    value === null ||
+    value === undefined ||
+    (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0)
   );
 }

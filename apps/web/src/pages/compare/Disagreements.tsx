@@ -24,6 +24,11 @@ export function Disagreements({
         Largest disagreements: <MethodName name={a.method} label={a.label} /> vs{' '}
         <MethodName name={b.method} label={b.label} />
       </h2>
+      <p className="muted small" data-testid="disagreements-order">
+        The steps where the two differ most once each method&apos;s advantages are standardised
+        (less their mean, over their standard deviation across the steps compared), largest
+        difference first.
+      </p>
       <table className="grid" data-testid="disagreements-table">
         <thead>
           <tr>

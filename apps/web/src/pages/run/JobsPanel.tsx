@@ -1,17 +1,37 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
 import { fetchEstimators } from '../../api/estimators-api';
 import { watchRun } from '../../api/live';
 import { cancelJob, fetchAdvantageSets, fetchJobs, startRecompute } from '../../api/run-api';
 import { isStatus, type Job, type Json, type RunDetail } from '../../api/types';
 import { useCaps } from '../../app/use-caps';
 import { canWrite, useViewer } from '../../app/viewer';
-import { methodLabel, when } from '../../components/format';
+import { methodLabel, methodsParam, when } from '../../components/format';
 import { MethodName } from '../../components/MethodName';
 import { ParamsForm } from '../../components/ParamsForm';
 import { Failure } from '../../components/Status';
 
 const active = (j: Job) => isStatus(j.status, 'queued') || isStatus(j.status, 'running');
+
+/** Which iterations a recompute takes when none are named (the server's rule). */
+const COMPLETE_ITERATION =
+  'a recompute with no iterations named takes the complete ones, those with a later iteration or of a run that has ended; a running run has none until its second iteration';
+
+/**
+ * The compare page for a finished job's set, beside the run's own method when that is another one,
+ * on the job's last iteration.
+ */
+function compareHref(
+  run: RunDetail,
+  set: { method: string; params: Record<string, unknown> },
+  iterations: number[],
+): string {
+  const computed = { name: set.method, params: set.params };
+  const methods = set.method === run.method ? [computed] : [{ name: run.method }, computed];
+  const last = iterations.at(-1);
+  return `/runs/${run.id}/compare?m=${encodeURIComponent(methodsParam(methods))}${last === undefined ? '' : `&it=${last}`}`;
+}
 
 /** Recompute jobs with live progress and cancel; write keys may start one for any method. */
 export function JobsPanel({ run }: { run: RunDetail }) {
@@ -90,15 +110,32 @@ export function JobsPanel({ run }: { run: RunDetail }) {
                     {j.error && <span className="error small"> {j.error}</span>}
                   </td>
                   <td>
-                    <progress
-                      max={Math.max(1, j.total)}
-                      value={j.done}
-                      aria-label={`job ${j.id} progress`}
-                    />{' '}
-                    {j.done}/{j.total}
+                    {isStatus(j.status, 'completed') && j.total === 0 ? (
+                      <span className="muted small" data-testid="job-empty">
+                        nothing to compute: {COMPLETE_ITERATION}
+                      </span>
+                    ) : (
+                      <>
+                        <progress
+                          max={Math.max(1, j.total)}
+                          value={j.done}
+                          aria-label={`job ${j.id} progress`}
+                        />{' '}
+                        {j.done}/{j.total} iterations
+                      </>
+                    )}
                   </td>
                   <td>{when(j.createdAt)}</td>
                   <td>
+                    {set && isStatus(j.status, 'completed') && j.total > 0 && (
+                      <Link
+                        to={compareHref(run, set, j.iterations)}
+                        data-testid="job-compare"
+                        title="compare this set with the run's own method on the job's last iteration"
+                      >
+                        compare
+                      </Link>
+                    )}
                     {active(j) && canWrite(viewer) && (
                       <button
                         type="button"
@@ -180,6 +217,7 @@ function RecomputeForm({
           value={iterations}
           onChange={(e) => setIterations(e.target.value)}
           placeholder="all complete"
+          title={`Iteration numbers, comma-separated. Empty: ${COMPLETE_ITERATION}.`}
         />
       </label>
       <button type="submit" disabled={start.isPending}>
