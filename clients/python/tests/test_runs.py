@@ -155,6 +155,15 @@ def test_compare_gives_tables_of_methods_pairs_and_steps(client):
     want = next(e for e in fixture["expected"] if e["method"] == "grpo" and e["params"]["normalize"] == "mean-std")
     assert_close([s["grpo"] for s in steps], flat_expected(want)[0], "compare rows, grpo column")
     assert len(steps) == cmp.step_count
+    # One method under two parameter sets: the pairs name each side as the methods table does.
+    twice = client.compare(run.id, ["grpo", ("gigpo", {"gamma": 0.9}), "gigpo"])
+    pairs = twice.pairs if isinstance(twice.pairs, list) else twice.pairs.to_dict("records")
+    assert [(p["a"], p["b"]) for p in pairs] == [("grpo", "gigpo#1"), ("grpo", "gigpo#2"), ("gigpo#1", "gigpo#2")]
+    assert [(p["a_label"], p["b_label"]) for p in pairs] == [
+        ("grpo", 'gigpo {"gamma":0.9}'),
+        ("grpo", "gigpo"),
+        ('gigpo {"gamma":0.9}', "gigpo"),
+    ]
 
 
 def test_a_refusal_before_the_body_is_read_is_reported_not_retried(client, server, tmp_path):

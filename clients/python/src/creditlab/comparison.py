@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from .errors import InvalidInput
@@ -78,8 +79,22 @@ class Comparison:
                 for lab, m in zip(self.labels, raw["methods"])
             ]
         )
-        self.pairs = table([dict(p) for p in raw["pairs"]])
+        # The server names a method compared under several parameter sets "gigpo#2" (its place in the list);
+        # a_label and b_label name each side as the methods table and the steps' columns do.
+        self.pairs = table(
+            [
+                {**p, "a_label": self._label_of(p["a"]), "b_label": self._label_of(p["b"])}
+                for p in raw["pairs"]
+            ]
+        )
         self.against_episode = table([dict(a) for a in raw["againstEpisode"]])
+
+    def _label_of(self, name: str) -> str:
+        numbered = re.fullmatch(r"(.+)#(\d+)", name)
+        methods = self.raw["methods"]
+        if numbered and int(numbered[2]) < len(methods) and methods[int(numbered[2])]["method"] == numbered[1]:
+            return self.labels[int(numbered[2])]
+        return next((lab for lab, m in zip(self.labels, methods) if m["method"] == name), name)
 
     @staticmethod
     def fetch(client, run_id: str, methods: List[Dict[str, Any]], iterations: Optional[List[int]]) -> "Comparison":
