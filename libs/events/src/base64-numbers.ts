@@ -25,8 +25,9 @@ export function decodeBase64(text: string): Buffer | undefined {
  * text before it decoded to a multiple of 4 bytes (as float32 vectors do), so each can be viewed as a
  * Float32Array without a copy. One allocation for a whole column: a fresh ArrayBuffer per vector
  * (what decoding them one by one and copying into aligned arrays costs) made the allocator and the
- * garbage collector's sweeping of array buffers most of a 256-d embedding's decoding, about 4 µs of
- * CPU per vector against 1 µs this way. The texts are checked as `decodeBase64` checks them.
+ * garbage collector's sweeping of array buffers most of a 256-d embedding's decoding: about 6 µs of
+ * the process's CPU per vector against 1.7 µs this way, decoding alone (docs/benchmarks.md has the
+ * effect on ingest). The texts are checked as `decodeBase64` checks them.
  */
 export class Base64Arena {
   private readonly arena: Buffer;
