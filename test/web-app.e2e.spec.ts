@@ -170,6 +170,23 @@ test('Back undoes a filter picked from a list and stays in the app; typed text f
   await expectRows(2);
 });
 
+test('runs ticked in the list are plotted together on the first one’s page', async () => {
+  const { runs } = await data<{ runs: { nodes: { id: string; name: string }[] } }>(
+    '{ runs(first: 10) { nodes { id name } } }',
+  );
+  const name = (id: string) => runs.nodes.find((r) => r.id === id)!.name;
+  await page.getByLabel(`select ${name(forkId)}`).check();
+  await page.getByLabel(`select ${name(parentId)}`).check();
+  await page.getByRole('button', { name: 'Plot 2 runs together' }).click();
+  await page.getByTestId('curves').waitFor();
+  // The first ticked opens, the other overlaid from the address (a chip, not as its lineage).
+  expect(new URL(page.url()).pathname).toBe(`/runs/${forkId}`);
+  expect(new URL(page.url()).searchParams.get('with')).toBe(parentId);
+  await page.locator('.chip', { hasText: name(parentId) }).waitFor();
+  await page.goBack();
+  await expectRows(2);
+});
+
 test('a run page draws one chart per logged metric, each with a series per run shown', async () => {
   await page.locator(`a[href="/runs/${parentId}"]`).first().click();
   await page.getByTestId('curves').waitFor();
@@ -390,7 +407,12 @@ test('a fork’s page names its parent, overlays its curves, and offers its own 
   await recompute.locator('option').first().waitFor({ state: 'attached' }); // the registry's, once loaded
   expect(await recompute.inputValue()).toBe('grpo');
   await page.goto(`${server.url}/`);
-  const created = await page.locator('[data-testid=run-row] td:nth-child(9)').first().textContent();
+  await page.getByTestId('run-row').first().waitFor();
+  const header = await page.locator('[data-testid=runs-table] th').allTextContents();
+  const created = await page
+    .locator(`[data-testid=run-row] td:nth-child(${header.indexOf('Created') + 1})`)
+    .first()
+    .textContent();
   expect(created).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/); // not 03/12/2026: March or December?
 });
 

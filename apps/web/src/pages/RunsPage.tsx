@@ -1,6 +1,6 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
-import { Link } from 'react-router';
+import { Link, useNavigate } from 'react-router';
 import { fetchEstimators } from '../api/estimators-api';
 import { fetchRuns, RUN_SORTS, RUN_STATUSES, type RunQuery } from '../api/runs-api';
 import { isStatus, type RunRow } from '../api/types';
@@ -19,6 +19,8 @@ export function RunsPage() {
   const [params, updateParams] = useUrlParams();
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [size, setSize] = useState(25);
+  // Runs ticked to plot together, in the order ticked (the first one's page shows them).
+  const [selected, setSelected] = useState<string[]>([]);
   const get = (k: string) => params.get(k) ?? '';
   const q: RunQuery = {
     project: get('project'),
@@ -72,7 +74,14 @@ export function RunsPage() {
               : `${plural(nodes.length, 'run')} on this page`}
             {runs.isFetching && ' · refreshing'}
           </p>
-          <RunsTable runs={nodes} />
+          <PlotSelected selected={selected} clear={() => setSelected([])} />
+          <RunsTable
+            runs={nodes}
+            selected={selected}
+            toggle={(id) =>
+              setSelected((ids) => (ids.includes(id) ? ids.filter((x) => x !== id) : [...ids, id]))
+            }
+          />
           <Pager cursors={cursors} setCursors={setCursors} pageInfo={runs.data.pageInfo}>
             <label>
               per page{' '}
@@ -187,13 +196,40 @@ function FilterText({
   );
 }
 
-function RunsTable({ runs }: { runs: RunRow[] }) {
+/** Opens the first ticked run's curves with the others overlaid (kept in its address). */
+function PlotSelected({ selected, clear }: { selected: string[]; clear(): void }) {
+  const navigate = useNavigate();
+  if (!selected.length) return null;
+  const [first, ...rest] = selected;
+  const href = `/runs/${first}${rest.length ? `?with=${rest.join(',')}` : ''}`;
+  return (
+    <p className="selection" data-testid="selection">
+      <button type="button" onClick={() => void navigate(href)}>
+        Plot {plural(selected.length, 'run')} together
+      </button>{' '}
+      <button type="button" className="link" onClick={clear}>
+        clear
+      </button>
+    </p>
+  );
+}
+
+function RunsTable({
+  runs,
+  selected,
+  toggle,
+}: {
+  runs: RunRow[];
+  selected: string[];
+  toggle(id: string): void;
+}) {
   if (!runs.length) return <p>No runs match.</p>;
   return (
     <div className="table-wrap">
       <table className="grid" data-testid="runs-table">
         <thead>
           <tr>
+            <th aria-label="Select" />
             <th>Name</th>
             <th>Project</th>
             <th>Env</th>
@@ -210,6 +246,14 @@ function RunsTable({ runs }: { runs: RunRow[] }) {
         <tbody>
           {runs.map((r) => (
             <tr key={r.id} data-testid="run-row">
+              <td>
+                <input
+                  type="checkbox"
+                  checked={selected.includes(r.id)}
+                  onChange={() => toggle(r.id)}
+                  aria-label={`select ${r.name}`}
+                />
+              </td>
               <td>
                 <Link to={`/runs/${r.id}`}>{r.name}</Link>
               </td>
