@@ -555,6 +555,44 @@ test('a long run’s iterations are paged, newest first, down to its first', asy
   expect(await pager.getByRole('button', { name: 'Older →' }).isDisabled()).toBe(true);
 });
 
+test('the trajectory page opens a group whose outcomes differ, and lists every group with its successes', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'groups', env: 'e', method: 'grpo' });
+  const trajectory = (tid: string, reward: number) => ({
+    id: tid,
+    steps: [{ state: 's', action: 'a', reward }],
+  });
+  const groups = [
+    { id: 'all-failed', trajectories: [trajectory('f1', 0), trajectory('f2', 0)] },
+    { id: 'mixed', trajectories: [trajectory('m1', 1), trajectory('m2', 0)] },
+    // past the first page of 100 groups (the page listed 100 and said "100+")
+    ...Array.from({ length: 103 }, (_, k) => ({
+      id: `g${k}`,
+      trajectories: [trajectory(`t${k}`, 1)],
+    })),
+  ];
+  await client.appendEvents(id, [
+    { id: newEventId(), type: 'rollouts.appended', data: { iteration: 0, groups } },
+  ]);
+  await page.goto(`${server.url}/runs/${id}/iterations/0/groups/`);
+  // It opened the first group, all zeros under group-relative methods.
+  await page.getByTestId('group-id').filter({ hasText: 'mixed' }).waitFor();
+  await expect(page.getByTestId('group-chosen').textContent()).resolves.toContain(
+    'ended differently',
+  );
+  await expect(page.getByTestId('group-position').textContent()).resolves.toBe('group 2 of 105');
+  const options = await page.getByLabel('Group').locator('option').allTextContents();
+  expect(options.slice(0, 2)).toEqual([
+    '1. all-failed · 0/2 succeeded',
+    '2. mixed · 1/2 succeeded',
+  ]);
+  expect(options).toHaveLength(105);
+  await page.getByLabel('Group').selectOption('g102');
+  await page.getByTestId('group-id').filter({ hasText: 'g102' }).waitFor();
+  expect(new URL(page.url()).pathname).toBe(`/runs/${id}/iterations/0/groups/g102`);
+  await expect(page.getByTestId('group-position').textContent()).resolves.toBe('group 105 of 105');
+});
+
 test('a recompute of a run with no complete iteration says why it computed nothing', async () => {
   const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   const { id } = await client.createRun({ name: 'just started', env: 'e', method: 'grpo' });

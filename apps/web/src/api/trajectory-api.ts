@@ -130,11 +130,59 @@ async function byPaging(
   }
 }
 
-/** The groups of an iteration (for picking one), first page. */
-export async function fetchGroupIds(runId: string, iteration: number): Promise<string[]> {
-  const answer = await gql<{ run: { groups: { nodes: { id: string }[] } } | null }>(
-    `query G($runId: ID!, $iteration: Int!) { run(id: $runId) { groups(iteration: $iteration, first: 100) { nodes { id } } } }`,
-    { runId, iteration },
-  );
-  return answer.run?.groups.nodes.map((n) => n.id) ?? [];
+/** A group of an iteration as the picker lists it: its id and how its trajectories ended. */
+export interface GroupOutline {
+  id: string;
+  trajectories: number;
+  successes: number;
+}
+
+/** Groups listed at most (a page of 100 at a time): an iteration of thousands of tasks is paged this far. */
+export const MAX_LISTED_GROUPS = 2000;
+
+/** The groups of an iteration in canonical order, with their outcomes, for picking one. */
+export async function fetchGroupOutlines(
+  runId: string,
+  iteration: number,
+): Promise<{ groups: GroupOutline[]; more: boolean }> {
+  const groups: GroupOutline[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const answer: {
+      run: {
+        groups: {
+          nodes: { id: string; trajectories: { outcome: string }[] }[];
+          pageInfo: { hasNextPage: boolean; endCursor: string | null };
+        };
+      } | null;
+    } = await gql(
+      `query G($runId: ID!, $iteration: Int!, $after: String) { run(id: $runId) { groups(iteration: $iteration, first: 100, after: $after) { nodes { id trajectories { outcome } } pageInfo { hasNextPage endCursor } } } }`,
+      { runId, iteration, after },
+    );
+    const page = answer.run?.groups;
+    if (!page) return { groups, more: false };
+    for (const g of page.nodes)
+      groups.push({
+        id: g.id,
+        trajectories: g.trajectories.length,
+        successes: g.trajectories.filter((t) => t.outcome.toUpperCase() === 'SUCCESS').length,
+      });
+    if (!page.pageInfo.hasNextPage) return { groups, more: false };
+    if (groups.length >= MAX_LISTED_GROUPS) return { groups, more: true };
+    after = page.pageInfo.endCursor;
+  }
+}
+
+/**
+ * The group a page opens when its address names none: the first whose trajectories ended differently
+ * (some succeeded, some not), since a group all of one outcome gets no credit from the group-relative
+ * methods and shows zeros; the first group when every group is of one outcome.
+ */
+export function firstMixedGroup(groups: GroupOutline[]): string | undefined {
+  return (groups.find(isMixedGroup) ?? groups[0])?.id;
+}
+
+/** Some of the group's trajectories succeeded and some did not. */
+export function isMixedGroup(g: GroupOutline | undefined): boolean {
+  return !!g && g.successes > 0 && g.successes < g.trajectories;
 }

@@ -3,7 +3,12 @@ import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { fetchEstimators } from '../api/estimators-api';
 import { fetchRun } from '../api/run-api';
-import { fetchGroup, fetchGroupIds } from '../api/trajectory-api';
+import {
+  fetchGroup,
+  fetchGroupOutlines,
+  firstMixedGroup,
+  isMixedGroup,
+} from '../api/trajectory-api';
 import type { MethodInput } from '../api/types';
 import { useCaps } from '../app/use-caps';
 import { useUrlParams } from '../app/use-url-params';
@@ -28,18 +33,19 @@ export function TrajectoryPage() {
     queryFn: () => fetchRun(caps!, runId),
     enabled: !!caps,
   });
-  const ids = useQuery({
-    queryKey: ['group-ids', runId, it],
-    queryFn: () => fetchGroupIds(runId, it),
+  const outlines = useQuery({
+    queryKey: ['group-outlines', runId, it],
+    queryFn: () => fetchGroupOutlines(runId, it),
     enabled: validIteration,
   });
+  const ids = outlines.data?.groups.map((g) => g.id);
   const picked = parseMethods(params.get('m'));
   const methods: MethodInput[] = picked.length
     ? picked
     : run.data
       ? [...new Set([run.data.method, 'grpo', 'gigpo'])].map((name) => ({ name }))
       : [];
-  const gid = groupId || ids.data?.[0] || '';
+  const gid = groupId || (outlines.data && firstMixedGroup(outlines.data.groups)) || '';
   const group = useQuery({
     queryKey: ['group', runId, it, gid, JSON.stringify(methods)],
     queryFn: () => fetchGroup(caps!, runId, it, gid, methods),
@@ -48,9 +54,9 @@ export function TrajectoryPage() {
   const setMethods = (m: MethodInput[]) => {
     updateParams((next) => next.set('m', methodsParam(m)), 'push');
   };
-  const position = ids.data?.indexOf(gid) ?? -1;
+  const position = ids?.indexOf(gid) ?? -1;
   const go = (d: number) => {
-    const next = ids.data?.[position + d];
+    const next = ids?.[position + d];
     if (next)
       void navigate(
         `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(next)}${window.location.search}`,
@@ -69,14 +75,31 @@ export function TrajectoryPage() {
         <button type="button" disabled={position <= 0} onClick={() => go(-1)}>
           ← previous group
         </button>
-        <span className="muted">
-          {ids.data
-            ? `group ${position + 1} of ${ids.data.length}${ids.data.length === 100 ? '+' : ''}`
+        {outlines.data && outlines.data.groups.length > 0 && (
+          <select
+            aria-label="Group"
+            value={gid}
+            onChange={(e) =>
+              void navigate(
+                `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(e.target.value)}${window.location.search}`,
+              )
+            }
+          >
+            {outlines.data.groups.map((g, k) => (
+              <option key={g.id} value={g.id}>
+                {`${k + 1}. ${g.id} · ${g.successes}/${g.trajectories} succeeded`}
+              </option>
+            ))}
+          </select>
+        )}
+        <span className="muted" data-testid="group-position">
+          {outlines.data
+            ? `group ${position + 1} of ${outlines.data.groups.length}${outlines.data.more ? '+' : ''}`
             : ''}
         </span>
         <button
           type="button"
-          disabled={!ids.data || position < 0 || position >= ids.data.length - 1}
+          disabled={!ids || position < 0 || position >= ids.length - 1}
           onClick={() => go(1)}
         >
           next group →
@@ -86,11 +109,19 @@ export function TrajectoryPage() {
         </Link>
       </div>
       <MethodChips methods={methods} onChange={setMethods} />
-      {(ids.isPending || (gid !== '' && group.isPending)) && <Loading what="the group" />}
-      {ids.isError && <Failure error={ids.error} />}
-      {ids.data?.length === 0 && <Failure error={`iteration ${it} has no rollouts`} />}
+      {(outlines.isPending || (gid !== '' && group.isPending)) && <Loading what="the group" />}
+      {outlines.isError && <Failure error={outlines.error} />}
+      {ids?.length === 0 && <Failure error={`iteration ${it} has no rollouts`} />}
+      {!groupId && gid && outlines.data && (
+        <p className="muted small" data-testid="group-chosen">
+          {isMixedGroup(outlines.data.groups.find((g) => g.id === gid))
+            ? 'Opened the first group whose trajectories ended differently: a group all of one outcome gets no credit from the group-relative methods.'
+            : 'Every group of this iteration ended one way (all succeeded or all failed): opened the first.'}{' '}
+          Pick any group above.
+        </p>
+      )}
       {group.isError && <Failure error={group.error} />}
-      {group.data === null && ids.data?.length !== 0 && (
+      {group.data === null && ids?.length !== 0 && (
         <Failure error={`no group ${gid} in iteration ${it}`} />
       )}
       {group.data && (
