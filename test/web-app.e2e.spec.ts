@@ -242,6 +242,10 @@ test('curves smooth as set, and the smoothing and overlaid runs are kept in the 
     .getByText(/\(raw \d+ %\)/)
     .first()
     .waitFor();
+  // Each run named once with its method: "gigpo sokoban-tiny seed 1", not "… seed 1 (gigpo)".
+  const tooltip = await curve.textContent();
+  expect(tooltip).toMatch(/gigpo sokoban-tiny seed 1/);
+  expect(tooltip).not.toContain('(gigpo)');
   await shot('run-smoothed');
   // The slider to its start: no smoothing, and the address says so.
   await page.getByLabel('Smoothing').focus();

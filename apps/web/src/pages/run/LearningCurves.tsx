@@ -169,7 +169,8 @@ function CurveCharts({
             const variant = drawn.get(method) ?? (c.runId === mainId ? 0 : 1);
             drawn.set(method, variant + 1);
             return {
-              name: `${c.runName} (${method})`,
+              // The method once: the trainer's run names start with it ("gigpo sokoban-tiny seed 1").
+              name: c.runName.includes(method) ? c.runName : `${c.runName} (${method})`,
               method,
               points: c.series.get(m)!,
               variant,
