@@ -228,12 +228,16 @@ test('a run page draws one chart per logged metric, each with a series per run s
 
 test('curves smooth as set, and the smoothing and overlaid runs are kept in the address', async () => {
   // The lineage hidden, the fork overlaid by hand instead, smoothed: all from the address alone.
-  await page.goto(`${server.url}/runs/${parentId}?lineage=0&with=${forkId}&smooth=0.8`);
+  // (the fork named twice, and the run itself: each drawn once)
+  await page.goto(
+    `${server.url}/runs/${parentId}?lineage=0&with=${forkId},${forkId},${parentId}&smooth=0.8`,
+  );
   const curve = page.getByTestId('curve-successRate');
   await curve.waitFor();
   await expect(page.getByTestId('smoothing').textContent()).resolves.toBe('0.80');
   await expect(curve.getAttribute('data-series')).resolves.toBe('2');
   await page.locator('.chip', { hasText: 'grpo' }).waitFor();
+  expect(await page.locator('.chip').count()).toBe(1);
   // The tooltip gives each run's smoothed value and its raw one.
   await curve.scrollIntoViewIfNeeded();
   const box = (await curve.boundingBox())!;

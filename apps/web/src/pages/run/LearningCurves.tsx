@@ -41,7 +41,7 @@ export function LearningCurves({ run }: { run: RunDetail }) {
   );
   const smoothing = smoothingFrom(params.get('smooth'));
   const pickedIds = useMemo(
-    () => (params.get('with') ?? '').split(',').filter((id) => id && id !== run.id),
+    () => [...new Set((params.get('with') ?? '').split(','))].filter((id) => id && id !== run.id),
     [params, run.id],
   );
   const picked = useQuery({
