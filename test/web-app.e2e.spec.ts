@@ -27,6 +27,7 @@ declare const document: {
   documentElement: { scrollWidth: number; clientWidth: number };
 };
 declare const sessionStorage: { getItem(key: string): string | null };
+declare const location: { href: string };
 interface SelectNode {
   value: string;
   dispatchEvent(event: unknown): boolean;
@@ -165,9 +166,11 @@ test('Back undoes a filter picked from a list and stays in the app; typed text f
   await page.getByText('No runs match.').waitFor();
   expect(await page.getByLabel('Name contains').inputValue()).toBe('no such run');
   expect(await page.getByLabel('Method').inputValue()).toBe('grpo');
-  await page.getByLabel('Name contains').fill('');
-  await page.getByLabel('Method').selectOption('');
+  // The header's "Runs" link: every filter gone, the typed one too (it stayed in its field).
+  await page.getByRole('link', { name: 'Runs', exact: true }).click();
   await expectRows(2);
+  expect(await page.getByLabel('Name contains').inputValue()).toBe('');
+  expect(await page.getByLabel('Method').inputValue()).toBe('');
 });
 
 test('runs ticked in the list are plotted together on the first one’s page', async () => {
@@ -258,6 +261,13 @@ test('curves smooth as set, and the smoothing and overlaid runs are kept in the 
     () => document.querySelector('[data-testid=smoothing]')?.textContent === '0.00',
   );
   expect(new URL(page.url()).searchParams.get('smooth')).toBeNull();
+  // Ten quick presses are ten steps (they were two: the address lagged the key presses).
+  for (let k = 0; k < 10; k++) await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=smoothing]')?.textContent === '0.10',
+  );
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('smooth') === '0.1');
+  await page.keyboard.press('Home');
   // The overlaid run removed: the address forgets it, and the charts draw this run alone.
   await page.locator('.chip', { hasText: 'grpo' }).click();
   await page.waitForFunction(
@@ -266,6 +276,12 @@ test('curves smooth as set, and the smoothing and overlaid runs are kept in the 
       '1',
   );
   expect(new URL(page.url()).searchParams.get('with')).toBeNull();
+  // The overlay box finds a run by the start of its id (it found names only).
+  await page.getByLabel('Overlay another run').fill(forkId.slice(0, 8));
+  await page.locator('.dropdown button').first().click();
+  await page.locator('.chip', { hasText: 'grpo' }).waitFor();
+  expect(new URL(page.url()).searchParams.get('with')).toBe(forkId);
+  await page.locator('.chip', { hasText: 'grpo' }).click();
   // An address naming no run says so, and the page still draws.
   await page.goto(`${server.url}/runs/${parentId}?with=00000000-0000-4000-8000-000000000000`);
   await expect(page.getByTestId('missing-overlays').textContent()).resolves.toContain(
@@ -369,6 +385,14 @@ test('a disagreement opens its group: the advantages shown are the API’s, diag
 test('start a recompute from the run page and watch it complete', async () => {
   await page.goto(`${server.url}/runs/${parentId}`);
   await page.getByLabel('Recompute method').selectOption('gagpo');
+  // Iterations the form cannot read are named before anything is sent (a raw GraphQL error was).
+  await page.getByLabel('Recompute iterations').fill('abc');
+  await page
+    .getByRole('alert')
+    .getByText('iterations: "abc" is not an iteration or a range of them (e.g. 0,2,5-9, or all)')
+    .waitFor();
+  expect(await page.getByRole('button', { name: 'Start recompute' }).isDisabled()).toBe(true);
+  await page.getByLabel('Recompute iterations').fill('0-2');
   await page.getByRole('button', { name: 'Start recompute' }).click();
   const job = page.getByTestId('job-row').first();
   await job.waitFor();
@@ -384,6 +408,8 @@ test('start a recompute from the run page and watch it complete', async () => {
   }>(`query($id: ID!) { run(id: $id) { advantageSets { method iterations } } }`, { id: parentId });
   expect(run.advantageSets.find((s) => s.method === 'gagpo')?.iterations).toEqual([0, 1, 2]);
   await expect(job.textContent()).resolves.toContain('3/3 iterations');
+  // Named by what was given (it listed every default: "gagpo (gamma=0.95, lambda=…)").
+  expect(await job.locator('td').nth(1).textContent()).toBe('gagpo');
   await page.getByTestId('jobs-table').scrollIntoViewIfNeeded();
   await shot('jobs');
   // A finished job leads to its result: compared with the run's own method, on its last iteration.
@@ -495,6 +521,14 @@ test('one method under two parameter sets: pairs and disagreements named as the 
   await expect(page.getByTestId('disagreements-order').textContent()).resolves.toContain(
     'standardised',
   );
+  // The table against the exact advantage names them so too (it said gigpo#0, gigpo#1).
+  const reference = await page.getByTestId('reference-table').locator('tbody tr').allTextContents();
+  expect(reference.map((row) => /^gigpo( \(gamma=0\.5\))?/.exec(row)?.[0])).toEqual([
+    'gigpo (gamma=0.5)',
+    'gigpo',
+    undefined, // grpo
+  ]);
+  expect(reference.join()).not.toContain('#');
   const header = await page.locator('[data-testid=disagreements-table] th').allTextContents();
   expect(header.slice(6, 8)).toEqual(['gigpo (gamma=0.5)', 'gigpo']);
   // Each side's advantages are the API's (both columns read NaN: "gigpo#0" matched no method).
@@ -538,6 +572,23 @@ test('on a phone’s width every page keeps to the screen: tables scroll inside 
   } finally {
     await page.setViewportSize({ width: 1400, height: 900 });
   }
+});
+
+test('a run named without spaces keeps its page to the screen', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'x'.repeat(190), env: 'e', method: 'grpo' });
+  for (const width of [1400, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto(`${server.url}/runs/${id}`);
+    await page.getByRole('link', { name: 'Compare estimators' }).waitFor();
+    // It was 1437 px wide at 1280, the button past the header's edge.
+    const [scroll, client_] = await page.evaluate(() => [
+      document.documentElement.scrollWidth,
+      document.documentElement.clientWidth,
+    ]);
+    expect({ width, scroll }).toEqual({ width, scroll: client_ });
+  }
+  await page.setViewportSize({ width: 1400, height: 900 });
 });
 
 test('a long run’s iterations are paged, newest first, down to its first', async () => {

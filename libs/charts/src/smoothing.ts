@@ -22,8 +22,14 @@ export function smoothedPoints(points: [number, number][], weight: number): [num
   });
 }
 
-/** The smoothing a URL's text asks for, within [0, MAX_SMOOTHING]; 0 for text that is no number. */
+/**
+ * The smoothing a URL's text asks for, to two decimals, within [0, MAX_SMOOTHING]; 0 for text that is
+ * no decimal number.
+ */
 export function smoothingFrom(text: string | null): number {
-  const value = Number(text ?? 0);
+  // Decimal text only ("0x10" is 16 to Number), to the slider's step (1e-9 would smooth nothing
+  // visibly yet draw the raw lines and the tooltip's raw values).
+  if (!text || !/^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(text)) return 0;
+  const value = Math.round(Number(text) * 100) / 100;
   return Number.isFinite(value) ? Math.min(Math.max(value, 0), MAX_SMOOTHING) : 0;
 }

@@ -131,14 +131,9 @@ describe('smoothing', () => {
   });
 
   test('the URL text: a number within 0 to 0.99, else none', () => {
-    expect(['0.6', '2', '-1', 'abc', null, ''].map(smoothingFrom)).toEqual([
-      0.6,
-      MAX_SMOOTHING,
-      0,
-      0,
-      0,
-      0,
-    ]);
+    expect(
+      ['0.6', '2', '-1', 'abc', null, '', '0x10', '1e-9', '0.456', 'Infinity'].map(smoothingFrom),
+    ).toEqual([0.6, MAX_SMOOTHING, 0, 0, 0, 0, 0, 0, 0.46, 0]);
   });
 
   test('the chart draws each series smoothed, its raw points faint under it, and the tooltip gives both', () => {

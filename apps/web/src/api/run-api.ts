@@ -36,18 +36,26 @@ export async function fetchRunRows(ids: string[]): Promise<RunRow[]> {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The runs a page may overlay: any run the key sees, by name. */
+/**
+ * The runs a page may overlay: any run the key sees, by name, or by id or the start of one (the
+ * server filters by name only, so an id is looked up, and a prefix matched among the newest runs).
+ */
 export async function searchRuns(caps: Capabilities, text: string): Promise<RunRow[]> {
   const byName = caps.has('RunFilter.nameContains') && text;
   const query = `query Pick($filter: RunFilter) { runs(filter: $filter, first: 50) { nodes { ${RUN_ROW} } } }`;
-  const runs = (
-    await gql<{ runs: { nodes: RunRow[] } }>(query, {
-      filter: byName ? { nameContains: text } : {},
-    })
-  ).runs.nodes;
-  return runs.filter(
-    (r) => r.name.toLowerCase().includes(text.toLowerCase()) || r.id.startsWith(text),
+  const list = async (filter: Record<string, unknown>) =>
+    (await gql<{ runs: { nodes: RunRow[] } }>(query, { filter })).runs.nodes;
+  const idLike = /^[0-9a-f-]{4,36}$/i.test(text);
+  const [named, byId, recent] = await Promise.all([
+    list(byName ? { nameContains: text } : {}),
+    UUID.test(text) ? fetchRunRows([text]) : Promise.resolve([]),
+    idLike && byName ? list({}) : Promise.resolve([]),
+  ]);
+  const lower = text.toLowerCase();
+  const matching = [...byId, ...named, ...recent].filter(
+    (r) => r.name.toLowerCase().includes(lower) || r.id.startsWith(lower),
   );
+  return [...new Map(matching.map((r) => [r.id, r])).values()];
 }
 
 export interface MetricCurves {

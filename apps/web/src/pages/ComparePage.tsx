@@ -2,51 +2,29 @@ import { useQuery } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { fetchComparison } from '../api/compare-api';
 import { fetchRun } from '../api/run-api';
-import type { MethodInput, RunDetail } from '../api/types';
+import { fetchEstimators } from '../api/estimators-api';
+import type { Estimator, MethodInput, RunDetail } from '../api/types';
 import { useCaps } from '../app/use-caps';
 import { methodsParam, parseMethods } from '../components/format';
+import { parseIterations } from '../components/iterations-text';
+import { ownMethod } from '../components/own-method';
 import { Failure, Loading } from '../components/Status';
 import { CompareForm } from './compare/CompareForm';
 import { CompareResults } from './compare/CompareResults';
 
-/** Methods compared when the URL names none: the run's own and two common baselines. */
-function defaultMethods(run: RunDetail): MethodInput[] {
-  return [...new Set([run.method, 'grpo', 'gigpo', 'gaca'])].slice(0, 3).map((name) => ({ name }));
+/**
+ * Methods compared when the URL names none: the run's own, with the parameters it trained with, and
+ * two common baselines.
+ */
+function defaultMethods(run: RunDetail, estimators: Estimator[] | undefined): MethodInput[] {
+  const others = ['grpo', 'gigpo', 'gaca'].filter((name) => name !== run.method).slice(0, 2);
+  return [ownMethod(run, estimators), ...others.map((name) => ({ name }))];
 }
 
 /** Iterations when the URL names none: the last one with rollouts (all of a long run is slow to read). */
 function defaultIterations(run: RunDetail): number[] | null {
   const last = run.iterations.filter((i) => i.stepCount > 0).at(-1);
   return last ? [last.index] : null;
-}
-
-/** The most iterations one address may list (a range expands to its iterations). */
-const MAX_LISTED = 10_000;
-
-/**
- * The `it` of the address: undefined (none: the default), null ("all"), or iterations given as numbers
- * and ranges (`0,2,5-9`); `error` names what is not one of those. A bad entry was dropped without a word,
- * so "abc" or "1-3" compared the last iteration.
- */
-export function parseIterations(text: string | null): {
-  iterations: number[] | null | undefined;
-  error?: string;
-} {
-  if (text === null || text.trim() === '') return { iterations: undefined };
-  if (text.trim() === 'all') return { iterations: null };
-  const out: number[] = [];
-  for (const part of text.split(',').map((s) => s.trim())) {
-    const m = /^(\d+)(?:\s*-\s*(\d+))?$/.exec(part);
-    const from = m ? Number(m[1]) : NaN;
-    const to = m?.[2] === undefined ? from : Number(m[2]);
-    if (!m || to < from || out.length + (to - from + 1) > MAX_LISTED)
-      return {
-        iterations: undefined,
-        error: `iterations: "${part}" is not an iteration or a range of them (e.g. 0,2,5-9, or all)`,
-      };
-    for (let i = from; i <= to; i++) out.push(i);
-  }
-  return { iterations: out };
 }
 
 /** Several estimators on the same stored rollouts: form in the URL, results below. */
@@ -59,9 +37,16 @@ export function ComparePage() {
     queryFn: () => fetchRun(caps!, runId),
     enabled: !!caps,
   });
+  const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
   const r = run.data;
   const methods = parseMethods(params.get('m'));
-  const chosen = r ? (methods.length ? methods : defaultMethods(r)) : [];
+  // (the defaults wait for the registry, which says which of the run's params are its method's)
+  const chosen =
+    r && (methods.length || !estimators.isPending)
+      ? methods.length
+        ? methods
+        : defaultMethods(r, estimators.data)
+      : [];
   const parsed = parseIterations(params.get('it'));
   const iterations = r
     ? parsed.iterations === undefined

@@ -177,6 +177,11 @@ function FilterText({
   onChange(value: string): void;
 }) {
   const ref = useRef<HTMLInputElement>(null);
+  // The address changed by a link (the header's "Runs") while the field is not being typed into.
+  useEffect(() => {
+    const input = ref.current;
+    if (input && input.value !== initial && document.activeElement !== input) input.value = initial;
+  }, [initial]);
   useEffect(() => {
     const restore = () => {
       if (ref.current)

@@ -6,7 +6,7 @@ import { Chart } from '../../components/Chart';
 import { fmt, methodLabel, pct } from '../../components/format';
 import { MethodName } from '../../components/MethodName';
 import { Disagreements } from './Disagreements';
-import { pairSides } from './pair-sides';
+import { methodSide, pairSides } from './pair-sides';
 
 interface Props {
   run: RunDetail;
@@ -146,7 +146,7 @@ export function CompareResults({ run, methods, comparison }: Props) {
           )}
         </>
       )}
-      <AgainstReferenceTable comparison={comparison} />
+      <AgainstReferenceTable comparison={comparison} methods={methods} />
       {pair && <Disagreements run={run} methods={methods} comparison={comparison} pair={pair} />}
     </div>
   );
@@ -161,7 +161,13 @@ function rates(r: Record<string, unknown>): string {
     .join(' · ');
 }
 
-function AgainstReferenceTable({ comparison }: { comparison: Comparison }) {
+function AgainstReferenceTable({
+  comparison,
+  methods,
+}: {
+  comparison: Comparison;
+  methods: MethodInput[];
+}) {
   if (!comparison.againstReference.length) return null;
   return (
     <>
@@ -185,19 +191,23 @@ function AgainstReferenceTable({ comparison }: { comparison: Comparison }) {
           </tr>
         </thead>
         <tbody>
-          {comparison.againstReference.map((a, i) => (
-            <tr key={i}>
-              <td>
-                <MethodName name={a.method} />
-              </td>
-              <td className="num">{a.steps}</td>
-              <td className="num">{a.pearson === null ? '–' : a.pearson.toFixed(3)}</td>
-              <td className="num">{a.spearman === null ? '–' : a.spearman.toFixed(3)}</td>
-              <td className="num">{corr(a.groupPearson)}</td>
-              <td className="num">{pct(a.signAgreement)}</td>
-              <td className="num">{pct(a.zeroFractionB)}</td>
-            </tr>
-          ))}
+          {comparison.againstReference.map((a, i) => {
+            // named as the summary names it (the server says gigpo#1 for a method compared twice)
+            const side = methodSide(a.method, comparison, methods);
+            return (
+              <tr key={i}>
+                <td>
+                  <MethodName name={side.method} label={side.label} />
+                </td>
+                <td className="num">{a.steps}</td>
+                <td className="num">{a.pearson === null ? '–' : a.pearson.toFixed(3)}</td>
+                <td className="num">{a.spearman === null ? '–' : a.spearman.toFixed(3)}</td>
+                <td className="num">{corr(a.groupPearson)}</td>
+                <td className="num">{pct(a.signAgreement)}</td>
+                <td className="num">{pct(a.zeroFractionB)}</td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
     </>

@@ -10,16 +10,22 @@ export interface PairSide {
   label: string;
 }
 
+/** A compared method as the server names it (`gigpo`, `gigpo#1`), named as the summary names it. */
+export function methodSide(
+  name: string,
+  comparison: Pick<Comparison, 'methods'>,
+  methods: MethodInput[],
+): PairSide {
+  const index = methodIndexOf(name, comparison.methods);
+  const method = comparison.methods[index]?.method ?? name;
+  return { index, method, label: methodLabel(methods[index] ?? { name: method }) };
+}
+
 /** The two sides of a pair, named as the summary table names the methods. */
 export function pairSides(
   pair: Pick<MethodPair, 'a' | 'b'>,
   comparison: Pick<Comparison, 'methods'>,
   methods: MethodInput[],
 ): [PairSide, PairSide] {
-  const side = (name: string): PairSide => {
-    const index = methodIndexOf(name, comparison.methods);
-    const method = comparison.methods[index]?.method ?? name;
-    return { index, method, label: methodLabel(methods[index] ?? { name: method }) };
-  };
-  return [side(pair.a), side(pair.b)];
+  return [methodSide(pair.a, comparison, methods), methodSide(pair.b, comparison, methods)];
 }

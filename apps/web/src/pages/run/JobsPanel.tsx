@@ -4,11 +4,13 @@ import { Link } from 'react-router';
 import { fetchEstimators } from '../../api/estimators-api';
 import { watchRun } from '../../api/live';
 import { cancelJob, fetchAdvantageSets, fetchJobs, startRecompute } from '../../api/run-api';
-import { isStatus, type Job, type Json, type RunDetail } from '../../api/types';
+import { isStatus, type Job, type Json, type MethodInput, type RunDetail } from '../../api/types';
 import { useCaps } from '../../app/use-caps';
 import { canWrite, useViewer } from '../../app/viewer';
 import { methodLabel, methodsParam, when } from '../../components/format';
 import { MethodName } from '../../components/MethodName';
+import { givenParams, ownMethod } from '../../components/own-method';
+import { parseIterations } from '../../components/iterations-text';
 import { ParamsForm } from '../../components/ParamsForm';
 import { Failure } from '../../components/Status';
 
@@ -19,16 +21,17 @@ const COMPLETE_ITERATION =
   'a recompute with no iterations named takes the complete ones, those with a later iteration or of a run that has ended; a running run has none until its second iteration';
 
 /**
- * The compare page for a finished job's set, beside the run's own method when that is another one,
- * on the job's last iteration.
+ * The compare page for a finished job's set beside the run's own method (with the run's parameters),
+ * on the job's last iteration; the set alone when it is the run's own.
  */
 function compareHref(
   run: RunDetail,
-  set: { method: string; params: Record<string, unknown> },
+  computed: MethodInput,
+  own: MethodInput,
   iterations: number[],
 ): string {
-  const computed = { name: set.method, params: set.params };
-  const methods = set.method === run.method ? [computed] : [{ name: run.method }, computed];
+  const same = methodsParam([computed]) === methodsParam([own]);
+  const methods = same ? [own] : [own, computed];
   const last = iterations.at(-1);
   return `/runs/${run.id}/compare?m=${encodeURIComponent(methodsParam(methods))}${last === undefined ? '' : `&it=${last}`}`;
 }
@@ -58,7 +61,15 @@ export function JobsPanel({ run }: { run: RunDetail }) {
     queryKey: ['sets', run.id, jobs.data?.length],
     queryFn: () => fetchAdvantageSets(run.id),
   });
-  const methodOf = (j: Job) => sets.data?.find((s) => s.id === j.advantageSetId);
+  const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
+  const own = ownMethod(run, estimators.data);
+  // A set as the user would name it: the parameters that differ from the defaults.
+  const methodOf = (j: Job): MethodInput | undefined => {
+    const set = sets.data?.find((s) => s.id === j.advantageSetId);
+    if (!set) return undefined;
+    const params = givenParams(set.method, set.params, estimators.data) as Record<string, Json>;
+    return Object.keys(params).length ? { name: set.method, params } : { name: set.method };
+  };
   const cancel = useMutation({
     mutationFn: cancelJob,
     onSettled: () => queries.invalidateQueries({ queryKey: ['jobs', run.id] }),
@@ -70,6 +81,7 @@ export function JobsPanel({ run }: { run: RunDetail }) {
         <RecomputeForm
           runId={run.id}
           runMethod={run.method}
+          own={own}
           onStarted={() => void queries.invalidateQueries({ queryKey: ['jobs', run.id] })}
         />
       )}
@@ -95,16 +107,7 @@ export function JobsPanel({ run }: { run: RunDetail }) {
                   <td>
                     <code>{j.id.slice(0, 8)}</code>
                   </td>
-                  <td>
-                    {set ? (
-                      <MethodName
-                        name={set.method}
-                        label={methodLabel({ name: set.method, params: set.params })}
-                      />
-                    ) : (
-                      '…'
-                    )}
-                  </td>
+                  <td>{set ? <MethodName name={set.name} label={methodLabel(set)} /> : '…'}</td>
                   <td>
                     {j.status.toLowerCase()}
                     {j.error && <span className="error small"> {j.error}</span>}
@@ -129,7 +132,7 @@ export function JobsPanel({ run }: { run: RunDetail }) {
                   <td>
                     {set && isStatus(j.status, 'completed') && j.total > 0 && (
                       <Link
-                        to={compareHref(run, set, j.iterations)}
+                        to={compareHref(run, set, own, j.iterations)}
                         data-testid="job-compare"
                         title="compare this set with the run's own method on the job's last iteration"
                       >
@@ -159,11 +162,14 @@ export function JobsPanel({ run }: { run: RunDetail }) {
 function RecomputeForm({
   runId,
   runMethod,
+  own,
   onStarted,
 }: {
   runId: string;
   /** The run's own method, chosen first (another estimator is a choice away). */
   runMethod: string;
+  /** The run's own method and parameters: the form starts from them. */
+  own: MethodInput;
   onStarted(): void;
 }) {
   const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
@@ -171,23 +177,20 @@ function RecomputeForm({
   // The run's own method until another is picked, if the registry has it (a run's method is a label).
   const known = estimators.data?.some((e) => e.name === runMethod) ?? true;
   const method = picked ?? (known ? runMethod : 'gigpo');
-  const [params, setParams] = useState<Record<string, Json>>({});
+  // null: untouched, so the run's own parameters while its own method is chosen
+  const [touched, setParams] = useState<Record<string, Json> | null>(null);
+  const params = touched ?? (method === own.name ? (own.params ?? {}) : {});
   const [iterations, setIterations] = useState('');
+  // As the compare page reads them (0,2,5-9 or all); a bad entry is named here, not sent as null.
+  const parsed = parseIterations(iterations);
   const start = useMutation({
-    mutationFn: () => {
-      const its = iterations
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
-        .map(Number);
-      return startRecompute(runId, { name: method, params }, its.length ? its : null);
-    },
+    mutationFn: () => startRecompute(runId, { name: method, params }, parsed.iterations ?? null),
     onSuccess: onStarted,
   });
   const estimator = estimators.data?.find((e) => e.name === method);
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    start.mutate();
+    if (!parsed.error) start.mutate();
   };
   return (
     <form className="recompute" onSubmit={submit} aria-label="Start a recompute">
@@ -217,12 +220,14 @@ function RecomputeForm({
           value={iterations}
           onChange={(e) => setIterations(e.target.value)}
           placeholder="all complete"
-          title={`Iteration numbers, comma-separated. Empty: ${COMPLETE_ITERATION}.`}
+          aria-label="Recompute iterations"
+          title={`Iterations and ranges, e.g. 0,2,5-9. Empty: ${COMPLETE_ITERATION}.`}
         />
       </label>
-      <button type="submit" disabled={start.isPending}>
+      <button type="submit" disabled={start.isPending || !!parsed.error}>
         Start recompute
       </button>
+      {parsed.error && <Failure error={parsed.error} />}
       {start.isError && <Failure error={start.error} />}
     </form>
   );

@@ -1,6 +1,6 @@
 import { lineChartOption, MAX_SMOOTHING, smoothingFrom, type CurveSeries } from '@creditlab/charts';
 import { useQuery } from '@tanstack/react-query';
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { fetchCurves, fetchRunRows, searchRuns, type MetricCurves } from '../../api/run-api';
 import type { RunDetail, RunRow } from '../../api/types';
 import { useCaps } from '../../app/use-caps';
@@ -8,6 +8,7 @@ import { useUrlParams } from '../../app/use-url-params';
 import { Chart } from '../../components/Chart';
 import { MethodName } from '../../components/MethodName';
 import { Failure, Loading } from '../../components/Status';
+import { seriesName } from './series-name';
 
 const TITLES: Record<string, string> = {
   successRate: 'Training success',
@@ -90,24 +91,16 @@ export function LearningCurves({ run }: { run: RunDetail }) {
           title="exponential moving average, as TensorBoard and W&B smooth"
         >
           smoothing{' '}
-          <input
-            type="range"
-            min={0}
-            max={MAX_SMOOTHING}
-            step={0.01}
+          <SmoothingSlider
             value={smoothing}
-            aria-label="Smoothing"
-            onChange={(e) =>
+            onChange={(v) =>
               updateParams((next) =>
-                Number(e.target.value) > 0
-                  ? next.set('smooth', e.target.value)
-                  : next.delete('smooth'),
+                v > 0 ? next.set('smooth', String(v)) : next.delete('smooth'),
               )
             }
-          />{' '}
-          <output data-testid="smoothing">{smoothing.toFixed(2)}</output>
+          />
         </label>
-        <RunPicker onPick={(r) => setPicked([...new Set([...pickedIds, r.id])])} />
+        <RunPicker drawn={ids} onPick={(r) => setPicked([...new Set([...pickedIds, r.id])])} />
         {pickedRows.map((r) => (
           <button
             key={r.id}
@@ -169,8 +162,7 @@ function CurveCharts({
             const variant = drawn.get(method) ?? (c.runId === mainId ? 0 : 1);
             drawn.set(method, variant + 1);
             return {
-              // The method once: the trainer's run names start with it ("gigpo sokoban-tiny seed 1").
-              name: c.runName.includes(method) ? c.runName : `${c.runName} (${method})`,
+              name: seriesName(c, method, curves),
               method,
               points: c.series.get(m)!,
               variant,
@@ -197,7 +189,35 @@ function CurveCharts({
   );
 }
 
-function RunPicker({ onPick }: { onPick(r: RunRow): void }) {
+/**
+ * The slider keeps its own value while it moves, and the address follows: fed from the address
+ * alone, it lost the key presses that came before the router's next render (ten quick presses of
+ * the right arrow moved it by 0.02).
+ */
+function SmoothingSlider({ value, onChange }: { value: number; onChange(v: number): void }) {
+  const [shown, setShown] = useState(value);
+  useEffect(() => setShown(value), [value]); // Back, Forward, an address opened
+  return (
+    <>
+      <input
+        type="range"
+        min={0}
+        max={MAX_SMOOTHING}
+        step={0.01}
+        value={shown}
+        aria-label="Smoothing"
+        onChange={(e) => {
+          const v = Number(e.target.value);
+          setShown(v);
+          onChange(v);
+        }}
+      />{' '}
+      <output data-testid="smoothing">{shown.toFixed(2)}</output>
+    </>
+  );
+}
+
+function RunPicker({ drawn, onPick }: { drawn: string[]; onPick(r: RunRow): void }) {
   const caps = useCaps();
   const [text, setText] = useState('');
   const found = useQuery({
@@ -205,6 +225,8 @@ function RunPicker({ onPick }: { onPick(r: RunRow): void }) {
     queryFn: () => searchRuns(caps!, text),
     enabled: !!caps && text.length >= 2,
   });
+  // Not the runs already drawn (this one among them): picking one changed nothing.
+  const offered = found.data?.filter((r) => !drawn.includes(r.id));
   return (
     <span className="picker">
       <input
@@ -214,16 +236,16 @@ function RunPicker({ onPick }: { onPick(r: RunRow): void }) {
         onChange={(e) => setText(e.target.value)}
         aria-label="Overlay another run"
       />
-      {text.length >= 2 && found.data && (
+      {text.length >= 2 && offered && (
         <ul className="dropdown">
-          {found.data.slice(0, 10).map((r) => (
+          {offered.slice(0, 10).map((r) => (
             <li key={r.id}>
               <button type="button" className="link" onClick={() => (onPick(r), setText(''))}>
                 <MethodName name={r.method} label={r.name} />
               </button>
             </li>
           ))}
-          {!found.data.length && <li className="muted">no match</li>}
+          {!offered.length && <li className="muted">no match</li>}
         </ul>
       )}
     </span>
