@@ -40,12 +40,11 @@ export function ComparePage() {
   const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
   const r = run.data;
   const methods = parseMethods(params.get('m'));
-  // (the defaults wait for the registry, which says which of the run's params are its method's)
-  const chosen =
-    r && (methods.length || !estimators.isPending)
-      ? methods.length
-        ? methods
-        : defaultMethods(r, estimators.data)
+  // The address's methods, else the defaults once the registry says which run params are its method's.
+  const chosen = methods.length
+    ? methods
+    : r && !estimators.isPending
+      ? defaultMethods(r, estimators.data)
       : [];
   const parsed = parseIterations(params.get('it'));
   const iterations = r

@@ -55,12 +55,14 @@ export function TrajectoryPage() {
     updateParams((next) => next.set('m', methodsParam(m)), 'push');
   };
   const position = ids?.indexOf(gid) ?? -1;
+  // Another group of the iteration, with the methods and focus of the address kept.
+  const open = (group: string) =>
+    void navigate(
+      `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(group)}${window.location.search}`,
+    );
   const go = (d: number) => {
     const next = ids?.[position + d];
-    if (next)
-      void navigate(
-        `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(next)}${window.location.search}`,
-      );
+    if (next) open(next);
   };
   if (run.isError) return <Failure error={run.error} />;
   // Each of these had left the page on "Loading the group…" for good: the group's query never ran.
@@ -76,15 +78,7 @@ export function TrajectoryPage() {
           ← previous group
         </button>
         {outlines.data && outlines.data.groups.length > 0 && (
-          <select
-            aria-label="Group"
-            value={gid}
-            onChange={(e) =>
-              void navigate(
-                `/runs/${runId}/iterations/${it}/groups/${encodeURIComponent(e.target.value)}${window.location.search}`,
-              )
-            }
-          >
+          <select aria-label="Group" value={gid} onChange={(e) => open(e.target.value)}>
             {outlines.data.groups.map((g, k) => (
               <option key={g.id} value={g.id}>
                 {`${k + 1}. ${g.id} · ${g.successes}/${g.trajectories} succeeded`}
