@@ -254,3 +254,56 @@ test('intervals: the same seed gives the same intervals, another seed others; a 
   expect(diff.groupPearson).toEqual({ estimate: 0, low: 0, high: 0 });
   await expect(ask(1, 5)).rejects.toThrow(/resamples must be an integer from 100 to 10000/);
 });
+
+test('every side says its place in methods, which tells apart a method compared under two parameter sets', async () => {
+  const methods = [{ name: 'gigpo', params: { gamma: 0.5 } }, { name: 'grpo' }, { name: 'gigpo' }];
+  const res = await gql<{
+    compare: {
+      methods: { method: string; params: { gamma?: number } }[];
+      pairs: { a: string; b: string; aIndex: number; bIndex: number; pearson: number }[];
+      againstReference: { method: string; methodIndex: number }[];
+      againstEpisode: { method: string; methodIndex: number }[];
+      rows: { nodes: Row[] };
+      intervals: {
+        pairs: { a: string; aIndex: number; bIndex: number | null }[];
+        againstReference: { a: string; b: string; aIndex: number; bIndex: number | null }[];
+        referenceDifferences: { a: string; aIndex: number; bIndex: number }[];
+      };
+    };
+  }>(
+    server,
+    `query($run: ID!, $m: [MethodInput!]!) { compare(runId: $run, methods: $m) {
+      methods { method params } pairs { a b aIndex bIndex pearson }
+      againstReference(field: "oracle") { method methodIndex } againstEpisode { method methodIndex }
+      rows(first: 1000) { nodes { iteration groupId trajectoryId stepIndex advantages } }
+      intervals(resamples: 100, field: "oracle") { pairs { a aIndex bIndex }
+        againstReference { a b aIndex bIndex } referenceDifferences { a aIndex bIndex } } } }`,
+    { run: runId, m: methods },
+  );
+  if (res.errors) throw new Error(JSON.stringify(res.errors));
+  const c = res.data!.compare;
+  const names = ['gigpo#0', 'grpo', 'gigpo#2'];
+  expect(c.methods.map((m) => m.params.gamma)).toEqual([0.5, undefined, 0.95]);
+  expect(c.pairs.map((p) => [p.a, p.b, p.aIndex, p.bIndex])).toEqual([
+    ['gigpo#0', 'grpo', 0, 1],
+    ['gigpo#0', 'gigpo#2', 0, 2],
+    ['grpo', 'gigpo#2', 1, 2],
+  ]);
+  // A pair's figures are those of the columns its positions name.
+  const column = (i: number) => c.rows.nodes.map((r) => r.advantages[i]!);
+  for (const p of c.pairs)
+    expect(p.pearson).toBeCloseTo(corr(column(p.aIndex), column(p.bIndex)), 5);
+  for (const rows of [c.againstReference, c.againstEpisode])
+    expect(rows.map((r) => [r.method, r.methodIndex])).toEqual(names.map((n, i) => [n, i]));
+  expect(c.intervals.pairs.map((p) => [p.a, p.aIndex, p.bIndex])).toEqual([
+    ['gigpo#0', 0, 1],
+    ['gigpo#0', 0, 2],
+    ['grpo', 1, 2],
+  ]);
+  expect(c.intervals.againstReference.map((r) => [r.a, r.b, r.aIndex, r.bIndex])).toEqual(
+    names.map((n, i) => [n, 'oracle', i, null]),
+  );
+  expect(c.intervals.referenceDifferences.map((d) => [d.a, d.aIndex, d.bIndex])).toEqual(
+    c.intervals.pairs.map((p) => [p.a, p.aIndex, p.bIndex]),
+  );
+});

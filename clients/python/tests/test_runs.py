@@ -159,10 +159,17 @@ def test_compare_gives_tables_of_methods_pairs_and_steps(client):
     twice = client.compare(run.id, ["grpo", ("gigpo", {"gamma": 0.9}), "gigpo"])
     pairs = twice.pairs if isinstance(twice.pairs, list) else twice.pairs.to_dict("records")
     assert [(p["a"], p["b"]) for p in pairs] == [("grpo", "gigpo#1"), ("grpo", "gigpo#2"), ("gigpo#1", "gigpo#2")]
+    assert [(p["aIndex"], p["bIndex"]) for p in pairs] == [(0, 1), (0, 2), (1, 2)]
     assert [(p["a_label"], p["b_label"]) for p in pairs] == [
         ("grpo", 'gigpo {"gamma":0.9}'),
         ("grpo", "gigpo"),
         ('gigpo {"gamma":0.9}', "gigpo"),
+    ]
+    credit = twice.against_episode if isinstance(twice.against_episode, list) else twice.against_episode.to_dict("records")
+    assert [(c["method"], c["label"]) for c in credit] == [
+        ("grpo", "grpo"),
+        ("gigpo#1", 'gigpo {"gamma":0.9}'),
+        ("gigpo#2", "gigpo"),
     ]
 
 

@@ -2,6 +2,10 @@ import { Field, Float, ID, Int, ObjectType } from '@nestjs/graphql';
 import GraphQLJSON from 'graphql-type-json';
 import { PageInfo } from '../graphql/page-info.model';
 
+/** The description of a field that points into a comparison's `methods`. */
+const METHOD_INDEX = (side: string) =>
+  `Position of ${side} in \`methods\` (the order the methods were asked in), which tells apart one method compared under several parameter sets`;
+
 @ObjectType()
 export class AdvantageSummary {
   @Field(() => Float) mean!: number;
@@ -106,6 +110,8 @@ export class Agreement {
 export class MethodPair extends Agreement {
   @Field() a!: string;
   @Field() b!: string;
+  @Field(() => Int, { description: METHOD_INDEX('the first method') }) aIndex!: number;
+  @Field(() => Int, { description: METHOD_INDEX('the second method') }) bIndex!: number;
   @Field(() => [StepAdvantages], {
     description:
       'Steps where the two disagree most (largest gap between their standardised advantages).',
@@ -133,6 +139,7 @@ export class GroupCredit {
 })
 export class CreditAgainstEpisode {
   @Field() method!: string;
+  @Field(() => Int, { description: METHOD_INDEX('the method') }) methodIndex!: number;
   @Field(() => Int, { description: 'goodInFailed + badInSucceeded.' }) against!: number;
   @Field(() => Int, {
     description: 'Positive advantage in a trajectory that did not succeed (failure or truncated).',
@@ -184,6 +191,7 @@ export class Density {
 })
 export class AgainstReference extends Agreement {
   @Field() method!: string;
+  @Field(() => Int, { description: METHOD_INDEX('the method') }) methodIndex!: number;
   @Field({ description: 'The step field compared with.' }) field!: string;
   @Field(() => Int, { description: 'Steps that carry the field (the others are left out).' })
   steps!: number;
@@ -210,6 +218,12 @@ export class ScoreIntervals {
 export class AgreementIntervals extends ScoreIntervals {
   @Field() a!: string;
   @Field({ description: 'The other method, or the reference field.' }) b!: string;
+  @Field(() => Int, { description: METHOD_INDEX('the first method') }) aIndex!: number;
+  @Field(() => Int, {
+    nullable: true,
+    description: `${METHOD_INDEX('the other method')}; null when b is the reference field.`,
+  })
+  bIndex!: number | null;
 }
 
 @ObjectType({
@@ -219,6 +233,8 @@ export class AgreementIntervals extends ScoreIntervals {
 export class ReferenceDifference extends ScoreIntervals {
   @Field() a!: string;
   @Field() b!: string;
+  @Field(() => Int, { description: METHOD_INDEX('the first method') }) aIndex!: number;
+  @Field(() => Int, { description: METHOD_INDEX('the second method') }) bIndex!: number;
 }
 
 @ObjectType({

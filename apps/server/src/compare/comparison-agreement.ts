@@ -184,7 +184,13 @@ function pairIntervals(
   return everyPair(series.length).map(([i, j]) => {
     const a = series[i]!;
     const b = series[j]!;
-    return { a: a.name, b: b.name, ...agreementIntervals(a.values, b.values, offsets, options) };
+    return {
+      a: a.name,
+      b: b.name,
+      aIndex: i,
+      bIndex: j,
+      ...agreementIntervals(a.values, b.values, offsets, options),
+    };
   });
 }
 
@@ -208,10 +214,18 @@ function referenceIntervals(
     options,
   );
   return {
-    againstReference: series.map((s, i) => ({ a: s.name, b: reference.field, ...r.scores[i]! })),
+    againstReference: series.map((s, i) => ({
+      a: s.name,
+      b: reference.field,
+      aIndex: i,
+      bIndex: null,
+      ...r.scores[i]!,
+    })),
     referenceDifferences: pairs.map(([i, j], d) => ({
       a: series[i]!.name,
       b: series[j]!.name,
+      aIndex: i,
+      bIndex: j,
       ...r.differences[d]!,
     })),
   };

@@ -71,6 +71,8 @@ export class ComparisonReport {
     const pairs: MethodPair[] = pairPicks.map(({ a, b, positions }) => ({
       a: names[a] as string,
       b: names[b] as string,
+      aIndex: a,
+      bIndex: b,
       ...agreementOf(ranked[a]!, ranked[b]!, layout),
       disagreements: positions.map(rowsOf),
       x: data.advantages[a] as Float32Array,
@@ -142,6 +144,7 @@ export class ComparisonReport {
       const mine = Float64Array.from(keep, (k) => adv[k] as number);
       return {
         method: comparison.methods[m]!.method,
+        methodIndex: m,
         field,
         steps: keep.length,
         ...agreementOf(rankSeries(mine, layout), truth, layout),
@@ -203,6 +206,7 @@ export class ComparisonReport {
     const credit = outcomeCredit(adv, data.succeeded);
     return {
       method: name,
+      methodIndex: m,
       against: credit.goodInFailed + credit.badInSucceeded,
       ...credit,
       againstGrpoSign,

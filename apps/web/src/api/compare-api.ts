@@ -50,6 +50,9 @@ export interface Density {
 export interface MethodPair {
   a: string;
   b: string;
+  /** The sides' positions in `methods` (a method may be compared under several parameter sets). */
+  aIndex: number;
+  bIndex: number;
   pearson: number | null;
   spearman: number | null;
   /** Mean over task groups of the within-group Pearson correlation. */
@@ -62,6 +65,8 @@ export interface MethodPair {
 
 export interface AgainstReference {
   method: string;
+  /** Its position in `methods`. */
+  methodIndex: number;
   field: string;
   steps: number;
   pearson: number | null;
@@ -84,14 +89,37 @@ export interface Comparison {
 }
 
 /**
- * Which of the compared methods a pair's side names. The server names a side by its method, or, when
- * one method is compared under several parameter sets, by the method and its place in the list
- * (`gigpo#3`); −1 for neither.
+ * Which of the compared methods a side names, for servers older than the sides' positions (`aIndex`):
+ * they name a side by its method, or, when one method is compared under several parameter sets, by the
+ * method and its place in the list (`gigpo#3`); −1 for neither.
  */
 export function methodIndexOf(label: string, methods: { method: string }[]): number {
   const numbered = /^(.+)#(\d+)$/.exec(label);
   if (numbered && methods[Number(numbered[2])]?.method === numbered[1]) return Number(numbered[2]);
   return methods.findIndex((m) => m.method === label);
+}
+
+type Positioned<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
+type ComparisonAnswer = Omit<Comparison, 'serverBinned' | 'pairs' | 'againstReference'> & {
+  pairs: Positioned<MethodPair, 'aIndex' | 'bIndex'>[];
+  againstReference: Positioned<AgainstReference, 'methodIndex'>[];
+};
+
+/** Every side with its position: the server's, or read from its name (older servers). */
+export function withPositions(compare: ComparisonAnswer): Omit<Comparison, 'serverBinned'> {
+  const indexOf = (label: string) => methodIndexOf(label, compare.methods);
+  return {
+    ...compare,
+    pairs: compare.pairs.map((p) => ({
+      ...p,
+      aIndex: p.aIndex ?? indexOf(p.a),
+      bIndex: p.bIndex ?? indexOf(p.b),
+    })),
+    againstReference: compare.againstReference.map((r) => ({
+      ...r,
+      methodIndex: r.methodIndex ?? indexOf(r.method),
+    })),
+  };
 }
 
 const STEP = 'iteration groupId trajectoryId stepIndex state action reward advantages';
@@ -107,21 +135,19 @@ export async function fetchComparison(
 ): Promise<Comparison> {
   const binned =
     caps.has('MethodComparison.histogram') || caps.has('MethodComparisonModel.histogram');
-  // Older servers (one release behind) have no within-group figures.
+  // Older servers (one release behind) have no within-group figures, nor the sides' positions.
   const grouped = caps.has('MethodPair.groupPearson');
+  const positioned = caps.has('MethodPair.aIndex');
   const query = `query Compare($runId: ID!, $methods: [MethodInput!]!, $iterations: [Int!]) {
     compare(runId: $runId, methods: $methods, iterations: $iterations, disagreements: 10) {
       runId iterations stepCount
       methods { method params advantageSetId summary { ${SUMMARY} } rates ${binned ? 'histogram(bins: 40) { edges counts }' : ''} }
-      pairs { a b pearson spearman ${grouped ? 'groupPearson' : ''} signAgreement disagreements { ${STEP} } ${binned ? 'density(bins: 60) { xEdges yEdges counts total }' : ''} }
-      againstReference { method field steps pearson spearman signAgreement ${grouped ? 'groupPearson zeroFractionB' : ''} }
+      pairs { a b ${positioned ? 'aIndex bIndex' : ''} pearson spearman ${grouped ? 'groupPearson' : ''} signAgreement disagreements { ${STEP} } ${binned ? 'density(bins: 60) { xEdges yEdges counts total }' : ''} }
+      againstReference { method ${positioned ? 'methodIndex' : ''} field steps pearson spearman signAgreement ${grouped ? 'groupPearson zeroFractionB' : ''} }
     }
   }`;
-  const { compare } = await gql<{ compare: Omit<Comparison, 'serverBinned'> }>(query, {
-    runId,
-    methods,
-    iterations,
-  });
+  const answer = await gql<{ compare: ComparisonAnswer }>(query, { runId, methods, iterations });
+  const compare = withPositions(answer.compare);
   if (binned) return { ...compare, serverBinned: true };
   if (compare.stepCount > MAX_BROWSER_BINNED_STEPS)
     throw new Error(
@@ -195,9 +221,8 @@ function binInBrowser(
     for (const v of values) counts[binOf(edges, v)]! += 1;
     return { ...m, histogram: { edges, counts } };
   });
-  const indexOf = (label: string) => methodIndexOf(label, compare.methods);
   const pairs = compare.pairs.map((p) => {
-    const [xs, ys] = [column(indexOf(p.a)), column(indexOf(p.b))];
+    const [xs, ys] = [column(p.aIndex), column(p.bIndex)];
     const [xEdges, yEdges] = [edgesOf(xs, 60), edgesOf(ys, 60)];
     const counts = new Array<number>(60 * 60).fill(0);
     xs.forEach((x, k) => (counts[binOf(yEdges, ys[k]!) * 60 + binOf(xEdges, x)]! += 1));

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from .errors import InvalidInput
@@ -15,8 +14,8 @@ query($runId: ID!, $methods: [MethodInput!]!, $iterations: [Int!]) {
     runId iterations stepCount
     methods { method params advantageSetId rates
               summary { mean std min max p05 p25 p50 p75 p95 fractionPositive fractionZero } }
-    pairs { a b pearson spearman signAgreement }
-    againstEpisode { method against goodInFailed badInSucceeded }
+    pairs { a b aIndex bIndex pearson spearman signAgreement }
+    againstEpisode { method methodIndex against goodInFailed badInSucceeded }
   }
 }"""
 
@@ -79,22 +78,17 @@ class Comparison:
                 for lab, m in zip(self.labels, raw["methods"])
             ]
         )
-        # The server names a method compared under several parameter sets "gigpo#2" (its place in the list);
-        # a_label and b_label name each side as the methods table and the steps' columns do.
+        # The server names a method compared under several parameter sets "gigpo#2"; the labels name each
+        # side as the methods table and the steps' columns do, from the positions the server gives.
         self.pairs = table(
             [
-                {**p, "a_label": self._label_of(p["a"]), "b_label": self._label_of(p["b"])}
+                {**p, "a_label": self.labels[p["aIndex"]], "b_label": self.labels[p["bIndex"]]}
                 for p in raw["pairs"]
             ]
         )
-        self.against_episode = table([dict(a) for a in raw["againstEpisode"]])
-
-    def _label_of(self, name: str) -> str:
-        numbered = re.fullmatch(r"(.+)#(\d+)", name)
-        methods = self.raw["methods"]
-        if numbered and int(numbered[2]) < len(methods) and methods[int(numbered[2])]["method"] == numbered[1]:
-            return self.labels[int(numbered[2])]
-        return next((lab for lab, m in zip(self.labels, methods) if m["method"] == name), name)
+        self.against_episode = table(
+            [{**a, "label": self.labels[a["methodIndex"]]} for a in raw["againstEpisode"]]
+        )
 
     @staticmethod
     def fetch(client, run_id: str, methods: List[Dict[str, Any]], iterations: Optional[List[int]]) -> "Comparison":

@@ -192,8 +192,7 @@ function AgainstReferenceTable({
         </thead>
         <tbody>
           {comparison.againstReference.map((a, i) => {
-            // named as the summary names it (the server says gigpo#1 for a method compared twice)
-            const side = methodSide(a.method, comparison, methods);
+            const side = methodSide(a.methodIndex, comparison, methods);
             return (
               <tr key={i}>
                 <td>

@@ -1,4 +1,4 @@
-import { methodIndexOf, type Comparison, type MethodPair } from '../../api/compare-api';
+import type { Comparison, MethodPair } from '../../api/compare-api';
 import type { MethodInput } from '../../api/types';
 import { methodLabel } from '../../components/format';
 
@@ -10,22 +10,24 @@ export interface PairSide {
   label: string;
 }
 
-/** A compared method as the server names it (`gigpo`, `gigpo#1`), named as the summary names it. */
+/** The compared method at `index`, named as the summary names it. */
 export function methodSide(
-  name: string,
+  index: number,
   comparison: Pick<Comparison, 'methods'>,
   methods: MethodInput[],
 ): PairSide {
-  const index = methodIndexOf(name, comparison.methods);
-  const method = comparison.methods[index]?.method ?? name;
+  const method = comparison.methods[index]?.method ?? '?';
   return { index, method, label: methodLabel(methods[index] ?? { name: method }) };
 }
 
 /** The two sides of a pair, named as the summary table names the methods. */
 export function pairSides(
-  pair: Pick<MethodPair, 'a' | 'b'>,
+  pair: Pick<MethodPair, 'aIndex' | 'bIndex'>,
   comparison: Pick<Comparison, 'methods'>,
   methods: MethodInput[],
 ): [PairSide, PairSide] {
-  return [methodSide(pair.a, comparison, methods), methodSide(pair.b, comparison, methods)];
+  return [
+    methodSide(pair.aIndex, comparison, methods),
+    methodSide(pair.bIndex, comparison, methods),
+  ];
 }
