@@ -307,3 +307,18 @@ test('every side says its place in methods, which tells apart a method compared 
     c.intervals.pairs.map((p) => [p.a, p.aIndex, p.bIndex]),
   );
 });
+
+test('a pair that agrees on every step lists no disagreements; one that differs lists them', async () => {
+  const res = await gql<{
+    compare: { pairs: { a: string; b: string; disagreements: { advantages: number[] }[] }[] };
+  }>(
+    server,
+    `query($run: ID!) { compare(runId: $run, methods: [{ name: "grpo" }, { name: "grpo" }, { name: "gigpo" }], disagreements: 10) {
+      pairs { a b disagreements { advantages } } } }`,
+    { run: runId },
+  );
+  if (res.errors) throw new Error(JSON.stringify(res.errors));
+  const [same, differ] = res.data!.compare.pairs;
+  expect([same!.a, same!.b, same!.disagreements]).toEqual(['grpo#0', 'grpo#1', []]);
+  expect(differ!.disagreements).toHaveLength(10);
+});

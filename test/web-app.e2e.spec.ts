@@ -301,11 +301,11 @@ test('compare three methods: summary, a histogram each, the pairwise density wit
   );
   const { compare } = await data<{
     compare: {
-      methods: { method: string }[];
+      methods: { method: string; summary: { fractionZero: number } }[];
       pairs: { a: string; b: string; pearson: number | null; spearman: number | null }[];
     };
   }>(
-    `query($id: ID!, $its: [Int!]) { compare(runId: $id, methods: [{name: "gigpo"}, {name: "grpo"}, {name: "gaca"}], iterations: $its) { methods { method } pairs { a b pearson spearman } } }`,
+    `query($id: ID!, $its: [Int!]) { compare(runId: $id, methods: [{name: "gigpo"}, {name: "grpo"}, {name: "gaca"}], iterations: $its) { methods { method summary { fractionZero } } pairs { a b pearson spearman } } }`,
     { id: parentId, its: [iteration] },
   );
   const summary = await page.getByTestId('summary-table').locator('tbody tr').allTextContents();
@@ -321,10 +321,18 @@ test('compare three methods: summary, a histogram each, the pairwise density wit
   });
   const density = await page.getByTestId('density').getAttribute('aria-label');
   expect(density).toBe(`density of ${compare.pairs[0]!.a} against ${compare.pairs[0]!.b}`);
-  await shot('compare');
+  // An iteration where every advantage is 0 says why there is nothing to see, and only then.
+  const allZero = compare.methods.every((m) => m.summary.fractionZero === 1);
+  await expect(page.getByTestId('compare-all-zero').count()).resolves.toBe(allZero ? 1 : 0);
 });
 
 test('a disagreement opens its group: the advantages shown are the API’s, diagnostics on hover', async () => {
+  // Every iteration: in the last one alone every group may end one way, every advantage constant,
+  // and nothing disagrees.
+  await page.goto(`${page.url().split('?')[0]}?it=0-2`);
+  await page.getByTestId('disagreement-row').first().waitFor();
+  expect(await page.getByTestId('compare-all-zero').count()).toBe(0);
+  await shot('compare');
   const row = page.getByTestId('disagreement-row').first();
   const [trajectoryId, step] = await row
     .locator('td')
@@ -539,6 +547,17 @@ test('one method under two parameter sets: pairs and disagreements named as the 
     [cells[7], b],
   ] as [string, number][])
     expect(Math.abs(Number(shown) - want)).toBeLessThanOrEqual(0.01 * Math.abs(want) + 1e-3);
+});
+
+test('two settings that agree on every step are said to agree, with no table of zero gaps', async () => {
+  const methods = [{ name: 'grpo' }, { name: 'grpo', params: { normalize: 'mean-std' } }];
+  await page.goto(
+    `${server.url}/runs/${parentId}/compare?it=1&m=${encodeURIComponent(JSON.stringify(methods))}`,
+  );
+  await expect(page.getByTestId('disagreements-none').textContent()).resolves.toContain(
+    'agree on every step',
+  );
+  expect(await page.getByTestId('disagreements-table').count()).toBe(0);
 });
 
 test('a trajectory address with no such iteration says so instead of loading for ever', async () => {

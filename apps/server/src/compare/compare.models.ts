@@ -114,7 +114,7 @@ export class MethodPair extends Agreement {
   @Field(() => Int, { description: METHOD_INDEX('the second method') }) bIndex!: number;
   @Field(() => [StepAdvantages], {
     description:
-      'Steps where the two disagree most (largest gap between their standardised advantages).',
+      'Steps where the two disagree most (largest gap between their standardised advantages); steps where they meet are left out, so two that agree everywhere list none.',
   })
   disagreements!: StepAdvantages[];
   /** The two methods' advantages over the compared steps (for density). */

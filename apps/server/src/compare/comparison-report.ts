@@ -23,6 +23,9 @@ import type {
 import { summarize } from './advantage-summary';
 import { CompareService, type Comparison as ComparisonData, type StepRef } from './compare.service';
 
+/** Standardised gaps at or under this are rounding, not disagreement. */
+const AGREE = 1e-9;
+
 /** A comparison as the API shows it, with the data behind it (for its paginated rows). */
 export type ComparisonReportObject = Comparison & { data: ComparisonData };
 
@@ -52,12 +55,13 @@ export class ComparisonReport {
       for (let b = a + 1; b < data.advantages.length; b++) {
         const za = z[a] as Float64Array;
         const zb = z[b] as Float64Array;
+        const gap = (k: number) => Math.abs((za[k] as number) - (zb[k] as number));
+        // A step where the standardised values meet is no disagreement: two methods that agree
+        // everywhere (the same method twice, or one a rescaling of the other) list none.
         pairPicks.push({
           a,
           b,
-          positions: topK(data.stepCount, disagreements, (k) =>
-            Math.abs((za[k] as number) - (zb[k] as number)),
-          ),
+          positions: topK(data.stepCount, disagreements, gap).filter((k) => gap(k) > AGREE),
         });
       }
     }

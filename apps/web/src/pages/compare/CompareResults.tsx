@@ -26,6 +26,14 @@ export function CompareResults({ run, methods, comparison }: Props) {
         {comparison.stepCount.toLocaleString('en')} steps in iteration
         {comparison.iterations.length === 1 ? '' : 's'} {comparison.iterations.join(', ')}
       </p>
+      {comparison.stepCount > 0 &&
+        comparison.methods.every((m) => m.summary.fractionZero === 1) && (
+          <p className="muted small" data-testid="compare-all-zero">
+            Every method gives 0 on every step here, as when every trajectory of each task group
+            ended the same way: nothing to tell apart. Compare other iterations, or several (e.g. 0-
+            {Math.max(...comparison.iterations)}).
+          </p>
+        )}
       <h2>Summary</h2>
       <table className="grid" data-testid="summary-table">
         <thead>

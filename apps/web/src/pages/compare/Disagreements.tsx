@@ -29,47 +29,53 @@ export function Disagreements({
         (less their mean, over their standard deviation across the steps compared), largest
         difference first.
       </p>
-      <table className="grid" data-testid="disagreements-table">
-        <thead>
-          <tr>
-            <th className="num">Iteration</th>
-            <th>Group</th>
-            <th>Trajectory</th>
-            <th className="num">Step</th>
-            <th>Action</th>
-            <th className="num">Reward</th>
-            <th className="num">{a.label}</th>
-            <th className="num">{b.label}</th>
-            <th />
-          </tr>
-        </thead>
-        <tbody>
-          {pair.disagreements.map((d, k) => {
-            const href = `/runs/${run.id}/iterations/${d.iteration}/groups/${encodeURIComponent(d.groupId)}?m=${encodeURIComponent(methodsParam(methods))}&t=${encodeURIComponent(d.trajectoryId)}&s=${d.stepIndex}`;
-            return (
-              <tr key={k} data-testid="disagreement-row">
-                <td className="num">{d.iteration}</td>
-                <td>
-                  <code>{d.groupId}</code>
-                </td>
-                <td>
-                  <code>{d.trajectoryId}</code>
-                </td>
-                <td className="num">{d.stepIndex}</td>
-                <td className="clip">{d.action}</td>
-                <td className="num">{fmt(d.reward)}</td>
-                <td className="num">{fmt(d.advantages[a.index] ?? NaN)}</td>
-                <td className="num">{fmt(d.advantages[b.index] ?? NaN)}</td>
-                <td>
-                  <Link to={href} data-testid="trajectory-link">
-                    trajectory
-                  </Link>
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      {pair.disagreements.length === 0 ? (
+        <p data-testid="disagreements-none">
+          None: the two agree on every step compared, once standardised.
+        </p>
+      ) : (
+        <table className="grid" data-testid="disagreements-table">
+          <thead>
+            <tr>
+              <th className="num">Iteration</th>
+              <th>Group</th>
+              <th>Trajectory</th>
+              <th className="num">Step</th>
+              <th>Action</th>
+              <th className="num">Reward</th>
+              <th className="num">{a.label}</th>
+              <th className="num">{b.label}</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {pair.disagreements.map((d, k) => {
+              const href = `/runs/${run.id}/iterations/${d.iteration}/groups/${encodeURIComponent(d.groupId)}?m=${encodeURIComponent(methodsParam(methods))}&t=${encodeURIComponent(d.trajectoryId)}&s=${d.stepIndex}`;
+              return (
+                <tr key={k} data-testid="disagreement-row">
+                  <td className="num">{d.iteration}</td>
+                  <td>
+                    <code>{d.groupId}</code>
+                  </td>
+                  <td>
+                    <code>{d.trajectoryId}</code>
+                  </td>
+                  <td className="num">{d.stepIndex}</td>
+                  <td className="clip">{d.action}</td>
+                  <td className="num">{fmt(d.reward)}</td>
+                  <td className="num">{fmt(d.advantages[a.index] ?? NaN)}</td>
+                  <td className="num">{fmt(d.advantages[b.index] ?? NaN)}</td>
+                  <td>
+                    <Link to={href} data-testid="trajectory-link">
+                      trajectory
+                    </Link>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
     </>
   );
 }
