@@ -164,6 +164,94 @@ test('runs: each sort order pages through every run once, and totalCount counts 
   expect((await names({}, 'LAST_ITERATION_DESC'))[0]).toBe('Baseline GRPO');
 });
 
+test('runs sorted by the last value of a metric: highest or lowest first, runs without it last, paged without gaps', async () => {
+  await read('mutation { createProject(name: "sorted") { name } }');
+  // Each run's successRate by iteration (the last one counts, not the best), and held-out success.
+  const histories: [string, number[], number | null][] = [
+    ['fell', [0.9, 0.3], null],
+    ['tie one', [0.6], 0.2],
+    ['tie two', [0.6], null],
+    ['loss only', [], 0.9],
+    ['best', [0.1, 0.8], 0.1],
+    ['nothing', [], null],
+  ];
+  const ids = new Map<string, string>();
+  for (const [name, rates, heldOut] of histories) {
+    const id = (await admin.createRun({ name, project: 'sorted', env: 'e', method: 'grpo' })).id;
+    ids.set(name, id);
+    await admin.appendEvents(id, [
+      { id: newEventId(), type: 'metrics.logged', data: { iteration: 0, metrics: { loss: 1 } } },
+      ...rates.map((successRate, iteration) => ({
+        id: newEventId(),
+        type: 'metrics.logged' as const,
+        data: { iteration, metrics: { successRate } },
+      })),
+      ...(heldOut === null
+        ? []
+        : [
+            {
+              id: newEventId(),
+              type: 'evaluation.logged' as const,
+              data: { iteration: 0, successRate: heldOut },
+            },
+          ]),
+    ]);
+  }
+  const SORTED = `query($sort: RunSort!, $metric: String, $first: Int, $after: String) {
+    runs(filter: { project: "sorted" }, sort: $sort, sortMetric: $metric, first: $first, after: $after) {
+      totalCount nodes { name } pageInfo { hasNextPage endCursor } } }`;
+  const walk = async (sort: string, metric: string) => {
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const { runs }: Page = await read<Page>(SORTED, { sort, metric, first: 2, after });
+      expect(runs.totalCount).toBe(6);
+      seen.push(...runs.nodes.map((r) => r.name));
+      if (!runs.pageInfo.hasNextPage) return seen;
+      after = runs.pageInfo.endCursor;
+    }
+  };
+  // Ties and runs without the metric are ordered by id, in the sort's direction.
+  const byId = (names: string[], descending: boolean) =>
+    [...names].sort((a, b) => (ids.get(a)! < ids.get(b)! ? -1 : 1) * (descending ? -1 : 1));
+  expect(await walk('METRIC_DESC', 'successRate')).toEqual([
+    'best',
+    ...byId(['tie one', 'tie two'], true),
+    'fell',
+    ...byId(['loss only', 'nothing'], true),
+  ]);
+  expect(await walk('METRIC_ASC', 'successRate')).toEqual([
+    'fell',
+    ...byId(['tie one', 'tie two'], false),
+    'best',
+    ...byId(['loss only', 'nothing'], false),
+  ]);
+  expect(await walk('METRIC_DESC', 'evaluation.successRate')).toEqual([
+    'loss only',
+    'tie one',
+    'best',
+    ...byId(['fell', 'tie two', 'nothing'], true),
+  ]);
+  // Asked wrongly: said what is missing, and a cursor of one metric is not taken for another.
+  const missing = await gql(server, SORTED, { sort: 'METRIC_DESC' });
+  expect(missing.errors?.[0]?.message).toBe(
+    'runs: sort METRIC_DESC needs sortMetric, the metric to sort by (e.g. "successRate")',
+  );
+  const stray = await gql(server, SORTED, { sort: 'NAME_ASC', metric: 'loss' });
+  expect(stray.errors?.[0]?.message).toBe(
+    'runs: sortMetric goes with sort METRIC_DESC or METRIC_ASC, not NAME_ASC',
+  );
+  const page = await read<Page>(SORTED, { sort: 'METRIC_DESC', metric: 'successRate', first: 1 });
+  const other = await gql(server, SORTED, {
+    sort: 'METRIC_DESC',
+    metric: 'loss',
+    after: page.runs.pageInfo.endCursor,
+  });
+  expect(other.errors?.[0]?.message).toBe(
+    'runs: "after" is a cursor of another sort order or sortMetric',
+  );
+});
+
 test('a run: its parent, its children oldest first, and its last training and held-out success', async () => {
   const { run } = await read<{
     run: {

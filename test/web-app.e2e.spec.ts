@@ -173,6 +173,43 @@ test('Back undoes a filter picked from a list and stays in the app; typed text f
   expect(await page.getByLabel('Method').inputValue()).toBe('');
 });
 
+test('a success column sorts the runs by their last value, highest first, as the API orders them', async () => {
+  for (const [label, sort, metric] of [
+    ['Training success', 'TRAINING_SUCCESS_DESC', 'successRate'],
+    ['Held-out success', 'HELD_OUT_SUCCESS_DESC', 'evaluation.successRate'],
+  ] as const) {
+    await page.getByRole('button', { name: label }).click();
+    await page.waitForURL((url) => url.searchParams.get('sort') === sort);
+    const { runs } = await data<{ runs: { nodes: { id: string }[] } }>(
+      `query($m: String) { runs(first: 25, sort: METRIC_DESC, sortMetric: $m) { nodes { id } } }`,
+      { m: metric },
+    );
+    const want = runs.nodes.map((r) => `/runs/${r.id}`);
+    await page.waitForFunction(
+      (hrefs) =>
+        [...document.querySelectorAll('[data-testid=run-row] td:nth-child(2) a')]
+          .map((a) => a.getAttribute('href'))
+          .join() === hrefs.join(),
+      want,
+    );
+    // The column sorted by says so, and reads highest first.
+    const header = page.getByRole('columnheader', { name: label });
+    await expect(header.getAttribute('aria-sort')).resolves.toBe('descending');
+    const column = (await page.locator('[data-testid=runs-table] th').allTextContents()).findIndex(
+      (h) => h.startsWith(label),
+    );
+    const shown = (
+      await page.locator(`[data-testid=run-row] td:nth-child(${column + 1})`).allTextContents()
+    ).map((t) => parseFloat(t));
+    expect(shown.filter((v) => !Number.isNaN(v))).toEqual(
+      [...shown.filter((v) => !Number.isNaN(v))].sort((a, b) => b - a),
+    );
+    await expect(page.getByLabel('Sort').inputValue()).resolves.toBe(sort);
+  }
+  await page.getByRole('link', { name: 'Runs', exact: true }).click();
+  await expectRows(2);
+});
+
 test('runs ticked in the list are plotted together on the first one’s page', async () => {
   const { runs } = await data<{ runs: { nodes: { id: string; name: string }[] } }>(
     '{ runs(first: 10) { nodes { id name } } }',

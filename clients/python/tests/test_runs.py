@@ -214,6 +214,15 @@ def test_runs_filter_walk_every_page_and_speak_in_wire_statuses(client):
     assert [r["name"] for r in records(client.runs(tags=[tag], sort="name_asc", limit=2))] == ["Sweep 0", "Sweep 1"]
     assert [r["name"] for r in records(client.runs(tags=tag, methods="gigpo", sort="created_asc"))] == ["Sweep 1", "Sweep 2"]
     assert len(records(client.runs(tags=[tag], name_contains="sweep", limit=1000))) == 3
+    # By the last value of a metric: highest first, a run that never logged it last.
+    for run, rates in [(made[1], [0.9, 0.2]), (made[2], [0.7])]:
+        for iteration, rate in enumerate(rates):
+            run.log({"successRate": rate}, iteration=iteration)
+        run.flush()
+    by_success = client.runs(tags=[tag], sort="metric_desc", sort_metric="successRate")
+    assert [r["name"] for r in records(by_success)] == ["Sweep 2", "Sweep 1", "Sweep 0"]
+    with pytest.raises(creditlab.GraphQLError, match="needs sortMetric"):
+        client.runs(sort="metric_desc")
     with pytest.raises(creditlab.InvalidInput, match="unknown filter 'stauts'"):
         client.runs(stauts="failed")
     with pytest.raises(creditlab.GraphQLError, match="RunStatus"):

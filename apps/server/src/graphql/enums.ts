@@ -74,6 +74,19 @@ export const RunSort = {
   CREATED_ASC: 'created-asc',
   NAME_ASC: 'name-asc',
   LAST_ITERATION_DESC: 'last-iteration-desc',
+  /** By the last value of `sortMetric`, highest first (runs without it last). */
+  METRIC_DESC: 'metric-desc',
+  METRIC_ASC: 'metric-asc',
 } as const;
 export type RunSort = (typeof RunSort)[keyof typeof RunSort];
-registerEnumType(RunSort, { name: 'RunSort', description: 'Orders of the runs list.' });
+registerEnumType(RunSort, {
+  name: 'RunSort',
+  description: 'Orders of the runs list.',
+  valuesMap: {
+    METRIC_DESC: {
+      description:
+        'By the last value each run logged of `sortMetric`, highest first; runs that never logged it last.',
+    },
+    METRIC_ASC: { description: 'The same, lowest first; runs that never logged it still last.' },
+  },
+});

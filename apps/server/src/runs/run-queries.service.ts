@@ -8,14 +8,21 @@ import type { RunSort } from '../graphql/enums';
 import type { Run, RunConnection, RunFilter, RunSeries, SeriesPoint } from './run.models';
 
 import type { RunRow } from './run-loaders';
+import { METRIC_RUN_CURSOR, pageByMetric, type MetricOrder } from './runs-by-metric';
+
+/** A sort as the API spells it (METRIC_DESC). */
+const sortName = (sort: RunSort) => sort.toUpperCase().replace(/-/g, '_');
 
 /** Each sort order, with the id last so that the order is total (keyset cursors need it). */
-const ORDER: Record<RunSort, object[]> = {
+const ORDER: Record<Exclude<RunSort, keyof typeof METRIC_SORTS>, object[]> = {
   'created-desc': [{ createdAt: 'desc' }, { id: 'desc' }],
   'created-asc': [{ createdAt: 'asc' }, { id: 'asc' }],
   'name-asc': [{ name: 'asc' }, { id: 'asc' }],
   'last-iteration-desc': [{ lastIteration: { sort: 'desc', nulls: 'last' } }, { id: 'desc' }],
 };
+/** The orders by a metric's last value, each with whether it is highest first. */
+const METRIC_SORTS = { 'metric-desc': true, 'metric-asc': false } as const;
+const isMetricSort = (sort: RunSort): sort is keyof typeof METRIC_SORTS => sort in METRIC_SORTS;
 
 const projectOf = (caller: Principal) =>
   caller.project === null ? {} : { project: caller.project };
@@ -58,8 +65,16 @@ export class RunQueries {
     sort: RunSort,
     first: number | undefined,
     after: string | undefined,
+    sortMetric?: string,
   ): Promise<RunConnection> {
     const limit = pageSize(first, 20, 100, 'runs');
+    if (isMetricSort(sort) === (sortMetric === undefined))
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        sortMetric !== undefined
+          ? `runs: sortMetric goes with sort METRIC_DESC or METRIC_ASC, not ${sortName(sort)}`
+          : `runs: sort ${sortName(sort)} needs sortMetric, the metric to sort by (e.g. "successRate")`,
+      );
     // A key confined to a project filtering on another one sees nothing, as if that project were empty.
     if (filter?.project && !seesProject(caller, filter.project))
       return {
@@ -68,6 +83,14 @@ export class RunQueries {
         countMatching: () => Promise.resolve(0),
       };
     const where = runWhere(caller, filter);
+    if (isMetricSort(sort))
+      return this.listByMetric(
+        where,
+        sort,
+        { metric: sortMetric!, descending: METRIC_SORTS[sort] },
+        limit,
+        after,
+      );
     const cursor = after ? decodeCursor(after, 'runs', RUN_CURSOR) : undefined;
     if (cursor && cursor[1] !== sort)
       throw new DomainError(
@@ -85,6 +108,49 @@ export class RunQueries {
       ...page,
       nodes: page.nodes.map(toRun),
       countMatching: () => this.db.prisma.run.count({ where }),
+    };
+  }
+
+  /**
+   * A page of the runs matching `where` by the last value of a metric. The filter picks the runs'
+   * ids (Prisma, as for every other order); the order and the cursor are SQL over those ids.
+   */
+  private async listByMetric(
+    where: Record<string, unknown>,
+    sort: RunSort,
+    order: MetricOrder,
+    limit: number,
+    after: string | undefined,
+  ): Promise<RunConnection> {
+    const cursor = after ? decodeCursor(after, 'runs', METRIC_RUN_CURSOR) : undefined;
+    if (cursor && (cursor[1] !== sort || cursor[2] !== order.metric))
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        'runs: "after" is a cursor of another sort order or sortMetric',
+      );
+    const ids = (await this.db.prisma.run.findMany({ where, select: { id: true } })).map(
+      (r) => r.id,
+    );
+    const ordered = await pageByMetric(
+      this.db.pool,
+      ids,
+      order,
+      cursor && { id: cursor[0], value: cursor[3] },
+      limit + 1,
+    );
+    const rows = await this.db.prisma.run.findMany({
+      where: { id: { in: ordered.map((r) => r.id) } },
+    });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const page = toPage(
+      ordered.filter((r) => byId.has(r.id)),
+      limit,
+      (r) => encodeCursor([r.id, sort, order.metric, r.value]),
+    );
+    return {
+      pageInfo: page.pageInfo,
+      nodes: page.nodes.map((r) => toRun(byId.get(r.id)!)),
+      countMatching: () => Promise.resolve(ids.length),
     };
   }
 

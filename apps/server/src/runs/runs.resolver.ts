@@ -52,8 +52,15 @@ export class RunsResolver {
     @Args('sort', { type: () => RunSort, defaultValue: RunSort.CREATED_DESC }) sort: RunSort,
     @Args('first', { type: () => Int, nullable: true }) first: number | undefined,
     @Args('after', { type: () => String, nullable: true }) after: string | undefined,
+    @Args('sortMetric', {
+      type: () => String,
+      nullable: true,
+      description:
+        'The metric METRIC_DESC and METRIC_ASC sort by: a name logged in metrics.logged (e.g. successRate), or evaluation.successRate for held-out success.',
+    })
+    sortMetric: string | undefined,
   ): Promise<RunConnection> {
-    return this.queries.list(caller, filter, sort, first, after);
+    return this.queries.list(caller, filter, sort, first, after, sortMetric ?? undefined);
   }
 
   @Query(() => [RunSeries], {

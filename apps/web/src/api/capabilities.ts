@@ -1,7 +1,7 @@
 import { gql } from './graphql';
 
 /**
- * What the server's schema offers, as "Type.field" names (fields and input fields), read once per
+ * What the server's schema offers, as "Type.field" names (fields, input fields and enum values), read once per
  * sign-in. The app uses newer fields (server-binned histograms, metricSeries, children, jobs, the
  * runProgress subscription) where the server has them and falls back to older ones where not, so it
  * works against a server one release behind.
@@ -11,7 +11,7 @@ export interface Capabilities {
   hasType(name: string): boolean;
 }
 
-const QUERY = `{ __schema { subscriptionType { name } types { name fields { name } inputFields { name } } } }`;
+const QUERY = `{ __schema { subscriptionType { name } types { name fields { name } inputFields { name } enumValues { name } } } }`;
 
 interface SchemaAnswer {
   __schema: {
@@ -20,6 +20,7 @@ interface SchemaAnswer {
       name: string;
       fields: { name: string }[] | null;
       inputFields: { name: string }[] | null;
+      enumValues: { name: string }[] | null;
     }[];
   };
 }
@@ -33,7 +34,7 @@ export function loadCapabilities(key: string): Promise<Capabilities> {
     const types = new Set<string>();
     for (const t of __schema.types) {
       types.add(t.name);
-      for (const f of [...(t.fields ?? []), ...(t.inputFields ?? [])])
+      for (const f of [...(t.fields ?? []), ...(t.inputFields ?? []), ...(t.enumValues ?? [])])
         names.add(`${t.name}.${f.name}`);
     }
     return { has: (tf: string) => names.has(tf), hasType: (n: string) => types.has(n) };

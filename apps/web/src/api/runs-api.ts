@@ -15,6 +15,18 @@ export interface RunQuery {
 }
 
 export const RUN_SORTS = ['CREATED_DESC', 'CREATED_ASC', 'NAME_ASC', 'LAST_ITERATION_DESC'];
+/** The app's sorts by a metric's last value: the server's METRIC_DESC with the metric. */
+export const METRIC_SORTS: Record<string, string> = {
+  TRAINING_SUCCESS_DESC: 'successRate',
+  HELD_OUT_SUCCESS_DESC: 'evaluation.successRate',
+};
+
+/** The sorts this server offers (the metric ones since METRIC_DESC). */
+export function runSorts(caps: Capabilities | undefined): string[] {
+  return caps?.has('RunSort.METRIC_DESC')
+    ? [...RUN_SORTS, ...Object.keys(METRIC_SORTS)]
+    : RUN_SORTS;
+}
 export const RUN_STATUSES = ['running', 'completed', 'failed', 'aborted'];
 
 /** The runs page: one page of runs under the filters (only those the server knows are sent). */
@@ -26,7 +38,9 @@ export async function fetchRuns(caps: Capabilities, q: RunQuery): Promise<Page<R
   if (q.tags?.length) filter.tags = q.tags;
   if (q.status) filter.status = caps.hasType('RunStatus') ? [q.status.toUpperCase()] : q.status;
   if (q.nameContains && caps.has('RunFilter.nameContains')) filter.nameContains = q.nameContains;
-  const sorted = caps.has('Query.runs') && caps.hasType('RunSort') && q.sort;
+  const metric = q.sort && caps.has('RunSort.METRIC_DESC') ? METRIC_SORTS[q.sort] : undefined;
+  const sort = metric ? 'METRIC_DESC' : q.sort && !METRIC_SORTS[q.sort] ? q.sort : undefined;
+  const sorted = caps.has('Query.runs') && caps.hasType('RunSort') && sort;
   // Older servers have no last-success fields: the page's runs bring their iterations instead.
   const lastFields = caps.has('Run.lastTrainingSuccess') && caps.has('Run.lastEvaluationSuccess');
   const extra = lastFields
@@ -34,8 +48,8 @@ export async function fetchRuns(caps: Capabilities, q: RunQuery): Promise<Page<R
     : 'iterations { metrics evaluationSuccessRate }';
   const total = caps.has('RunConnection.totalCount') ? 'totalCount' : '';
   const count = caps.has('Run.iterationCount') ? 'iterationCount' : '';
-  const query = `query Runs($filter: RunFilter, $first: Int, $after: String${sorted ? ', $sort: RunSort' : ''}) {
-    runs(filter: $filter, first: $first, after: $after${sorted ? ', sort: $sort' : ''}) {
+  const query = `query Runs($filter: RunFilter, $first: Int, $after: String${sorted ? ', $sort: RunSort' : ''}${metric ? ', $sortMetric: String' : ''}) {
+    runs(filter: $filter, first: $first, after: $after${sorted ? ', sort: $sort' : ''}${metric ? ', sortMetric: $sortMetric' : ''}) {
       nodes { id name project env method status lastIteration ${count} createdAt tags parentRunId ${extra} }
       pageInfo { endCursor hasNextPage } ${total}
     }
@@ -44,7 +58,8 @@ export async function fetchRuns(caps: Capabilities, q: RunQuery): Promise<Page<R
     filter,
     first: q.first,
     after: q.after ?? null,
-    ...(sorted ? { sort: q.sort } : {}),
+    ...(sorted ? { sort } : {}),
+    ...(metric ? { sortMetric: metric } : {}),
   };
   const page = (
     await gql<{

@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { fetchEstimators } from '../api/estimators-api';
-import { fetchRuns, RUN_SORTS, RUN_STATUSES, type RunQuery } from '../api/runs-api';
+import { fetchRuns, runSorts, RUN_STATUSES, type RunQuery } from '../api/runs-api';
 import { isStatus, type RunRow } from '../api/types';
 import { useCaps } from '../app/use-caps';
 import { useUrlParams, type HistoryMode } from '../app/use-url-params';
@@ -63,7 +63,11 @@ export function RunsPage() {
   return (
     <section>
       <h1>Runs</h1>
-      <RunFilters get={get} set={setFilter} sortable={!!caps?.hasType('RunSort')} />
+      <RunFilters
+        get={get}
+        set={setFilter}
+        sorts={caps?.hasType('RunSort') ? runSorts(caps) : []}
+      />
       {runs.isPending && <Loading what="runs" />}
       {runs.isError && <Failure error={runs.error} />}
       {runs.data && (
@@ -77,6 +81,11 @@ export function RunsPage() {
           <PlotSelected selected={selected} clear={() => setSelected([])} />
           <RunsTable
             runs={nodes}
+            sort={
+              caps?.has('RunSort.METRIC_DESC')
+                ? { current: q.sort ?? '', by: (s) => setFilter('sort', s, 'push') }
+                : undefined
+            }
             selected={selected}
             toggle={(id) =>
               setSelected((ids) => (ids.includes(id) ? ids.filter((x) => x !== id) : [...ids, id]))
@@ -104,11 +113,12 @@ export function RunsPage() {
 function RunFilters({
   get,
   set,
-  sortable,
+  sorts,
 }: {
   get: (k: string) => string;
   set: (k: string, v: string, history?: HistoryMode) => void;
-  sortable: boolean;
+  /** The orders this server offers; none: it cannot sort. */
+  sorts: string[];
 }) {
   const estimators = useQuery({ queryKey: ['estimators'], queryFn: fetchEstimators });
   const text = (k: FilterName, label: string, placeholder = '') => (
@@ -145,10 +155,10 @@ function RunFilters({
         Sort
         <select
           value={get('sort') || 'CREATED_DESC'}
-          disabled={!sortable}
+          disabled={sorts.length === 0}
           onChange={(e) => set('sort', e.target.value, 'push')}
         >
-          {RUN_SORTS.map((s) => (
+          {(sorts.length ? sorts : ['CREATED_DESC']).map((s) => (
             <option key={s} value={s}>
               {s.toLowerCase().replace(/_/g, ' ')}
             </option>
@@ -223,11 +233,27 @@ function RunsTable({
   runs,
   selected,
   toggle,
+  sort,
 }: {
   runs: RunRow[];
   selected: string[];
   toggle(id: string): void;
+  /** The order shown, and how to sort by a column (absent: the server cannot sort by metrics). */
+  sort?: { current: string; by(sort: string): void };
 }) {
+  // A column the list can be sorted by is a button, highest first, as in W&B's runs table.
+  const sortable = (label: string, key: string) => (
+    <th className="num" aria-sort={sort?.current === key ? 'descending' : undefined}>
+      {sort ? (
+        <button type="button" className="link" onClick={() => sort.by(key)}>
+          {label}
+          {sort.current === key ? ' ↓' : ''}
+        </button>
+      ) : (
+        label
+      )}
+    </th>
+  );
   if (!runs.length) return <p>No runs match.</p>;
   return (
     <div className="table-wrap">
@@ -241,8 +267,8 @@ function RunsTable({
             <th>Method</th>
             <th>Status</th>
             <th className="num">Iterations</th>
-            <th className="num">Training success</th>
-            <th className="num">Held-out success</th>
+            {sortable('Training success', 'TRAINING_SUCCESS_DESC')}
+            {sortable('Held-out success', 'HELD_OUT_SUCCESS_DESC')}
             <th>Created</th>
             <th>Tags</th>
             <th>Parent</th>

@@ -237,18 +237,20 @@ class Client:
         """Several methods on the same stored rollouts: summaries, pairwise agreement, per-step rows."""
         return Comparison.fetch(self, run_id, method_inputs(methods), None if iterations is None else list(iterations))
 
-    def runs(self, limit: int = 100, sort: str = "created_desc", **filter: Any):
+    def runs(self, limit: int = 100, sort: str = "created_desc", sort_metric: Optional[str] = None, **filter: Any):
         """
         Runs this key sees (at most `limit`, every page walked), newest first unless `sort` says
-        created_asc, name_asc or last_iteration_desc. Filters: project, env, method, methods (any of),
-        status (one or a list: running, completed, failed, aborted), tags (all of), name_contains,
-        created_after, created_before (datetime or ISO text), parent_run_id.
+        created_asc, name_asc or last_iteration_desc, or metric_desc / metric_asc with `sort_metric`:
+        by the last value each run logged of that metric (e.g. "successRate", or "evaluation.successRate"
+        for held-out success), runs that never logged it last. Filters: project, env, method, methods
+        (any of), status (one or a list: running, completed, failed, aborted), tags (all of),
+        name_contains, created_after, created_before (datetime or ISO text), parent_run_id.
         """
-        query = """query($first: Int, $after: String, $filter: RunFilter, $sort: RunSort!) {
-            runs(first: $first, after: $after, filter: $filter, sort: $sort) { nodes {
+        query = """query($first: Int, $after: String, $filter: RunFilter, $sort: RunSort!, $sortMetric: String) {
+            runs(first: $first, after: $after, filter: $filter, sort: $sort, sortMetric: $sortMetric) { nodes {
             id name project env method status tags seed lastIteration lastSeq createdAt finishedAt parentRunId
             lastTrainingSuccess lastEvaluationSuccess } pageInfo { hasNextPage endCursor } } }"""
-        variables = {"filter": run_filter(filter) or None, "sort": sort.upper()}
+        variables = {"filter": run_filter(filter) or None, "sort": sort.upper(), "sortMetric": sort_metric}
         nodes: List[Dict[str, Any]] = []
         after = None
         while len(nodes) < limit:
