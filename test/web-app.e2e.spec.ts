@@ -23,7 +23,7 @@ interface PageNode {
 }
 declare const document: {
   querySelector(selector: string): PageNode | null;
-  querySelectorAll(selector: string): { length: number };
+  querySelectorAll(selector: string): ArrayLike<PageNode>;
   documentElement: { scrollWidth: number; clientWidth: number };
 };
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -187,7 +187,7 @@ test('a success column sorts the runs by their last value, highest first, as the
     const want = runs.nodes.map((r) => `/runs/${r.id}`);
     await page.waitForFunction(
       (hrefs) =>
-        [...document.querySelectorAll('[data-testid=run-row] td:nth-child(2) a')]
+        Array.from(document.querySelectorAll('[data-testid=run-row] td:nth-child(2) a'))
           .map((a) => a.getAttribute('href'))
           .join() === hrefs.join(),
       want,
