@@ -733,6 +733,51 @@ test('a recompute of a run with no complete iteration says why it computed nothi
   await expect(page.getByTestId('run-config').textContent()).resolves.toBe('none given');
 });
 
+test('the page and its size are kept in the address: Back from a run returns to the page it left', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  await data('mutation { createProject(name: "paging") { name } }');
+  for (let k = 0; k < 27; k++)
+    await client.createRun({
+      name: `paged ${String(k).padStart(2, '0')}`,
+      project: 'paging',
+      env: 'e',
+      method: 'grpo',
+    });
+  await page.goto(`${server.url}/?project=paging&sort=NAME_ASC`);
+  await expectRows(25);
+  await page.getByLabel('select paged 00').check();
+  await page.getByRole('button', { name: 'Next →' }).click();
+  await expectRows(2);
+  // A ticked run that this page does not show is said to be elsewhere.
+  await expect(page.getByTestId('selection-hidden').textContent()).resolves.toContain(
+    '1 of them not on this page',
+  );
+  expect(new URL(page.url()).searchParams.get('pages')).toBeTruthy();
+  await page.getByRole('link', { name: 'paged 26' }).click();
+  await page
+    .getByTestId('curves')
+    .or(page.getByRole('heading', { name: 'paged 26' }))
+    .first()
+    .waitFor();
+  await page.goBack();
+  await expectRows(2);
+  await page.getByText('page 2', { exact: true }).waitFor();
+  await page.getByLabel('per page').selectOption('50');
+  await expectRows(27);
+  const url = new URL(page.url());
+  expect([url.searchParams.get('size'), url.searchParams.get('pages')]).toEqual(['50', null]);
+  await page.reload();
+  await expectRows(27);
+  await expect(page.getByRole('button', { name: 'Next →' }).isDisabled()).resolves.toBe(true);
+  // Another order starts again from the first page.
+  await page.getByLabel('per page').selectOption('25');
+  await page.getByRole('button', { name: 'Next →' }).click();
+  await expectRows(2);
+  await page.getByLabel('Sort').selectOption('CREATED_DESC');
+  await expectRows(25);
+  expect(new URL(page.url()).searchParams.get('pages')).toBeNull();
+});
+
 test('no console errors on any page', () => {
   expect(browser.errors).toEqual([]);
 });

@@ -13,15 +13,38 @@ import { Pager } from '../components/Pager';
 
 type FilterName = 'project' | 'env' | 'method' | 'status' | 'tags' | 'name' | 'sort';
 
+const PAGE_SIZES = [25, 50, 100];
+
+/** The `after` cursors of the pages walked to reach this one (the first page's is null). */
+function pagesOf(param: string): (string | null)[] {
+  return [null, ...param.split(',').filter(Boolean)];
+}
+
+/** Cursors never hold a comma (base64url), so the walk is kept as one list. */
+function setPages(url: URLSearchParams, cursors: (string | null)[]): void {
+  const walked = cursors.filter((c): c is string => !!c);
+  if (walked.length) url.set('pages', walked.join(','));
+  else url.delete('pages');
+}
+
 /** Runs under filters kept in the URL (shareable, back-button friendly), a page at a time by cursor. */
 export function RunsPage() {
   const caps = useCaps();
   const [params, updateParams] = useUrlParams();
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const [size, setSize] = useState(25);
   // Runs ticked to plot together, in the order ticked (the first one's page shows them).
   const [selected, setSelected] = useState<string[]>([]);
   const get = (k: string) => params.get(k) ?? '';
+  // The page and its size live in the address too, so Back from a run returns to the page it was on.
+  const cursors = pagesOf(get('pages'));
+  const size = PAGE_SIZES.includes(Number(get('size'))) ? Number(get('size')) : PAGE_SIZES[0]!;
+  const setCursors = (next: (string | null)[]) =>
+    updateParams((url) => setPages(url, next), 'push');
+  const setSize = (n: number) =>
+    updateParams((url) => {
+      if (n === PAGE_SIZES[0]) url.delete('size');
+      else url.set('size', String(n));
+      setPages(url, [null]);
+    }, 'push');
   const q: RunQuery = {
     project: get('project'),
     env: get('env'),
@@ -50,8 +73,8 @@ export function RunsPage() {
     updateParams((next) => {
       if (v) next.set(k, v);
       else next.delete(k);
+      setPages(next, [null]);
     }, history);
-    setCursors([null]);
   };
   // Name search on servers without `nameContains`: within the page shown.
   const nodes = (runs.data?.nodes ?? []).filter(
@@ -78,7 +101,11 @@ export function RunsPage() {
               : `${plural(nodes.length, 'run')} on this page`}
             {runs.isFetching && ' · refreshing'}
           </p>
-          <PlotSelected selected={selected} clear={() => setSelected([])} />
+          <PlotSelected
+            selected={selected}
+            hidden={selected.filter((id) => !nodes.some((r) => r.id === id)).length}
+            clear={() => setSelected([])}
+          />
           <RunsTable
             runs={nodes}
             sort={
@@ -94,11 +121,8 @@ export function RunsPage() {
           <Pager cursors={cursors} setCursors={setCursors} pageInfo={runs.data.pageInfo}>
             <label>
               per page{' '}
-              <select
-                value={size}
-                onChange={(e) => (setSize(Number(e.target.value)), setCursors([null]))}
-              >
-                {[25, 50, 100].map((n) => (
+              <select value={size} onChange={(e) => setSize(Number(e.target.value))}>
+                {PAGE_SIZES.map((n) => (
                   <option key={n}>{n}</option>
                 ))}
               </select>
@@ -212,7 +236,16 @@ function FilterText({
 }
 
 /** Opens the first ticked run's curves with the others overlaid (kept in its address). */
-function PlotSelected({ selected, clear }: { selected: string[]; clear(): void }) {
+function PlotSelected({
+  selected,
+  hidden,
+  clear,
+}: {
+  selected: string[];
+  /** How many of them this page does not show (another page, or filtered out since ticked). */
+  hidden: number;
+  clear(): void;
+}) {
   const navigate = useNavigate();
   if (!selected.length) return null;
   const [first, ...rest] = selected;
@@ -222,6 +255,11 @@ function PlotSelected({ selected, clear }: { selected: string[]; clear(): void }
       <button type="button" onClick={() => void navigate(href)}>
         Plot {plural(selected.length, 'run')} together
       </button>{' '}
+      {hidden > 0 && (
+        <span className="muted" data-testid="selection-hidden">
+          ({hidden} of them not on this page){' '}
+        </span>
+      )}
       <button type="button" className="link" onClick={clear}>
         clear
       </button>
