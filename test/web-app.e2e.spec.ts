@@ -28,6 +28,9 @@ declare const document: {
 };
 declare const sessionStorage: { getItem(key: string): string | null };
 declare const location: { href: string };
+interface PageStyled {
+  style: { background: string };
+}
 interface SelectNode {
   value: string;
   dispatchEvent(event: unknown): boolean;
@@ -576,6 +579,11 @@ test('one method under two parameter sets: pairs and disagreements named as the 
   expect(reference.join()).not.toContain('#');
   const header = await page.locator('[data-testid=disagreements-table] th').allTextContents();
   expect(header.slice(6, 8)).toEqual(['gigpo (gamma=0.5)', 'gigpo']);
+  // Both gigpo rows of the summary in gigpo's colour (they took two spare colours from "gigpo#0").
+  const swatches = await page
+    .locator('[data-testid=summary-table] tbody .swatch')
+    .evaluateAll((spans) => spans.map((s) => (s as unknown as PageStyled).style.background));
+  expect(swatches).toEqual(['rgb(242, 142, 43)', 'rgb(242, 142, 43)', 'rgb(78, 121, 167)']);
   // Each side's advantages are the API's (both columns read NaN: "gigpo#0" matched no method).
   const cells = await page.getByTestId('disagreement-row').first().locator('td').allTextContents();
   const [a, b] = compare.pairs[0]!.disagreements[0]!.advantages;

@@ -44,9 +44,11 @@ test("a side's position is the server's; a server that gives none is read by its
   expect(read.againstReference.map((r) => r.methodIndex)).toEqual([2, 1]);
 });
 
-test("a pair's sides are labelled by the parameters asked at their positions", () => {
+test("a pair's sides are the methods and parameters asked at their positions", () => {
   const asked = [{ name: 'gigpo', params: { gamma: 0.5 } }, { name: 'grpo' }, { name: 'gigpo' }];
-  const [a, b] = pairSides({ aIndex: 0, bIndex: 2 }, { methods: methods as never }, asked);
+  // As the server names them: gigpo#0 is no method, and would take a spare colour.
+  const named = [{ method: 'gigpo#0' }, { method: 'grpo' }, { method: 'gigpo#2' }];
+  const [a, b] = pairSides({ aIndex: 0, bIndex: 2 }, { methods: named as never }, asked);
   expect([a.index, a.method, a.label, b.index, b.method, b.label]).toEqual([
     0,
     'gigpo',

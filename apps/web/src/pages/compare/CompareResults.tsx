@@ -3,7 +3,7 @@ import { useState } from 'react';
 import type { Comparison } from '../../api/compare-api';
 import type { MethodInput, RunDetail } from '../../api/types';
 import { Chart } from '../../components/Chart';
-import { fmt, methodLabel, pct } from '../../components/format';
+import { fmt, pct } from '../../components/format';
 import { MethodName } from '../../components/MethodName';
 import { Disagreements } from './Disagreements';
 import { methodSide, pairSides } from './pair-sides';
@@ -20,6 +20,11 @@ export function CompareResults({ run, methods, comparison }: Props) {
   const [pairIndex, setPairIndex] = useState(0);
   const pair = comparison.pairs[pairIndex];
   const sides = pair && pairSides(pair, comparison, methods);
+  // Each compared method by the method asked for (its colour) and its label with parameters.
+  const nameOf = (i: number) => {
+    const side = methodSide(i, comparison, methods);
+    return { name: side.method, label: side.label };
+  };
   return (
     <div className="results">
       <p data-testid="compare-scope">
@@ -53,7 +58,7 @@ export function CompareResults({ run, methods, comparison }: Props) {
           {comparison.methods.map((m, i) => (
             <tr key={i}>
               <td>
-                <MethodName name={m.method} label={methodLabel(methods[i] ?? { name: m.method })} />
+                <MethodName {...nameOf(i)} />
               </td>
               {STATS.map((s) => (
                 <td key={s} className="num">
@@ -80,12 +85,12 @@ export function CompareResults({ run, methods, comparison }: Props) {
           <Chart
             key={i}
             height={220}
-            label={`histogram of ${m.method} advantages`}
+            label={`histogram of ${nameOf(i).label} advantages`}
             testId={`histogram-${i}`}
             seriesCount={1}
             option={histogramOption({
-              method: m.method,
-              title: methodLabel(methods[i] ?? { name: m.method }),
+              method: nameOf(i).name,
+              title: nameOf(i).label,
               edges: m.histogram.edges,
               counts: m.histogram.counts,
             })}
@@ -162,9 +167,11 @@ export function CompareResults({ run, methods, comparison }: Props) {
 
 const corr = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toFixed(3));
 
+/** A method's own figures, by name, so that those two methods share read in one order. */
 function rates(r: Record<string, unknown>): string {
   return Object.entries(r)
     .filter(([, v]) => typeof v === 'number')
+    .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k} ${fmt(v as number)}`)
     .join(' · ');
 }

@@ -10,13 +10,16 @@ export interface PairSide {
   label: string;
 }
 
-/** The compared method at `index`, named as the summary names it. */
+/**
+ * The compared method at `index`, named as the summary names it. Its method is the one asked for
+ * (the server says `gigpo#1` for a method compared twice, which is no method's colour).
+ */
 export function methodSide(
   index: number,
   comparison: Pick<Comparison, 'methods'>,
   methods: MethodInput[],
 ): PairSide {
-  const method = comparison.methods[index]?.method ?? '?';
+  const method = methods[index]?.name ?? comparison.methods[index]?.method ?? '?';
   return { index, method, label: methodLabel(methods[index] ?? { name: method }) };
 }
 
