@@ -741,6 +741,21 @@ test('a recompute of a run with no complete iteration says why it computed nothi
   await expect(page.getByTestId('run-config').textContent()).resolves.toBe('none given');
 });
 
+test('an overlaid run with no metrics says so; a smoothing out of range is written in the address as drawn', async () => {
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'nothing logged', env: 'e', method: 'gaca' });
+  await page.goto(`${server.url}/runs/${parentId}?with=${id}&smooth=5`);
+  await page.getByTestId('curves').waitFor();
+  const chip = page.locator('.chip', { hasText: 'nothing logged' });
+  await expect(chip.getByTestId('overlay-no-metrics').textContent()).resolves.toContain(
+    'no metrics logged',
+  );
+  await page.waitForURL((url) => url.searchParams.get('smooth') === '0.99');
+  await page.goto(`${server.url}/runs/${parentId}?smooth=abc`);
+  await page.getByTestId('curves').waitFor();
+  await page.waitForURL((url) => !url.searchParams.has('smooth'));
+});
+
 test('the page and its size are kept in the address: Back from a run returns to the page it left', async () => {
   const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   await data('mutation { createProject(name: "paging") { name } }');

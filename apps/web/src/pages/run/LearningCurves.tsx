@@ -41,6 +41,14 @@ export function LearningCurves({ run }: { run: RunDetail }) {
     [run],
   );
   const smoothing = smoothingFrom(params.get('smooth'));
+  // The address says what is drawn: a smoothing out of range or unreadable is written as applied.
+  const smoothText = params.get('smooth');
+  useEffect(() => {
+    if (smoothText === null || smoothText === String(smoothing)) return;
+    updateParams((next) =>
+      smoothing > 0 ? next.set('smooth', String(smoothing)) : next.delete('smooth'),
+    );
+  }, [smoothText, smoothing, updateParams]);
   const pickedIds = useMemo(
     () => [...new Set((params.get('with') ?? '').split(','))].filter((id) => id && id !== run.id),
     [params, run.id],
@@ -109,7 +117,14 @@ export function LearningCurves({ run }: { run: RunDetail }) {
             onClick={() => setPicked(pickedIds.filter((id) => id !== r.id))}
             title="remove"
           >
-            <MethodName name={r.method} label={r.name} /> ×
+            <MethodName name={r.method} label={r.name} />
+            {curves.data?.find((c) => c.runId === r.id)?.series.size === 0 && (
+              <span className="muted" data-testid="overlay-no-metrics">
+                {' '}
+                (no metrics logged)
+              </span>
+            )}{' '}
+            ×
           </button>
         ))}
         {missing.length > 0 && (
