@@ -756,18 +756,25 @@ test('an overlaid run with no metrics says so; a smoothing out of range is writt
   await page.waitForURL((url) => !url.searchParams.has('smooth'));
 });
 
-test('the page and its size are kept in the address: Back from a run returns to the page it left', async () => {
+test('the page and its size are kept in the address: Back from a run returns to the page it left; a long tag keeps to one line', async () => {
   const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   await data('mutation { createProject(name: "paging") { name } }');
+  const longTag = 'sweep-2026-12-03-gigpo-gamma-ablation-with-many-settings-in-its-name';
   for (let k = 0; k < 27; k++)
     await client.createRun({
       name: `paged ${String(k).padStart(2, '0')}`,
       project: 'paging',
       env: 'e',
       method: 'grpo',
+      tags: k === 0 ? ['short', longTag] : [],
     });
   await page.goto(`${server.url}/?project=paging&sort=NAME_ASC`);
   await expectRows(25);
+  // A long tag keeps to one line (it broke at every hyphen), whole in its title.
+  const [short, long] = await page.locator('[data-testid=run-row] .tag').all();
+  const height = async (l: typeof short) => (await l!.boundingBox())!.height;
+  expect(await height(long)).toBe(await height(short));
+  await expect(long!.getAttribute('title')).resolves.toBe(longTag);
   await page.getByLabel('select paged 00').check();
   await page.getByRole('button', { name: 'Next →' }).click();
   await expectRows(2);

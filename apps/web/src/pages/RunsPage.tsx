@@ -340,7 +340,7 @@ function RunsTable({
               <td>{when(r.createdAt)}</td>
               <td>
                 {r.tags.map((t) => (
-                  <span key={t} className="tag">
+                  <span key={t} className="tag" title={t}>
                     {t}
                   </span>
                 ))}
