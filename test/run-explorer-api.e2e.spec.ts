@@ -252,6 +252,39 @@ test('runs sorted by the last value of a metric: highest or lowest first, runs w
   );
 });
 
+test('runs by the start of their id: with or without hyphens, any case, within the other filters; text no id starts with is refused', async () => {
+  const byPrefix = async (idPrefix: string, filter: Record<string, unknown> = {}) =>
+    (
+      await read<{ runs: { nodes: { id: string }[] } }>(
+        'query($f: RunFilter) { runs(filter: $f, first: 100) { nodes { id } } }',
+        { f: { ...filter, idPrefix } },
+      )
+    ).runs.nodes.map((r) => r.id);
+  const { runs } = await read<{ runs: { nodes: { id: string }[] } }>(
+    '{ runs(first: 100) { nodes { id } } }',
+  );
+  const all = runs.nodes.map((r) => r.id);
+  const startingWith = (hex: string) => all.filter((id) => id.replace(/-/g, '').startsWith(hex));
+  for (const prefix of [
+    forkId.slice(0, 8),
+    forkId.slice(0, 13),
+    forkId.replace(/-/g, '').slice(0, 12).toUpperCase(),
+    forkId,
+    forkId.slice(0, 1),
+  ])
+    expect((await byPrefix(prefix)).sort()).toEqual(
+      startingWith(prefix.replace(/-/g, '').toLowerCase()).sort(),
+    );
+  expect(await byPrefix(forkId.slice(0, 8))).toContain(forkId);
+  expect(await byPrefix(forkId, { project: 'elsewhere' })).toEqual([]);
+  for (const bad of ['xyz', `${forkId}0`]) {
+    const res = await gql(server, 'query($f: RunFilter) { runs(filter: $f) { nodes { id } } }', {
+      f: { idPrefix: bad },
+    });
+    expect(res.errors?.[0]?.message).toMatch(/^runs: idPrefix must be the start of a run id/);
+  }
+});
+
 test('a run: its parent, its children oldest first, and its last training and held-out success', async () => {
   const { run } = await read<{
     run: {

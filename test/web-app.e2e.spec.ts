@@ -316,8 +316,8 @@ test('curves smooth as set, and the smoothing and overlaid runs are kept in the 
       '1',
   );
   expect(new URL(page.url()).searchParams.get('with')).toBeNull();
-  // The overlay box finds a run by the start of its id (it found names only).
-  await page.getByLabel('Overlay another run').fill(forkId.slice(0, 8));
+  // The overlay box finds a run by the start of its id (it found names only), hyphens or not.
+  await page.getByLabel('Overlay another run').fill(forkId.replace(/-/g, '').slice(0, 12));
   await page.locator('.dropdown button').first().click();
   await page.locator('.chip', { hasText: 'grpo' }).waitFor();
   expect(new URL(page.url()).searchParams.get('with')).toBe(forkId);

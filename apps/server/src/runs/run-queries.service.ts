@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { seesProject, type Principal } from '../access/principal';
 import { Database } from '../database/database';
-import { isUuid } from '../database/uuid';
+import { isUuid, uuidPrefixRange } from '../database/uuid';
 import { decodeCursor, encodeCursor, pageSize, RUN_CURSOR, toPage } from '../graphql/pagination';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { RunSort } from '../graphql/enums';
@@ -41,7 +41,18 @@ function runWhere(caller: Principal, f: RunFilter | undefined): Record<string, u
       ? { createdAt: { gte: f.createdAfter ?? undefined, lt: f.createdBefore ?? undefined } }
       : {}),
     ...(f?.parentRunId ? { parentRunId: isUuid(f.parentRunId) ? f.parentRunId : NO_RUN } : {}),
+    ...(f?.idPrefix ? { id: idRange(f.idPrefix) } : {}),
   };
+}
+
+function idRange(prefix: string): { gte: string; lte: string } {
+  const range = uuidPrefixRange(prefix);
+  if (!range)
+    throw new DomainError(
+      ErrorCode.InvalidInput,
+      `runs: idPrefix must be the start of a run id (at most 32 hex digits, hyphens allowed), got ${JSON.stringify(prefix.slice(0, 80))}`,
+    );
+  return range;
 }
 
 /**

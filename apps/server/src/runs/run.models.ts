@@ -90,6 +90,12 @@ export class RunFilter {
   @Field(() => Date, { nullable: true, description: 'Created before.' }) createdBefore?: Date;
   @Field(() => ID, { nullable: true, description: 'Forks and retrains of this run.' })
   parentRunId?: string;
+  @Field({
+    nullable: true,
+    description:
+      'Runs whose id starts with this (hex digits, hyphens where the id has them; any case), as the short ids the web app and logs show.',
+  })
+  idPrefix?: string;
 }
 
 export { RunSort };

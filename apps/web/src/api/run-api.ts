@@ -46,14 +46,17 @@ export async function searchRuns(caps: Capabilities, text: string): Promise<RunR
   const list = async (filter: Record<string, unknown>) =>
     (await gql<{ runs: { nodes: RunRow[] } }>(query, { filter })).runs.nodes;
   const idLike = /^[0-9a-f-]{4,36}$/i.test(text);
-  const [named, byId, recent] = await Promise.all([
+  // By the start of an id: anywhere on servers that filter by it, else among the newest runs.
+  const byPrefix = idLike && caps.has('RunFilter.idPrefix');
+  const [named, byId, prefixed] = await Promise.all([
     list(byName ? { nameContains: text } : {}),
     UUID.test(text) ? fetchRunRows([text]) : Promise.resolve([]),
-    idLike && byName ? list({}) : Promise.resolve([]),
+    byPrefix ? list({ idPrefix: text }) : idLike && byName ? list({}) : Promise.resolve([]),
   ]);
   const lower = text.toLowerCase();
-  const matching = [...byId, ...named, ...recent].filter(
-    (r) => r.name.toLowerCase().includes(lower) || r.id.startsWith(lower),
+  const hex = (id: string) => id.replace(/-/g, '').toLowerCase();
+  const matching = [...byId, ...named, ...prefixed].filter(
+    (r) => r.name.toLowerCase().includes(lower) || hex(r.id).startsWith(hex(text)),
   );
   return [...new Map(matching.map((r) => [r.id, r])).values()];
 }
