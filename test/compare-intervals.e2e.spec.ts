@@ -313,12 +313,18 @@ test('a pair that agrees on every step lists no disagreements; one that differs 
     compare: { pairs: { a: string; b: string; disagreements: { advantages: number[] }[] }[] };
   }>(
     server,
-    `query($run: ID!) { compare(runId: $run, methods: [{ name: "grpo" }, { name: "grpo" }, { name: "gigpo" }], disagreements: 10) {
+    `query($run: ID!) { compare(runId: $run, methods: [{ name: "grpo" }, { name: "grpo" }, { name: "gigpo" },
+        { name: "rloo" }, { name: "grpo", params: { normalize: "mean" } }], disagreements: 10) {
       pairs { a b disagreements { advantages } } } }`,
     { run: runId },
   );
   if (res.errors) throw new Error(JSON.stringify(res.errors));
-  const [same, differ] = res.data!.compare.pairs;
+  const pairs = res.data!.compare.pairs;
+  const [same, differ] = pairs;
   expect([same!.a, same!.b, same!.disagreements]).toEqual(['grpo#0', 'grpo#1', []]);
   expect(differ!.disagreements).toHaveLength(10);
+  // RLOO is GRPO's mean-centred advantage × G/(G − 1) in groups of G: equal once standardised, to
+  // float32's rounding (it listed ten steps of "1 against 0.875").
+  const rescaled = pairs.find((p) => p.a === 'rloo' && p.b === 'grpo#4')!;
+  expect(rescaled.disagreements).toEqual([]);
 });

@@ -62,6 +62,35 @@ describe('migrations', () => {
     ).rejects.toThrow(/runs_project_fkey/);
   });
 
+  test("upgrading a database with metrics: each run's summary is the last value of each metric, held-out success too", async () => {
+    const db = await databaseBefore('20261209000000');
+    const run = await db.query<{ id: string }>(
+      `INSERT INTO runs (name, project, env, method) VALUES ('a', 'default', 'e', 'grpo') RETURNING id`,
+    );
+    const runId = run.rows[0]!.id;
+    // loss logged at 0 and 2 (the last wins, not the largest), kl at 0 only, held-out at 0 and 1.
+    for (const [iteration, metrics, heldOut] of [
+      [0, { loss: 3, kl: 0.5 }, 0.25],
+      [1, {}, 0.5],
+      [2, { loss: 1 }, null],
+    ] as const)
+      await db.query(
+        `INSERT INTO iterations (run_id, iteration, metrics, evaluation_success_rate, last_seq)
+         VALUES ($1, $2, $3, $4, 1)`,
+        [runId, iteration, JSON.stringify(metrics), heldOut],
+      );
+    await runMigrations(db);
+    const summary = await db.query(
+      'SELECT name, iteration, value FROM run_metrics WHERE run_id = $1 ORDER BY name',
+      [runId],
+    );
+    expect(summary.rows).toEqual([
+      { name: 'evaluation.successRate', iteration: 1, value: 0.5 },
+      { name: 'kl', iteration: 0, value: 0.5 },
+      { name: 'loss', iteration: 2, value: 1 },
+    ]);
+  });
+
   test('checkpoints stored as one value before parts are cut into parts of 1 MiB, byte for byte', async () => {
     const db = await databaseBefore('20261208000000');
     const run = await db.query<{ id: string }>(

@@ -12,7 +12,7 @@ import { sqlQuery } from './support/sql-query';
  * again from the events, byte for byte (every row of every projected table, derived ids and
  * times included), and advantages computed afterwards equal those before.
  */
-const PROJECTED = ['texts', 'rollout_groups', 'trajectories', 'steps', 'iterations'];
+const PROJECTED = ['texts', 'rollout_groups', 'trajectories', 'steps', 'iterations', 'run_metrics'];
 const RUN_SUMMARIES =
   'SELECT id, status, last_seq, last_iteration, embedding_dim, summary, finished_at, projection_version FROM runs ORDER BY id';
 

@@ -125,6 +125,17 @@ test('runs: name search, any-of methods, statuses, created range and parent', as
   expect(await names({ createdBefore: run.createdAt })).toEqual(['Baseline GRPO']);
 });
 
+test('runs: a filter field given as null filters nothing (it was a 500)', async () => {
+  const all = await names({});
+  const res = await gql<Page>(server, RUNS, {
+    filter: { project: 'explorer', env: null, method: null, nameContains: null, tags: null },
+  });
+  expect(res.errors).toBeUndefined();
+  expect(res.data!.runs.nodes.map((r) => r.name)).toEqual(all);
+  const noProject = await gql<Page>(server, RUNS, { filter: { project: null } });
+  expect(noProject.errors).toBeUndefined();
+});
+
 test('runs: a status outside the enum is refused by name, not answered with nothing', async () => {
   const res = await gql(server, RUNS, { filter: { status: ['done'] } });
   expect(res.errors?.[0]?.message).toMatch(/RunStatus/);
@@ -232,7 +243,31 @@ test('runs sorted by the last value of a metric: highest or lowest first, runs w
     'best',
     ...byId(['fell', 'tie two', 'nothing'], true),
   ]);
+  // A value logged late for an earlier iteration is not the run's last.
+  const late = (
+    await admin.createRun({ name: 'late', project: 'sorted', env: 'e', method: 'grpo' })
+  ).id;
+  for (const [iteration, successRate] of [
+    [1, 0.4],
+    [0, 0.95],
+  ] as const)
+    await admin.appendEvents(late, [
+      {
+        id: newEventId(),
+        type: 'metrics.logged',
+        data: { iteration, metrics: { successRate } },
+      },
+    ]);
+  const lastOf = await read<{ run: { lastTrainingSuccess: number } }>(
+    'query($id: ID!) { run(id: $id) { lastTrainingSuccess } }',
+    { id: late },
+  );
+  expect(lastOf.run.lastTrainingSuccess).toBe(0.4);
   // Asked wrongly: said what is missing, and a cursor of one metric is not taken for another.
+  const empty = await gql(server, SORTED, { sort: 'METRIC_DESC', metric: ' ' });
+  expect(empty.errors?.[0]?.message).toBe(
+    'runs: sortMetric is empty; name a metric the runs log, e.g. "successRate"',
+  );
   const missing = await gql(server, SORTED, { sort: 'METRIC_DESC' });
   expect(missing.errors?.[0]?.message).toBe(
     'runs: sort METRIC_DESC needs sortMetric, the metric to sort by (e.g. "successRate")',

@@ -806,6 +806,15 @@ test('the page and its size are kept in the address: Back from a run returns to 
   await page.getByLabel('Sort').selectOption('CREATED_DESC');
   await expectRows(25);
   expect(new URL(page.url()).searchParams.get('pages')).toBeNull();
+  // An address with a page the list cannot have offers the first page; an unknown sort is ignored.
+  await page.goto(`${server.url}/?project=paging&pages=garbage`);
+  await page
+    .getByTestId('pages-invalid')
+    .getByRole('button', { name: 'Go to the first page' })
+    .click();
+  await expectRows(25);
+  await page.goto(`${server.url}/?project=paging&sort=__proto__`);
+  await expectRows(25);
 });
 
 test('no console errors on any page', () => {

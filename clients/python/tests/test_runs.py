@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import creditlab
+from creditlab.comparison import Comparison
 from conftest import assert_close, conformance_fixtures, events_of, flat_expected, load, run_info
 
 
@@ -165,6 +166,16 @@ def test_compare_gives_tables_of_methods_pairs_and_steps(client):
         ("grpo", "gigpo"),
         ('gigpo {"gamma":0.9}', "gigpo"),
     ]
+    # A server older than the positions: the same labels, read from its names.
+    class OlderServer:
+        def graphql(self, query, variables=None):
+            if "aIndex" in query:
+                raise creditlab.GraphQLError([{"message": 'Cannot query field "aIndex" on type "MethodPair".'}])
+            return client.graphql(query, variables)
+
+    older = Comparison.fetch(OlderServer(), run.id, twice._args["methods"], None)
+    assert records(older.pairs) == pairs
+    assert records(older.against_episode) == records(twice.against_episode)
     credit = twice.against_episode if isinstance(twice.against_episode, list) else twice.against_episode.to_dict("records")
     assert [(c["method"], c["label"]) for c in credit] == [
         ("grpo", "grpo"),
@@ -221,8 +232,10 @@ def test_runs_filter_walk_every_page_and_speak_in_wire_statuses(client):
         run.flush()
     by_success = client.runs(tags=[tag], sort="metric_desc", sort_metric="successRate")
     assert [r["name"] for r in records(by_success)] == ["Sweep 2", "Sweep 1", "Sweep 0"]
-    with pytest.raises(creditlab.GraphQLError, match="needs sortMetric"):
+    with pytest.raises(creditlab.InvalidInput, match="sort_metric: sort='metric_desc' needs the metric"):
         client.runs(sort="metric_desc")
+    with pytest.raises(creditlab.InvalidInput, match="sort_metric: goes with sort='metric_desc'"):
+        client.runs(sort_metric="successRate")
     with pytest.raises(creditlab.InvalidInput, match="unknown filter 'stauts'"):
         client.runs(stauts="failed")
     with pytest.raises(creditlab.GraphQLError, match="RunStatus"):

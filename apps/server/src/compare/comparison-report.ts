@@ -23,8 +23,12 @@ import type {
 import { summarize } from './advantage-summary';
 import { CompareService, type Comparison as ComparisonData, type StepRef } from './compare.service';
 
-/** Standardised gaps at or under this are rounding, not disagreement. */
-const AGREE = 1e-9;
+/**
+ * Standardised gaps at or under this are rounding, not disagreement: advantages are float32, so one
+ * method that is another rescaled (RLOO is GRPO's mean-centred advantage × G/(G−1)) meets it only to
+ * about 1e-7 once both are standardised.
+ */
+const AGREE = 1e-5;
 
 /** A comparison as the API shows it, with the data behind it (for its paginated rows). */
 export type ComparisonReportObject = Comparison & { data: ComparisonData };

@@ -28,11 +28,26 @@ export const UPSERT_ITERATIONS_SQL = `INSERT INTO iterations (run_id, iteration,
     evaluation_success_rate = EXCLUDED.evaluation_success_rate, last_seq = EXCLUDED.last_seq`;
 
 /**
+ * The run's summary (`run_metrics`): a metric's row moves only to an iteration at or after its own,
+ * so that a value logged late for an earlier iteration does not replace the newest one.
+ */
+const UPSERT_RUN_METRICS_SQL = `INSERT INTO run_metrics (run_id, name, iteration, value)
+  SELECT $1, * FROM unnest($2::text[], $3::int[], $4::float8[])
+  ON CONFLICT (run_id, name) DO UPDATE SET iteration = EXCLUDED.iteration, value = EXCLUDED.value
+    WHERE EXCLUDED.iteration >= run_metrics.iteration`;
+
+/** The name held-out success goes by among a run's metrics (as in metricSeries). */
+export const EVALUATION_SUCCESS = 'evaluation.successRate';
+
+/**
  * What each iteration holds and the log position its estimator inputs reflect, loaded when an
- * append first touches an iteration and written back with one statement per chunk.
+ * append first touches an iteration and written back with one statement per chunk; and the last
+ * value of each metric logged, for the run's summary.
  */
 export class IterationTally {
   private readonly rows = new Map<number, IterationRow>();
+  /** Metrics logged since the last save: name → the latest iteration's value among them. */
+  private readonly logged = new Map<string, { iteration: number; value: number }>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -107,7 +122,14 @@ export class IterationTally {
     return row;
   }
 
+  /** A metric's value logged for an iteration (held-out success as evaluation.successRate). */
+  noteMetric(name: string, iteration: number, value: number): void {
+    const known = this.logged.get(name);
+    if (!known || iteration >= known.iteration) this.logged.set(name, { iteration, value });
+  }
+
   async save(): Promise<void> {
+    await this.saveSummary();
     const dirty = [...this.rows.values()].filter((r) => r.dirty);
     if (dirty.length === 0) return;
     await this.client.query(UPSERT_ITERATIONS_SQL, [
@@ -122,5 +144,17 @@ export class IterationTally {
       dirty.map((r) => r.lastSeq),
     ]);
     for (const r of dirty) r.dirty = false;
+  }
+
+  private async saveSummary(): Promise<void> {
+    if (this.logged.size === 0) return;
+    const entries = [...this.logged.entries()];
+    await this.client.query(UPSERT_RUN_METRICS_SQL, [
+      this.runId,
+      entries.map(([name]) => name),
+      entries.map(([, v]) => v.iteration),
+      entries.map(([, v]) => v.value),
+    ]);
+    this.logged.clear();
   }
 }

@@ -20,6 +20,7 @@ export const PROJECTION_TABLES = [
   'rollout_groups',
   'texts',
   'iterations',
+  'run_metrics',
 ];
 
 const EVENTS_PER_READ = 100;

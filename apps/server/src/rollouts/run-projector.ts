@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { InHandPacking } from '../advantages/in-hand-packing';
 import { storePacked } from '../advantages/iteration-packing';
 import { uuidBytes } from './binary-copy-rows';
-import { IterationTally } from './iteration-tally';
+import { EVALUATION_SUCCESS, IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
 import { StepSliceRows, type ColumnRange } from './step-slice-rows';
 import { TextDictionary } from './text-dictionary';
@@ -172,8 +172,15 @@ export class RunProjector {
       const it = this.iterations.at(iteration);
       it.lastSeq = seq;
       if (placed.length > 0 || event.type === 'trajectory.finished') it.inputsSeq = seq;
-      if (event.type === 'metrics.logged') it.metrics = { ...it.metrics, ...event.data.metrics };
-      if (event.type === 'evaluation.logged') it.evaluationSuccessRate = event.data.successRate;
+      if (event.type === 'metrics.logged') {
+        it.metrics = { ...it.metrics, ...event.data.metrics };
+        for (const [name, value] of Object.entries(event.data.metrics))
+          this.iterations.noteMetric(name, iteration, value);
+      }
+      if (event.type === 'evaluation.logged') {
+        it.evaluationSuccessRate = event.data.successRate;
+        this.iterations.noteMetric(EVALUATION_SUCCESS, iteration, event.data.successRate);
+      }
     }
     if (iteration !== undefined)
       this.state.lastIteration = Math.max(this.state.lastIteration ?? iteration, iteration);

@@ -47,10 +47,8 @@ export function createRunLoaders(db: Database) {
         rollout_iterations: number;
       }>(
         `SELECT r.id AS run_id,
-                (SELECT (metrics->>'successRate')::float8 FROM iterations i
-                 WHERE i.run_id = r.id AND metrics ? 'successRate' ORDER BY iteration DESC LIMIT 1) AS training,
-                (SELECT evaluation_success_rate FROM iterations i
-                 WHERE i.run_id = r.id AND evaluation_success_rate IS NOT NULL ORDER BY iteration DESC LIMIT 1) AS evaluation,
+                (SELECT value FROM run_metrics m WHERE m.run_id = r.id AND m.name = 'successRate') AS training,
+                (SELECT value FROM run_metrics m WHERE m.run_id = r.id AND m.name = 'evaluation.successRate') AS evaluation,
                 (SELECT count(*)::int FROM iterations i WHERE i.run_id = r.id AND i.step_count > 0) AS rollout_iterations
          FROM unnest($1::uuid[]) AS r(id)`,
         [ids],

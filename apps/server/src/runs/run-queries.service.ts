@@ -28,10 +28,11 @@ const projectOf = (caller: Principal) =>
   caller.project === null ? {} : { project: caller.project };
 
 function runWhere(caller: Principal, f: RunFilter | undefined): Record<string, unknown> {
+  // A field given as null filters nothing, as if left out (Prisma takes null as "IS NULL").
   return {
-    project: caller.project ?? f?.project,
-    env: f?.env,
-    method: f?.methods?.length ? { in: f.methods } : f?.method,
+    project: caller.project ?? f?.project ?? undefined,
+    env: f?.env ?? undefined,
+    method: f?.methods?.length ? { in: f.methods } : (f?.method ?? undefined),
     ...(f?.status?.length ? { status: { in: f.status } } : {}),
     ...(f?.tags?.length ? { tags: { hasEvery: f.tags } } : {}),
     ...(f?.nameContains
@@ -79,6 +80,11 @@ export class RunQueries {
     sortMetric?: string,
   ): Promise<RunConnection> {
     const limit = pageSize(first, 20, 100, 'runs');
+    if (sortMetric !== undefined && sortMetric.trim() === '')
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        'runs: sortMetric is empty; name a metric the runs log, e.g. "successRate"',
+      );
     if (isMetricSort(sort) === (sortMetric === undefined))
       throw new DomainError(
         ErrorCode.InvalidInput,

@@ -38,8 +38,10 @@ export async function fetchRuns(caps: Capabilities, q: RunQuery): Promise<Page<R
   if (q.tags?.length) filter.tags = q.tags;
   if (q.status) filter.status = caps.hasType('RunStatus') ? [q.status.toUpperCase()] : q.status;
   if (q.nameContains && caps.has('RunFilter.nameContains')) filter.nameContains = q.nameContains;
-  const metric = q.sort && caps.has('RunSort.METRIC_DESC') ? METRIC_SORTS[q.sort] : undefined;
-  const sort = metric ? 'METRIC_DESC' : q.sort && !METRIC_SORTS[q.sort] ? q.sort : undefined;
+  // A sort the app does not offer (an address typed by hand) is left out: the server's default.
+  const known = q.sort && runSorts(caps).includes(q.sort) ? q.sort : undefined;
+  const metric = known && Object.hasOwn(METRIC_SORTS, known) ? METRIC_SORTS[known] : undefined;
+  const sort = metric ? 'METRIC_DESC' : known;
   const sorted = caps.has('Query.runs') && caps.hasType('RunSort') && sort;
   // Older servers have no last-success fields: the page's runs bring their iterations instead.
   const lastFields = caps.has('Run.lastTrainingSuccess') && caps.has('Run.lastEvaluationSuccess');

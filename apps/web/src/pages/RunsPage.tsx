@@ -93,6 +93,14 @@ export function RunsPage() {
       />
       {runs.isPending && <Loading what="runs" />}
       {runs.isError && <Failure error={runs.error} />}
+      {runs.isError && cursors.length > 1 && (
+        <p data-testid="pages-invalid">
+          This address names a page the list no longer has.{' '}
+          <button type="button" className="link" onClick={() => setCursors([null])}>
+            Go to the first page
+          </button>
+        </p>
+      )}
       {runs.data && (
         <>
           <p className="muted" data-testid="runs-count">

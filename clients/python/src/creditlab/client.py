@@ -246,11 +246,20 @@ class Client:
         (any of), status (one or a list: running, completed, failed, aborted), tags (all of),
         name_contains, created_after, created_before (datetime or ISO text), parent_run_id.
         """
-        query = """query($first: Int, $after: String, $filter: RunFilter, $sort: RunSort!, $sortMetric: String) {
-            runs(first: $first, after: $after, filter: $filter, sort: $sort, sortMetric: $sortMetric) { nodes {
+        by_metric = sort.lower() in ("metric_desc", "metric_asc")
+        if by_metric != (sort_metric is not None):
+            raise InvalidInput(
+                f"sort_metric: goes with sort='metric_desc' or 'metric_asc', not {sort!r}" if sort_metric is not None
+                else f"sort_metric: sort={sort!r} needs the metric to sort by, e.g. sort_metric='successRate'"
+            )
+        # sortMetric only when asked for, so that other sorts still work with servers older than it.
+        metric_arg = (", $sortMetric: String", ", sortMetric: $sortMetric") if by_metric else ("", "")
+        query = f"""query($first: Int, $after: String, $filter: RunFilter, $sort: RunSort!{metric_arg[0]}) {{
+            runs(first: $first, after: $after, filter: $filter, sort: $sort{metric_arg[1]}) {{ nodes {{
             id name project env method status tags seed lastIteration lastSeq createdAt finishedAt parentRunId
-            lastTrainingSuccess lastEvaluationSuccess } pageInfo { hasNextPage endCursor } } }"""
-        variables = {"filter": run_filter(filter) or None, "sort": sort.upper(), "sortMetric": sort_metric}
+            lastTrainingSuccess lastEvaluationSuccess }} pageInfo {{ hasNextPage endCursor }} }} }}"""
+        variables = {"filter": run_filter(filter) or None, "sort": sort.upper(),
+                     **({"sortMetric": sort_metric} if by_metric else {})}
         nodes: List[Dict[str, Any]] = []
         after = None
         while len(nodes) < limit:

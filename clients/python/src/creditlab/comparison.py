@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from .errors import InvalidInput
+from .errors import GraphQLError, InvalidInput
 from .tables import table
 
 _COMPARE = """
@@ -14,10 +14,11 @@ query($runId: ID!, $methods: [MethodInput!]!, $iterations: [Int!]) {
     runId iterations stepCount
     methods { method params advantageSetId rates
               summary { mean std min max p05 p25 p50 p75 p95 fractionPositive fractionZero } }
-    pairs { a b aIndex bIndex pearson spearman signAgreement }
-    againstEpisode { method methodIndex against goodInFailed badInSucceeded }
+    pairs { a b %s pearson spearman signAgreement }
+    againstEpisode { method %s against goodInFailed badInSucceeded }
   }
 }"""
+_POSITIONS = ("aIndex bIndex", "methodIndex")
 
 _ROWS = """
 query($runId: ID!, $methods: [MethodInput!]!, $iterations: [Int!], $after: String) {
@@ -92,7 +93,14 @@ class Comparison:
 
     @staticmethod
     def fetch(client, run_id: str, methods: List[Dict[str, Any]], iterations: Optional[List[int]]) -> "Comparison":
-        raw = client.graphql(_COMPARE, {"runId": run_id, "methods": methods, "iterations": iterations})["compare"]
+        variables = {"runId": run_id, "methods": methods, "iterations": iterations}
+        try:
+            raw = client.graphql(_COMPARE % _POSITIONS, variables)["compare"]
+        except GraphQLError as e:
+            if 'field "aIndex"' not in str(e):
+                raise
+            # A server older than the sides' positions: read them from its names.
+            raw = _with_positions(client.graphql(_COMPARE % ("", ""), variables)["compare"])
         return Comparison(client, run_id, methods, iterations, raw)
 
     def steps(self):
@@ -107,3 +115,18 @@ class Comparison:
             if not page["pageInfo"]["hasNextPage"]:
                 return table(rows)
             after = page["pageInfo"]["endCursor"]
+
+
+def _with_positions(raw: dict) -> dict:
+    """Positions from the names older servers give (a method, or "gigpo#2" for one compared several times)."""
+    names = [m["method"] for m in raw["methods"]]
+
+    def position(name: str) -> int:
+        # Older servers name each compared method in `methods` as its pairs do, so the name is found there.
+        return names.index(name)
+
+    return {
+        **raw,
+        "pairs": [{**p, "aIndex": position(p["a"]), "bIndex": position(p["b"])} for p in raw["pairs"]],
+        "againstEpisode": [{**a, "methodIndex": position(a["method"])} for a in raw["againstEpisode"]],
+    }

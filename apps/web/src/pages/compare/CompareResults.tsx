@@ -18,6 +18,8 @@ const STATS = ['mean', 'std', 'min', 'p05', 'p25', 'p50', 'p75', 'p95', 'max'] a
 
 export function CompareResults({ run, methods, comparison }: Props) {
   const [pairIndex, setPairIndex] = useState(0);
+  const allZero =
+    comparison.stepCount > 0 && comparison.methods.every((m) => m.summary.fractionZero === 1);
   const pair = comparison.pairs[pairIndex];
   const sides = pair && pairSides(pair, comparison, methods);
   // Each compared method by the method asked for (its colour) and its label with parameters.
@@ -31,14 +33,12 @@ export function CompareResults({ run, methods, comparison }: Props) {
         {comparison.stepCount.toLocaleString('en')} steps in iteration
         {comparison.iterations.length === 1 ? '' : 's'} {comparison.iterations.join(', ')}
       </p>
-      {comparison.stepCount > 0 &&
-        comparison.methods.every((m) => m.summary.fractionZero === 1) && (
-          <p className="muted small" data-testid="compare-all-zero">
-            Every method gives 0 on every step here, as when every trajectory of each task group
-            ended the same way: nothing to tell apart. Compare other iterations, or several (e.g. 0-
-            {Math.max(...comparison.iterations)}).
-          </p>
-        )}
+      {allZero && (
+        <p className="muted small" data-testid="compare-all-zero">
+          Every method gives 0 on every step compared, as when every trajectory of each task group
+          ended the same way: nothing to tell apart here. Other iterations of the run may differ.
+        </p>
+      )}
       <h2>Summary</h2>
       <table className="grid" data-testid="summary-table">
         <thead>
@@ -160,7 +160,9 @@ export function CompareResults({ run, methods, comparison }: Props) {
         </>
       )}
       <AgainstReferenceTable comparison={comparison} methods={methods} />
-      {pair && <Disagreements run={run} methods={methods} comparison={comparison} pair={pair} />}
+      {pair && !allZero && (
+        <Disagreements run={run} methods={methods} comparison={comparison} pair={pair} />
+      )}
     </div>
   );
 }
