@@ -13,16 +13,17 @@ import { METRIC_RUN_CURSOR, pageByMetric, type MetricOrder } from './runs-by-met
 /** A sort as the API spells it (METRIC_DESC). */
 const sortName = (sort: RunSort) => sort.toUpperCase().replace(/-/g, '_');
 
-/** Each sort order, with the id last so that the order is total (keyset cursors need it). */
+/** The orders by a metric's last value, each with whether it is highest first. */
+const METRIC_SORTS = { 'metric-desc': true, 'metric-asc': false } as const;
+const isMetricSort = (sort: RunSort): sort is keyof typeof METRIC_SORTS => sort in METRIC_SORTS;
+
+/** Each other sort order, with the id last so that the order is total (keyset cursors need it). */
 const ORDER: Record<Exclude<RunSort, keyof typeof METRIC_SORTS>, object[]> = {
   'created-desc': [{ createdAt: 'desc' }, { id: 'desc' }],
   'created-asc': [{ createdAt: 'asc' }, { id: 'asc' }],
   'name-asc': [{ name: 'asc' }, { id: 'asc' }],
   'last-iteration-desc': [{ lastIteration: { sort: 'desc', nulls: 'last' } }, { id: 'desc' }],
 };
-/** The orders by a metric's last value, each with whether it is highest first. */
-const METRIC_SORTS = { 'metric-desc': true, 'metric-asc': false } as const;
-const isMetricSort = (sort: RunSort): sort is keyof typeof METRIC_SORTS => sort in METRIC_SORTS;
 
 const projectOf = (caller: Principal) =>
   caller.project === null ? {} : { project: caller.project };

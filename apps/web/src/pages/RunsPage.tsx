@@ -93,7 +93,7 @@ export function RunsPage() {
       />
       {runs.isPending && <Loading what="runs" />}
       {runs.isError && <Failure error={runs.error} />}
-      {runs.isError && cursors.length > 1 && (
+      {runs.isError && cursors.length > 1 && /"after"/.test(String(runs.error)) && (
         <p data-testid="pages-invalid">
           This address names a page the list no longer has.{' '}
           <button type="button" className="link" onClick={() => setCursors([null])}>
