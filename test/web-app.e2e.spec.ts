@@ -228,6 +228,10 @@ test('runs ticked in the list are plotted together on the first one’s page', a
   await page.locator('.chip', { hasText: name(parentId) }).waitFor();
   await page.goBack();
   await expectRows(2);
+  // Back in the list, both are still ticked, in the order ticked; "clear" unticks them.
+  await page.getByRole('button', { name: 'Plot 2 runs together' }).waitFor();
+  await page.getByTestId('selection').getByRole('button', { name: 'clear' }).click();
+  await expect(page.getByLabel(`select ${name(forkId)}`).isChecked()).resolves.toBe(false);
 });
 
 test('a run page draws one chart per logged metric, each with a series per run shown', async () => {
@@ -792,6 +796,9 @@ test('the page and its size are kept in the address: Back from a run returns to 
   await page.goBack();
   await expectRows(2);
   await page.getByText('page 2', { exact: true }).waitFor();
+  // The run ticked on page 1 is still ticked (it was forgotten on Back).
+  await page.getByRole('button', { name: 'Plot 1 run together' }).waitFor();
+  await page.getByTestId('selection').getByRole('button', { name: 'clear' }).click();
   await page.getByLabel('per page').selectOption('50');
   await expectRows(27);
   const url = new URL(page.url());

@@ -15,6 +15,17 @@ type FilterName = 'project' | 'env' | 'method' | 'status' | 'tags' | 'name' | 's
 
 const PAGE_SIZES = [25, 50, 100];
 
+const SELECTION_KEY = 'creditlab.runs.selected';
+
+function storedSelection(): string[] {
+  try {
+    const ids: unknown = JSON.parse(sessionStorage.getItem(SELECTION_KEY) ?? '[]');
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+  } catch {
+    return []; // written by something else: start with nothing ticked
+  }
+}
+
 /** The `after` cursors of the pages walked to reach this one (the first page's is null). */
 function pagesOf(param: string): (string | null)[] {
   return [null, ...param.split(',').filter(Boolean)];
@@ -31,8 +42,10 @@ function setPages(url: URLSearchParams, cursors: (string | null)[]): void {
 export function RunsPage() {
   const caps = useCaps();
   const [params, updateParams] = useUrlParams();
-  // Runs ticked to plot together, in the order ticked (the first one's page shows them).
-  const [selected, setSelected] = useState<string[]>([]);
+  // Runs ticked to plot together, in the order ticked (the first one's page shows them); kept for
+  // the tab, so that they are still ticked after a look at a run and Back.
+  const [selected, setSelected] = useState<string[]>(storedSelection);
+  useEffect(() => sessionStorage.setItem(SELECTION_KEY, JSON.stringify(selected)), [selected]);
   const get = (k: string) => params.get(k) ?? '';
   // The page and its size live in the address too, so Back from a run returns to the page it was on.
   const cursors = pagesOf(get('pages'));
