@@ -186,10 +186,8 @@ test('runs sorted by the last value of a metric: highest or lowest first, runs w
     ['best', [0.1, 0.8], 0.1],
     ['nothing', [], null],
   ];
-  const ids = new Map<string, string>();
   for (const [name, rates, heldOut] of histories) {
     const id = (await admin.createRun({ name, project: 'sorted', env: 'e', method: 'grpo' })).id;
-    ids.set(name, id);
     await admin.appendEvents(id, [
       { id: newEventId(), type: 'metrics.logged', data: { iteration: 0, metrics: { loss: 1 } } },
       ...rates.map((successRate, iteration) => ({
@@ -222,26 +220,31 @@ test('runs sorted by the last value of a metric: highest or lowest first, runs w
       after = runs.pageInfo.endCursor;
     }
   };
-  // Ties and runs without the metric are ordered by id, in the sort's direction.
-  const byId = (names: string[], descending: boolean) =>
-    [...names].sort((a, b) => (ids.get(a)! < ids.get(b)! ? -1 : 1) * (descending ? -1 : 1));
+  // Ties and runs without the metric come newest first, whichever the direction (created in the
+  // order of the list above).
   expect(await walk('METRIC_DESC', 'successRate')).toEqual([
     'best',
-    ...byId(['tie one', 'tie two'], true),
+    'tie two',
+    'tie one',
     'fell',
-    ...byId(['loss only', 'nothing'], true),
+    'nothing',
+    'loss only',
   ]);
   expect(await walk('METRIC_ASC', 'successRate')).toEqual([
     'fell',
-    ...byId(['tie one', 'tie two'], false),
+    'tie two',
+    'tie one',
     'best',
-    ...byId(['loss only', 'nothing'], false),
+    'nothing',
+    'loss only',
   ]);
   expect(await walk('METRIC_DESC', 'evaluation.successRate')).toEqual([
     'loss only',
     'tie one',
     'best',
-    ...byId(['fell', 'tie two', 'nothing'], true),
+    'nothing',
+    'tie two',
+    'fell',
   ]);
   // A value logged late for an earlier iteration is not the run's last.
   const late = (
@@ -285,6 +288,17 @@ test('runs sorted by the last value of a metric: highest or lowest first, runs w
   expect(other.errors?.[0]?.message).toBe(
     'runs: "after" is a cursor of another sort order or sortMetric',
   );
+  // A cursor whose time is not one PostgreSQL wrote is the caller's mistake, not a 500.
+  const [id] = JSON.parse(Buffer.from(page.runs.pageInfo.endCursor!, 'base64url').toString());
+  const forged = Buffer.from(
+    JSON.stringify([id, 'metric-desc', 'successRate', 0.5, 'yesterday']),
+  ).toString('base64url');
+  const refused = await gql(server, SORTED, {
+    sort: 'METRIC_DESC',
+    metric: 'successRate',
+    after: forged,
+  });
+  expect(refused.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
 });
 
 test('runs by the start of their id: with or without hyphens, any case, within the other filters; text no id starts with is refused', async () => {

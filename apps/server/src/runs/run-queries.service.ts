@@ -153,7 +153,7 @@ export class RunQueries {
       this.db.pool,
       ids,
       order,
-      cursor && { id: cursor[0], value: cursor[3] },
+      cursor && { id: cursor[0], value: cursor[3], created: cursor[4] },
       limit + 1,
     );
     const rows = await this.db.prisma.run.findMany({
@@ -163,7 +163,7 @@ export class RunQueries {
     const page = toPage(
       ordered.filter((r) => byId.has(r.id)),
       limit,
-      (r) => encodeCursor([r.id, sort, order.metric, r.value]),
+      (r) => encodeCursor([r.id, sort, order.metric, r.value, r.created]),
     );
     return {
       pageInfo: page.pageInfo,

@@ -56,7 +56,7 @@ export class RunsResolver {
       type: () => String,
       nullable: true,
       description:
-        'The metric METRIC_DESC and METRIC_ASC sort by: a name logged in metrics.logged (e.g. successRate), or evaluation.successRate for held-out success. Runs tied on it go by id. A run whose value changes while pages are read moves in the order, so it may be met twice or not at all (as with LAST_ITERATION_DESC).',
+        'The metric METRIC_DESC and METRIC_ASC sort by: a name logged in metrics.logged (e.g. successRate), or evaluation.successRate for held-out success. Runs tied on it, and those without it, newest first. A run whose value changes while pages are read moves in the order, so it may be met twice or not at all (as with LAST_ITERATION_DESC).',
     })
     sortMetric: string | undefined,
   ): Promise<RunConnection> {
