@@ -290,15 +290,17 @@ test('runs sorted by the last value of a metric: highest or lowest first, runs w
   );
   // A cursor whose time is not one PostgreSQL wrote is the caller's mistake, not a 500.
   const [id] = JSON.parse(Buffer.from(page.runs.pageInfo.endCursor!, 'base64url').toString());
-  const forged = Buffer.from(
-    JSON.stringify([id, 'metric-desc', 'successRate', 0.5, 'yesterday']),
-  ).toString('base64url');
-  const refused = await gql(server, SORTED, {
-    sort: 'METRIC_DESC',
-    metric: 'successRate',
-    after: forged,
-  });
-  expect(refused.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
+  for (const time of ['yesterday', '2026-02-31 10:00:00+00']) {
+    const forged = Buffer.from(
+      JSON.stringify([id, 'metric-desc', 'successRate', 0.5, time]),
+    ).toString('base64url');
+    const refused = await gql(server, SORTED, {
+      sort: 'METRIC_DESC',
+      metric: 'successRate',
+      after: forged,
+    });
+    expect(refused.errors?.[0]?.message).toBe('runs: "after" is not a cursor this API issued');
+  }
 });
 
 test('runs by the start of their id: with or without hyphens, any case, within the other filters; text no id starts with is refused', async () => {

@@ -155,7 +155,15 @@ export class RunQueries {
       order,
       cursor && { id: cursor[0], value: cursor[3], created: cursor[4] },
       limit + 1,
-    );
+    ).catch((e: unknown) => {
+      // A time of the right form that is no time (February 31st): PostgreSQL's data exception.
+      if (cursor && /^22/.test(String((e as { code?: unknown }).code)))
+        throw new DomainError(
+          ErrorCode.InvalidInput,
+          'runs: "after" is not a cursor this API issued',
+        );
+      throw e;
+    });
     const rows = await this.db.prisma.run.findMany({
       where: { id: { in: ordered.map((r) => r.id) } },
     });
