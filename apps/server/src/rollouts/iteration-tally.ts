@@ -38,6 +38,8 @@ const UPSERT_RUN_METRICS_SQL = `INSERT INTO run_metrics (run_id, name, iteration
 
 /** The name held-out success goes by among a run's metrics (as in metricSeries). */
 export const EVALUATION_SUCCESS = 'evaluation.successRate';
+/** The metric a trainer logs its training success under (the runs list's success column). */
+export const TRAINING_SUCCESS = 'successRate';
 
 /**
  * What each iteration holds and the log position its estimator inputs reflect, loaded when an

@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Database } from '../database/database';
 import type { EventType } from '../graphql/enums';
+import { EVALUATION_SUCCESS, TRAINING_SUCCESS } from '../rollouts/iteration-tally';
 import type { Iteration, RunEvent } from './run.models';
 
 export type RunRow = Awaited<ReturnType<Database['prisma']['run']['findFirst']>> & object;
@@ -47,11 +48,11 @@ export function createRunLoaders(db: Database) {
         rollout_iterations: number;
       }>(
         `SELECT r.id AS run_id,
-                (SELECT value FROM run_metrics m WHERE m.run_id = r.id AND m.name = 'successRate') AS training,
-                (SELECT value FROM run_metrics m WHERE m.run_id = r.id AND m.name = 'evaluation.successRate') AS evaluation,
+                (SELECT value FROM run_metrics m WHERE m.run_id = r.id AND m.name = $2) AS training,
+                (SELECT value FROM run_metrics m WHERE m.run_id = r.id AND m.name = $3) AS evaluation,
                 (SELECT count(*)::int FROM iterations i WHERE i.run_id = r.id AND i.step_count > 0) AS rollout_iterations
          FROM unnest($1::uuid[]) AS r(id)`,
-        [ids],
+        [ids, TRAINING_SUCCESS, EVALUATION_SUCCESS],
       );
       const byId = new Map(res.rows.map((r) => [r.run_id, r]));
       return ids.map((id) => ({

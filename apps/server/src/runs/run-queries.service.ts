@@ -9,6 +9,7 @@ import type { Run, RunConnection, RunFilter, RunSeries, SeriesPoint } from './ru
 
 import type { RunRow } from './run-loaders';
 import { METRIC_RUN_CURSOR, pageByMetric, type MetricOrder } from './runs-by-metric';
+import { EVALUATION_SUCCESS } from '../rollouts/iteration-tally';
 
 /** A sort as the API spells it (METRIC_DESC). */
 const sortName = (sort: RunSort) => sort.toUpperCase().replace(/-/g, '_');
@@ -219,7 +220,7 @@ export class RunQueries {
         if (row.run_id !== id) continue;
         for (const [name, value] of Object.entries(row.metrics)) add(name, row.iteration, value);
         if (row.evaluation_success_rate !== null)
-          add('evaluation.successRate', row.iteration, row.evaluation_success_rate);
+          add(EVALUATION_SUCCESS, row.iteration, row.evaluation_success_rate);
       }
       return [
         {
