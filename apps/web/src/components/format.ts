@@ -2,8 +2,17 @@ import { fmt } from '@creditlab/charts';
 
 export { fmt };
 
-export const pct = (v: number | null | undefined) =>
-  v === null || v === undefined || Number.isNaN(v) ? '–' : `${(100 * v).toFixed(0)} %`;
+/** Up to 1,000,000 %: beyond that a rate is no rate. */
+const MAX_PERCENT_FRACTION = 1e4;
+
+/**
+ * A rate as a percentage. A value far outside [0, 1] (a metric named like a rate that is not one)
+ * goes as the number itself, since 100 × 1e307 is Infinity and "1e+300 %" says nothing.
+ */
+export function pct(v: number | null | undefined): string {
+  if (v === null || v === undefined || Number.isNaN(v)) return '–';
+  return Math.abs(v) <= MAX_PERCENT_FRACTION ? `${(100 * v).toFixed(0)} %` : fmt(v);
+}
 
 /** A moment as `2026-12-03 05:40`, local time: "03/12/2026" read as March in half the world. */
 export function when(iso: string | null | undefined): string {
