@@ -255,16 +255,40 @@ async function runScenario(
 /** Which forms of the steps to send, in this order: `rows` (one object per step), `columnar`, or both. */
 const FORMS = (process.env.BENCH_INGEST_FORMS ?? 'rows,columnar').split(',');
 
-/** The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them; each in every form. */
+/**
+ * How the steps go into requests, in this order: `iteration` (one request per iteration, as a
+ * trainer sends each when it ends) or a size such as `32MiB` (iterations together up to that size,
+ * as both clients send a backlog: the Python client's max_request_bytes is 32 MiB by default).
+ */
+const REQUESTS = (process.env.BENCH_INGEST_REQUESTS ?? 'iteration,32MiB').split(',').map((r) => {
+  if (r === 'iteration') return undefined;
+  const mib = /^(\d+)MiB$/.exec(r);
+  if (!mib)
+    throw new Error(`BENCH_INGEST_REQUESTS: "iteration" or a size such as 32MiB, got "${r}"`);
+  return Number(mib[1]) * 2 ** 20;
+});
+
+const mibLabel = (bytes: number) => `${fmt(bytes / 2 ** 20, 0)} MiB requests`;
+
+/**
+ * The scenarios: every size of BENCH_INGEST_SIZES without embeddings, then one with them; each in
+ * every form and every way of making requests.
+ */
 function scenarios(): Scenario[] {
   // In the order given, so that either form can go first (the later one meets a larger database).
-  const both = (s: Scenario): Scenario[] =>
-    FORMS.map((form) =>
-      form === 'columnar' ? { ...s, label: `${s.label}, columnar`, columnar: true } : s,
+  const every = (s: Scenario): Scenario[] =>
+    FORMS.flatMap((form) =>
+      REQUESTS.map((requestBytes) => {
+        const columnar = form === 'columnar';
+        const label = [s.label];
+        if (columnar) label.push('columnar');
+        if (requestBytes !== undefined) label.push(mibLabel(requestBytes));
+        return { ...s, label: label.join(', '), columnar, requestBytes };
+      }),
     );
   return [
-    ...SIZES.flatMap((steps) => both({ label: 'no-embeddings', steps, embeddingDim: 0 })),
-    ...both({ label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 }),
+    ...SIZES.flatMap((steps) => every({ label: 'no-embeddings', steps, embeddingDim: 0 })),
+    ...every({ label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 }),
   ].filter((s) => s.steps > 0); // BENCH_INGEST_EMBEDDING_STEPS=0 leaves the embeddings out
 }
 
@@ -273,9 +297,12 @@ const WORKLOAD = (
   database: string,
 ) => `A synthetic run (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states, observations of about
 200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
-float32, as both clients send them) is written as NDJSON, one request per iteration of 16 tasks, and
-streamed through \`POST /v1/runs/{id}/events\` of a server process on ${database}, one request
-after the other (each all-or-nothing). "HTTP" is end to end: parsing, validation, the text dictionary,
+float32, as both clients send them) is written as NDJSON and streamed through
+\`POST /v1/runs/{id}/events\` of a server process on ${database}, one request after the other
+(each all-or-nothing): one request per iteration of 16 tasks (about 1,500 steps), as a trainer sends each iteration
+when it ends, or, in scenarios marked "… MiB requests", iterations together in requests of up to that size, as both
+clients send a backlog (the Python client's \`max_request_bytes\`, 32 MiB by default; the TypeScript client's
+\`appendEvents\`, 500 events per request). "HTTP" is end to end: parsing, validation, the text dictionary,
 groups and trajectories, the event log and the COPY of the steps, commit. Scenarios marked "columnar" send
 the same steps with each event's steps as columns ([columnar steps](events.md#columnar-steps)) instead of one
 JSON object per step.
@@ -292,7 +319,12 @@ const SAME_WORKLOAD = (database: string) =>
 
 /** The command as run: the sizes and database that were asked for. */
 function commandLine(): string {
-  const env = ['BENCH_INGEST_SIZES', 'BENCH_INGEST_EMBEDDING_STEPS', 'BENCH_INGEST_FORMS']
+  const env = [
+    'BENCH_INGEST_SIZES',
+    'BENCH_INGEST_EMBEDDING_STEPS',
+    'BENCH_INGEST_FORMS',
+    'BENCH_INGEST_REQUESTS',
+  ]
     .filter((name) => process.env[name] !== undefined)
     .map((name) => `${name}=${process.env[name]} `);
   if (process.env.BENCH_DATABASE_URL !== undefined) env.push('BENCH_DATABASE_URL=… ');
@@ -303,10 +335,12 @@ const STATEMENTS_SHOWN = 12;
 
 /**
  * The database's time during the HTTP ingest, statement by statement, for the largest scenario
- * without embeddings sent as columns (or the last one run).
+ * without embeddings sent as columns a request per iteration (or the last such one run).
  */
 function statementsSection(results: Result[]): string {
-  const plain = results.filter((r) => r.embeddingDim === 0 && r.statements.length > 0);
+  const plain = results.filter(
+    (r) => r.embeddingDim === 0 && r.requestBytes === undefined && r.statements.length > 0,
+  );
   const r = plain.filter((x) => x.columnar).sort((a, b) => b.steps - a.steps)[0] ?? plain.at(-1);
   if (!r)
     return '\nPer-statement figures need pg_stat_statements, which this PostgreSQL does not preload.\n';
@@ -379,7 +413,7 @@ async function main(): Promise<void> {
 ## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000).
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB).
 
 ${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 

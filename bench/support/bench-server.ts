@@ -156,11 +156,12 @@ export async function startBenchServer(
   const db = await startBenchDatabase();
   // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the server under load.
   const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  // As `npm start` runs it: the compiled build (built first if the checkout changed), not the
+  // on-the-fly compiler the tests use, whose source-map hooks are a development cost.
   const server = await spawnServer({ DATABASE_URL: db.databaseUrl, LOG_LEVEL: 'warn', ...env }, [
     process.execPath,
     ...nodeArgs,
-    '-r',
-    '@swc-node/register',
+    'scripts/run-entry.mjs',
     'apps/server/src/main.ts',
   ]);
   return {

@@ -1,6 +1,6 @@
 import { rolloutEvents } from '@creditlab/client';
-import { createWriteStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import {
   generateRollouts,
@@ -16,9 +16,17 @@ export interface IngestScenario {
   embeddingDim: number;
   /** Steps sent as columns (docs/events.md, "Columnar steps") rather than one object each. */
   columnar?: boolean;
+  /**
+   * Iterations sent together in requests of up to this many bytes (each holds one at least), as the
+   * clients send a backlog; undefined for one request per iteration, as a trainer sends each one.
+   */
+  requestBytes?: number;
 }
 
-/** Writes one NDJSON file per iteration-sized request; returns their paths and total size. */
+/**
+ * Writes the run's NDJSON as request bodies, one file each: one per iteration, or iterations
+ * together up to `requestBytes`; returns their paths and total size.
+ */
 export async function writeRequests(
   dir: string,
   s: IngestScenario,
@@ -27,15 +35,29 @@ export async function writeRequests(
   let bytes = 0;
   let sink = new JsonBatchSink();
   let groupsInIteration = 0;
+  let iteration = 0;
+  let request: { out: WriteStream; bytes: number } | undefined;
+  const endRequest = async () => {
+    if (request) await new Promise((r) => request?.out.end(r));
+    request = undefined;
+  };
   const flush = async () => {
     if (groupsInIteration === 0) return;
-    const file = path.join(dir, `${s.label}-${files.length}.ndjson`);
-    const out = createWriteStream(file);
-    for (const e of rolloutEvents(files.length, sink.batch, 2000, { columnar: s.columnar }))
-      out.write(`${JSON.stringify(e)}\n`);
-    await new Promise((r) => out.end(r));
-    bytes += (await stat(file)).size;
-    files.push(file);
+    const body = Buffer.from(
+      rolloutEvents(iteration++, sink.batch, 2000, { columnar: s.columnar })
+        .map((e) => `${JSON.stringify(e)}\n`)
+        .join(''),
+    );
+    if (request && (s.requestBytes === undefined || request.bytes + body.length > s.requestBytes))
+      await endRequest();
+    if (!request) {
+      const file = path.join(dir, `${s.label}-${files.length}.ndjson`);
+      request = { out: createWriteStream(file), bytes: 0 };
+      files.push(file);
+    }
+    if (!request.out.write(body)) await once(request.out, 'drain');
+    request.bytes += body.length;
+    bytes += body.length;
     sink = new JsonBatchSink();
     groupsInIteration = 0;
   };
@@ -72,5 +94,6 @@ export async function writeRequests(
     );
     await flush();
   }
+  await endRequest();
   return { files, bytes };
 }
