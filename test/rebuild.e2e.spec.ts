@@ -78,13 +78,51 @@ beforeAll(async () => {
     { id: newEventId(), type: 'run.resumed', data: { reason: 'one more' } },
     { id: newEventId(), type: 'run.finished', data: { status: 'aborted' } },
   ]);
+  // One request of several chunks (the server writes 2,000 steps at a time, and places the next
+  // chunk while the one before writes): a trajectory, an iteration and a metric change in every chunk.
+  const chunked = await client.createRun({ name: 'chunked', env: 'e', method: 'grpo' });
+  const long = (first: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      state: `s${(first + i) % 7}`,
+      action: `a${(first + i) % 3}`,
+      reward: (first + i) % 5,
+    }));
+  await client.appendEvents(
+    chunked.id,
+    Array.from({ length: 9 }, (_, k) => [
+      {
+        id: newEventId(),
+        type: 'steps.appended' as const,
+        data: {
+          iteration: 0,
+          groupId: 'g',
+          trajectoryId: 't',
+          firstStepIndex: 700 * k,
+          steps: long(700 * k, 700),
+        },
+      },
+      {
+        id: newEventId(),
+        type: 'rollouts.appended' as const,
+        data: {
+          iteration: k % 2,
+          groups: [{ id: `h${k}`, trajectories: [{ id: `u${k}`, steps: long(k, 40) }] }],
+        },
+      },
+      {
+        id: newEventId(),
+        type: 'metrics.logged' as const,
+        data: { iteration: 0, metrics: { loss: k } },
+      },
+    ]).flat(),
+  );
   const trained = await npmRun(
     'train',
     ['--env', 'sokoban-tiny', '--iterations', '2', '--tasks', '2', '--group-size', '2'],
     { CREDITLAB_URL: server.url, CREDITLAB_API_KEY: ADMIN_KEY },
   );
   expect(trained.code).toBe(0);
-  runs.push(fixtures.id, streamed.id, trained.stdout.trim(), columnar.id);
+  runs.push(fixtures.id, streamed.id, trained.stdout.trim(), columnar.id, chunked.id);
 });
 
 afterAll(async () => {
