@@ -1,5 +1,6 @@
+import { CreditlabApiError, CreditlabClient } from '@creditlab/client';
 import pg from 'pg';
-import { api, gql, startTestServer, type ServerProcess } from './support/test-server';
+import { ADMIN_KEY, api, gql, startTestServer, type ServerProcess } from './support/test-server';
 
 /**
  * CREDITLAB_STATEMENT_TIMEOUT_SECONDS: PostgreSQL stops a read that runs past it, where it runs, and the
@@ -44,4 +45,29 @@ test('a read past the limit is stopped and said so; the next one is served', asy
   }
   const after = await gql(server, '{ runs(first: 5) { nodes { id } } }');
   expect(after.errors).toBeUndefined();
+});
+
+test('the TypeScript client does not retry a request the server stopped at its time limit', async () => {
+  let requests = 0;
+  const client = new CreditlabClient({
+    url: server.url,
+    apiKey: ADMIN_KEY,
+    retryDelayMs: 1,
+    fetch: (input, init) => {
+      requests++;
+      return fetch(input, init);
+    },
+  });
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE runs IN ACCESS EXCLUSIVE MODE');
+  let refused: unknown;
+  try {
+    refused = await client.exportRun('11111111-1111-4111-8111-111111111111').catch((e) => e);
+  } finally {
+    await locker.query('ROLLBACK');
+  }
+  expect(refused).toBeInstanceOf(CreditlabApiError);
+  expect(refused).toMatchObject({ status: 503, body: { error: 'STATEMENT_TIMEOUT' } });
+  // One request: a retry would hold a database connection as long again, five times over.
+  expect(requests).toBe(1);
 });

@@ -14,9 +14,9 @@ export interface ClientOptions {
   /**
    * Retries per request. An idempotent request (appends, by their event ids; createRun, by the run
    * id the client chooses; online advantages, by their event id; checkpoint uploads; GraphQL
-   * queries) is retried on network errors, 5xx answers and 429; any other (GraphQL mutations, unless
-   * told) only when the server certainly did not act on it: 429 (refused before any route) or a
-   * refused connection.
+   * queries) is retried on network errors, 5xx answers (but 503 STATEMENT_TIMEOUT, which would run
+   * as long again) and 429; any other (GraphQL mutations, unless told) only when the server
+   * certainly did not act on it: 429 (refused before any route) or a refused connection.
    */
   retries?: number;
   /** First retry delay; doubles each attempt, with jitter. */
@@ -293,16 +293,9 @@ export class CreditlabClient {
         continue;
       }
       if (res.ok) return { res, retries: attempt };
-      const text = await res.text();
-      if (!retryable(res.status, init.idempotent) || attempt >= this.retries) {
-        let body: Record<string, unknown>;
-        try {
-          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-        } catch {
-          body = { message: text };
-        }
+      const body = errorBody(await res.text());
+      if (!retryable(res.status, body, init.idempotent) || attempt >= this.retries)
         throw new CreditlabApiError(res.status, body);
-      }
       await this.backoff(attempt, res);
     }
   }
@@ -317,10 +310,25 @@ export class CreditlabClient {
 
 /**
  * 429: refused before any route ran (this key's request rate), so always safe to repeat; 5xx: the
- * server failed, perhaps after acting, so repeated only when repeating is harmless.
+ * server failed, perhaps after acting, so repeated only when repeating is harmless. Not a statement
+ * the server stopped at its time limit (STATEMENT_TIMEOUT): the same request would hold a database
+ * connection as long again, and retries of heavy reads would pile up on a server already loaded.
  */
-const retryable = (status: number, idempotent: boolean): boolean =>
-  status === 429 || (idempotent && status >= 500);
+const retryable = (status: number, body: Record<string, unknown>, idempotent: boolean): boolean =>
+  status === 429 || (idempotent && status >= 500 && body.error !== 'STATEMENT_TIMEOUT');
+
+/** An error answer's JSON body, or its text as the message. */
+function errorBody(text: string): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    const body: unknown = JSON.parse(text);
+    if (body !== null && typeof body === 'object' && !Array.isArray(body))
+      return body as Record<string, unknown>;
+  } catch {
+    // not JSON: a proxy's page, say
+  }
+  return { message: text };
+}
 
 /** Nothing listened: the request never reached a server. */
 const connectionRefused = (e: unknown): boolean =>

@@ -88,7 +88,7 @@ class Transport:
             else:
                 if res.status < 400:
                     return res
-                retryable = res.status >= 500 or res.status == 429
+                retryable = _retryable(res)
                 delay = self._delay(attempt, res.headers.get("retry-after"))
                 if not retryable or not idempotent or time.monotonic() + delay > deadline:
                     raise ApiError(res.status, _json_body(res.body), method, path)
@@ -161,6 +161,15 @@ def _closed_by_peer(sock) -> bool:
     except (OSError, ValueError):
         return True
     return bool(readable)
+
+
+def _retryable(res: Response) -> bool:
+    """429 and 5xx, but not a statement the server stopped at its time limit (STATEMENT_TIMEOUT): the same
+    request would hold a database connection as long again, and retries of heavy reads pile up on a server
+    that is already loaded."""
+    if res.status == 429:
+        return True
+    return res.status >= 500 and _json_body(res.body).get("error") != "STATEMENT_TIMEOUT"
 
 
 def _json_body(body: bytes) -> dict:
