@@ -9,6 +9,8 @@ import type { TupleFields } from '../src/advantages/binary-copy';
 import { StepColumns } from '../src/advantages/iteration-columns';
 import {
   PACKED_COLUMNS,
+  PACKED_INPUTS,
+  packedServes,
   packIteration,
   unpackIteration,
   unpackShape,
@@ -60,7 +62,9 @@ const packed = packIteration(4, 17, shapeOf(batch), batch, {
   states: textIds(batch.groupStateOffsets[batch.groupCount]!),
   actions: textIds(batch.groupActionOffsets[batch.groupCount]!),
 });
-const everything = new StepColumns(new Set(ALL_BATCH_INPUTS));
+/** All a packed row serves: every input but the embeddings (texts come by their ids). */
+const servable = new Set(ALL_BATCH_INPUTS.filter((i) => i !== 'embedding'));
+const everything = new StepColumns(servable);
 
 test('a packed iteration unpacks to the batch it was packed from, texts aside, and to its shape', () => {
   const shapeBack = unpackShape(JSON.parse(JSON.stringify(packed.shape)) as typeof packed.shape);
@@ -70,7 +74,9 @@ test('a packed iteration unpacks to the batch it was packed from, texts aside, a
     PACKED_COLUMNS.map((c) => packed.columns[c]),
   );
   const back = unpackIteration(row, shapeBack, everything);
-  expect(back.build([...batch.stateTexts], [...batch.actionTexts])).toEqual(batch);
+  expect(back.build([...batch.stateTexts], [...batch.actionTexts])).toEqual(
+    withInputs(batch, servable),
+  );
   expect(back.states).toEqual(textIds(batch.groupStateOffsets[batch.groupCount]!));
 });
 
@@ -90,4 +96,19 @@ test('a column whose length does not fit the shape is refused, naming it', () =>
   expect(() => unpackIteration(asRow(4, columns), shapeOf(batch), everything)).toThrow(
     `packed column reward holds ${batch.stepCount * 8 - 8} bytes where its iteration needs ${batch.stepCount * 8}`,
   );
+});
+
+test('packed rows hold no embeddings: a method that reads them is sent to the step slices', () => {
+  expect(batch.embeddingDim).toBe(2); // the batch packed had them
+  expect(PACKED_COLUMNS).not.toContain('embedding');
+  expect(PACKED_INPUTS.has('embedding')).toBe(false);
+  expect(packedServes(new Set(ALL_BATCH_INPUTS))).toBe(false);
+  expect(packedServes(servable)).toBe(true);
+  const row = asRow(
+    4,
+    PACKED_COLUMNS.map((c) => packed.columns[c]),
+  );
+  expect(() =>
+    unpackIteration(row, shapeOf(batch), new StepColumns(new Set(['embedding']))),
+  ).toThrow('packed rows hold no embeddings');
 });

@@ -11,7 +11,7 @@ import {
   shapesQuery,
   type IterationHead,
 } from './iteration-shapes';
-import { PACKED_COLUMNS, unpackIteration } from './packed-columns';
+import { PACKED_COLUMNS, packedServes, unpackIteration } from './packed-columns';
 import { SliceSteps } from './slice-steps';
 import { idText } from './text-id-dictionary';
 import type { TrajectoryShape } from './trajectory-shape';
@@ -55,7 +55,8 @@ const EVERYTHING: ReadonlySet<BatchInput> = new Set(ALL_BATCH_INPUTS);
  * appearance; then step index), the resolved outcomes, and the log position read, all from one
  * snapshot of the database, so the shape, the steps and the position always agree even while
  * ingest appends to the iteration. An iteration packed at its current position is read from its
- * one iteration_columns row; the others from their step slices.
+ * one iteration_columns row, unless the method reads embeddings (packed rows hold none); the
+ * others from their step slices.
  */
 export async function readIterations(
   pool: pg.Pool,
@@ -152,17 +153,13 @@ async function readBatches(
   if (withSteps.length === 0) return;
   const columns = new StepColumns(inputs);
   const read = new Map<number, Unbuilt>();
-  await readPacked(
-    client,
-    runId,
-    withSteps.filter((it) => it.packed),
-    columns,
-    read,
-  );
+  // A method that reads embeddings reads the step slices: packed rows do not hold them.
+  const fromPacked = (it: IterationSnapshot) => it.packed && packedServes(inputs);
+  await readPacked(client, runId, withSteps.filter(fromPacked), columns, read);
   await readSteps(
     client,
     runId,
-    withSteps.filter((it) => !it.packed),
+    withSteps.filter((it) => !fromPacked(it)),
     columns,
     read,
   );
@@ -190,7 +187,7 @@ async function readPacked(
 ): Promise<void> {
   if (its.length === 0) return;
   const wanted = [true, columns.state, columns.action, columns.nllAt >= 0, columns.valueAt >= 0];
-  wanted.push(columns.embeddingAt >= 0, columns.nextAt >= 0);
+  wanted.push(columns.nextAt >= 0);
   const select = PACKED_COLUMNS.map((c, i) => (wanted[i] ? c : 'NULL'));
   // The first round trip found these fresh in this same snapshot: no need to check again.
   const copy = client.query(

@@ -13,31 +13,32 @@ import type { TrajectoryShape } from './trajectory-shape';
  * - states, actions: dictionary id int32 × n (batch-wide, as ColumnarBatch numbers them), group
  *   offsets int32 × (G + 1), then per dictionary id its stored text id as two int32 (high, low)
  * - nll, value: first step lacking it int32 (−1: none), float64 × n (NaN where absent)
- * - embedding: first step lacking it int32, dimension int32, float32 × n × dimension
  * - bootstrap: bootstrap state id int32 × T, bootstrap value float64 × T
+ *
+ * No embeddings (migrations/20261210000000_iteration_columns_without_embeddings): a third copy of
+ * every vector, after the log's and the step slices', cost every run with embeddings a third more
+ * WAL and storage per step at ingest, for the one method that reads them (BiPACE), which reads the
+ * step slices instead.
  */
 export const PACKED_FORMAT = 1;
 
 /** The columns of iteration_columns in the order a read fetches them (after `iteration`). */
-export const PACKED_COLUMNS = [
-  'reward',
-  'states',
-  'actions',
-  'nll',
-  'value',
-  'embedding',
-  'bootstrap',
-] as const;
+export const PACKED_COLUMNS = ['reward', 'states', 'actions', 'nll', 'value', 'bootstrap'] as const;
 
-/** What a packed row holds: every input but the texts (it keeps text ids; readers fetch texts by them). */
+/**
+ * What a packed row holds: every input but the texts (it keeps text ids; readers fetch texts by
+ * them) and the embeddings (see above).
+ */
 export const PACKED_INPUTS: ReadonlySet<BatchInput> = new Set([
   'state',
   'action',
   'nll',
   'value',
-  'embedding',
   'bootstrap',
 ]);
+
+/** Whether packed rows hold all that a method reads (else it reads the step slices). */
+export const packedServes = (inputs: ReadonlySet<BatchInput>): boolean => !inputs.has('embedding');
 
 /** One iteration_columns row's values, ready to insert. */
 export interface PackedIteration {
@@ -95,7 +96,6 @@ export function packIteration(
       ]),
       nll: Buffer.concat([int32(missing.nll), bytes(b.nll)]),
       value: Buffer.concat([int32(missing.value), bytes(b.value)]),
-      embedding: Buffer.concat([int32(missing.embedding, b.embeddingDim), bytes(b.embedding)]),
       bootstrap: Buffer.concat([bytes(b.bootstrapStateId), bytes(b.bootstrapValue)]),
     },
   };
@@ -158,7 +158,8 @@ function unpackOptional(f: TupleFields, field: number, n: number) {
 
 /**
  * The batch a packed row holds, with what `columns` does not read left as the steps reader leaves it
- * (zero ids, NaN, empty embeddings, missing from step 0), so that both readers give equal batches.
+ * (zero ids, NaN, empty embeddings, missing from step 0), so that both readers give equal batches;
+ * `columns` must not read embeddings (packedServes).
  * Texts are empty: the caller fills them from the text ids when the method reads them.
  */
 export function unpackIteration(
@@ -183,7 +184,7 @@ export function unpackIteration(
   const nll = columns.nllAt >= 0 ? unpackOptional(f, 4, n) : absent;
   const value =
     columns.valueAt >= 0 ? unpackOptional(f, 5, n) : { ...absent, values: absent.values.slice() };
-  const embedding = unpackEmbedding(f, n, columns.embeddingAt >= 0);
+  if (columns.embeddingAt >= 0) throw new Error('packed rows hold no embeddings');
   const bootstrap = unpackBootstrap(f, trajectories, columns.nextAt >= 0);
   checkLength(f, 1, 8 * n);
   const reward = take(Float64Array, f.buf, f.start[1] as number, n);
@@ -206,22 +207,10 @@ export function unpackIteration(
       bootstrapValue: bootstrap.value,
       nll: nll.values,
       value: value.values,
-      embedding: embedding.values,
-      embeddingDim: embedding.dim,
-      firstMissing: { nll: nll.missing, value: value.missing, embedding: embedding.missing },
+      embedding: new Float32Array(0),
+      embeddingDim: 0,
+      firstMissing: { nll: nll.missing, value: value.missing, embedding: 0 },
     }),
-  };
-}
-
-function unpackEmbedding(f: TupleFields, n: number, read: boolean) {
-  if (!read) return { missing: 0, dim: 0, values: new Float32Array(0) };
-  const at = f.start[6] as number;
-  const dim = f.buf.readInt32LE(at + 4);
-  checkLength(f, 6, 8 + 4 * n * dim);
-  return {
-    missing: f.buf.readInt32LE(at),
-    dim,
-    values: take(Float32Array, f.buf, at + 8, n * dim),
   };
 }
 
@@ -231,8 +220,8 @@ function unpackBootstrap(f: TupleFields, trajectories: number, read: boolean) {
       stateId: new Int32Array(trajectories).fill(-1),
       value: new Float64Array(trajectories).fill(NaN),
     };
-  checkLength(f, 7, 12 * trajectories);
-  const at = f.start[7] as number;
+  checkLength(f, 6, 12 * trajectories);
+  const at = f.start[6] as number;
   return {
     stateId: take(Int32Array, f.buf, at, trajectories),
     value: take(Float64Array, f.buf, at + 4 * trajectories, trajectories),
