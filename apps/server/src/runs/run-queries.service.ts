@@ -5,11 +5,11 @@ import { isUuid, uuidPrefixRange } from '../database/uuid';
 import { decodeCursor, encodeCursor, pageSize, RUN_CURSOR, toPage } from '../graphql/pagination';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { RunSort } from '../graphql/enums';
+import { EVALUATION_SUCCESS } from '../rollouts/iteration-tally';
 import type { Run, RunConnection, RunFilter, RunSeries, SeriesPoint } from './run.models';
 
 import type { RunRow } from './run-loaders';
 import { METRIC_RUN_CURSOR, pageByMetric, type MetricOrder } from './runs-by-metric';
-import { EVALUATION_SUCCESS } from '../rollouts/iteration-tally';
 
 /** A sort as the API spells it (METRIC_DESC). */
 const sortName = (sort: RunSort) => sort.toUpperCase().replace(/-/g, '_');
