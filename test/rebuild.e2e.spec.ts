@@ -6,6 +6,7 @@ import { fixtureBatches } from './support/fixture-batches';
 import { ADMIN_KEY, api, spawnServer, type ServerProcess } from './support/test-server';
 import { createTestDatabase } from './support/test-database';
 import { sqlQuery } from './support/sql-query';
+import { stepsAppended } from './support/step-by-step-events';
 
 /**
  * The read side is a projection of the event log: `npm run db:rebuild` drops it and builds it
@@ -78,7 +79,7 @@ beforeAll(async () => {
     { id: newEventId(), type: 'run.resumed', data: { reason: 'one more' } },
     { id: newEventId(), type: 'run.finished', data: { status: 'aborted' } },
   ]);
-  // One request of several chunks (the server writes 2,000 steps at a time, and places the next
+  // One request of several chunks (the server writes 2,000 steps at a time, and parses the next
   // chunk while the one before writes): a trajectory, an iteration and a metric change in every chunk.
   const chunked = await client.createRun({ name: 'chunked', env: 'e', method: 'grpo' });
   const long = (first: number, n: number) =>
@@ -90,17 +91,7 @@ beforeAll(async () => {
   await client.appendEvents(
     chunked.id,
     Array.from({ length: 9 }, (_, k) => [
-      {
-        id: newEventId(),
-        type: 'steps.appended' as const,
-        data: {
-          iteration: 0,
-          groupId: 'g',
-          trajectoryId: 't',
-          firstStepIndex: 700 * k,
-          steps: long(700 * k, 700),
-        },
-      },
+      stepsAppended(0, 'g', 't', 700 * k, long(700 * k, 700)),
       {
         id: newEventId(),
         type: 'rollouts.appended' as const,

@@ -1,6 +1,7 @@
 import { newEventId, rolloutEvents } from '@creditlab/client';
 import { serverForFile } from './support/file-server';
 import { sqlQuery } from './support/sql-query';
+import { stepsAppended } from './support/step-by-step-events';
 
 /**
  * Steps are stored a slice per row (migrations/20261206000000_step_slices): the steps one event
@@ -110,17 +111,14 @@ test('steps with 256-d embeddings go a few to a row, inline; the embeddings read
 
 test('an empty trajectory has no row; the events that continue it each add one, at the index they continue from', async () => {
   const run = await ctx.client.createRun({ name: 'continued', env: 'e', method: 'grpo' });
-  const appendSteps = (firstStepIndex: number, from: number, count: number) => ({
-    id: newEventId(),
-    type: 'steps.appended' as const,
-    data: {
-      iteration: 0,
-      groupId: 'g',
-      trajectoryId: 't',
+  const appendSteps = (firstStepIndex: number, from: number, count: number) =>
+    stepsAppended(
+      0,
+      'g',
+      't',
       firstStepIndex,
-      steps: Array.from({ length: count }, (_, i) => step(from + i)),
-    },
-  });
+      Array.from({ length: count }, (_, i) => step(from + i)),
+    );
   await ctx.client.appendEvents(run.id, [
     {
       id: newEventId(),
