@@ -207,11 +207,16 @@ function CurveCharts({
 /**
  * The slider keeps its own value while it moves, and the address follows: fed from the address
  * alone, it lost the key presses that came before the router's next render (ten quick presses of
- * the right arrow moved it by 0.02).
+ * the right arrow moved it by 0.02). It takes a value from the address (Back, Forward, an address
+ * opened) only once the address bar says the same: the router renders behind the bar, so a render of
+ * an earlier press's value, arriving after later presses, would pull the slider back and lose them.
  */
 function SmoothingSlider({ value, onChange }: { value: number; onChange(v: number): void }) {
   const [shown, setShown] = useState(value);
-  useEffect(() => setShown(value), [value]); // Back, Forward, an address opened
+  useEffect(() => {
+    const settled = smoothingFrom(new URLSearchParams(window.location.search).get('smooth'));
+    if (value === settled) setShown(value);
+  }, [value]);
   return (
     <>
       <input
