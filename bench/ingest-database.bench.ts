@@ -12,16 +12,21 @@ import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { packRun } from '../apps/server/src/advantages/iteration-packing';
 import { STORED_EVENT_IDS_SQL } from '../apps/server/src/rollouts/append-session';
-import { binaryCopySql } from '../apps/server/src/rollouts/binary-copy-rows';
+import { binaryCopySql, uuidBytes } from '../apps/server/src/rollouts/binary-copy-rows';
 import { insertEvents, type EventRow } from '../apps/server/src/rollouts/events-insert';
 import { UPSERT_ITERATIONS_SQL } from '../apps/server/src/rollouts/iteration-tally';
 import {
-  INSERT_GROUPS_SQL,
+  GROUP_COLUMNS,
+  groupRows,
+  TRAJECTORY_COLUMNS,
+  trajectoryRows,
   UPSERT_TRAJECTORIES_SQL,
+  type TrajectoryRow,
 } from '../apps/server/src/rollouts/rollout-index';
 import { lockRun } from '../apps/server/src/rollouts/run-lock';
 import { runSummaryUpdate } from '../apps/server/src/rollouts/run-projector';
@@ -75,6 +80,31 @@ async function copyOut(db: pg.PoolClient, columns: string[], from: string, targe
     }),
   );
   return Buffer.concat(chunks);
+}
+
+type GroupFields = Parameters<typeof groupRows>[1][number];
+
+/** A stored trajectory row (the columns rowsOf selects) as the server's COPY writes it. */
+function trajectoryFields(row: unknown[]): TrajectoryRow {
+  const [iteration, groupOrd, ord, key, outcome, outcomeGiven, stepCount, ret] = row as [
+    number,
+    number,
+    number,
+    string,
+    Outcome,
+    boolean,
+    number,
+    number,
+  ];
+  return {
+    iteration,
+    groupOrd,
+    ord,
+    key,
+    outcomeGiven: outcomeGiven ? outcome : null,
+    stepCount,
+    return: ret,
+  };
 }
 
 /** The column arrays of `rows` (each row a list of fields), for unnest parameters. */
@@ -135,21 +165,26 @@ const WRITES: {
     },
   },
   {
-    kind: 'rollout_groups insert',
-    write: (db, run, it) => db.query(INSERT_GROUPS_SQL, [run, ...columnsOf(it.groups, 3)]),
+    kind: 'rollout_groups binary COPY',
+    write: (db, run, it) =>
+      groupRows(
+        uuidBytes(run),
+        it.groups.map(([iteration, ord, key]) => ({ iteration, ord, key }) as GroupFields),
+      ).copyInto(db, 'rollout_groups', GROUP_COLUMNS),
   },
   {
-    kind: 'trajectories insert (ON CONFLICT update)',
+    kind: 'trajectories binary COPY (new ones)',
+    write: (db, run, it) =>
+      trajectoryRows(uuidBytes(run), it.trajectories.map(trajectoryFields)).copyInto(
+        db,
+        'trajectories',
+        TRAJECTORY_COLUMNS,
+      ),
+  },
+  {
+    kind: 'the same trajectories again by the upsert of changed ones (a continuation; not in the sum)',
     write: (db, run, it) =>
       db.query(UPSERT_TRAJECTORIES_SQL, [run, ...columnsOf(it.trajectories, 8)]),
-  },
-  {
-    kind: 'the same rows as a plain INSERT into a copy of trajectories with its keys (no upsert, no foreign key)',
-    write: (db, run, it) =>
-      db.query(plainInsert(UPSERT_TRAJECTORIES_SQL, 'trajectories', 'trajectories_plain'), [
-        run,
-        ...columnsOf(it.trajectories, 8),
-      ]),
   },
   {
     kind: 'iterations insert (ON CONFLICT update)',
@@ -191,16 +226,6 @@ const STEPS_PER_ROW_TABLE = `CREATE TABLE steps_per_row (
   reward double precision NOT NULL, nll double precision, token_logprobs bytea, embedding bytea,
   value double precision, next_state_id bigint, next_value double precision, extra jsonb,
   PRIMARY KEY (run_id, iteration, group_ord, traj_ord, idx))`;
-
-/** The server's upsert of `table` as a plain INSERT into `into`: what the upsert costs. */
-function plainInsert(upsert: string, table: string, into: string): string {
-  const sql = upsert
-    .replace(`INSERT INTO ${table} (`, `INSERT INTO ${into} (`)
-    .replace(/\s*ON CONFLICT[\s\S]*$/, '');
-  if (!sql.startsWith(`INSERT INTO ${into} (`) || sql.includes('ON CONFLICT'))
-    throw new Error(`not an upsert of ${table}: ${upsert}`);
-  return sql;
-}
 
 async function createRun(url: string, name: string): Promise<string> {
   const res = await fetch(`${url}/v1/runs`, {
@@ -259,7 +284,6 @@ async function main(): Promise<void> {
     );
     const target = await createRun(server.url, 'bench replay');
     await db.query(STEPS_PER_ROW_TABLE);
-    await db.query('CREATE TABLE trajectories_plain (LIKE trajectories INCLUDING INDEXES)');
     const iterations: IterationRows[] = [];
     for (let i = 0; i < files.length; i++) iterations.push(await rowsOf(db, source, target, i));
     // Each text goes with the first iteration that uses it: the request that stored it.

@@ -151,3 +151,30 @@ test('a number its column cannot hold is refused, not wrapped into another value
     expect(() => rows().int8(x)).toThrow(`int8 column: ${x} is not a safe integer`);
   expect(() => rows().int8(2 ** 53 - 1)).not.toThrow();
 });
+
+test('text (UTF-8, empty, past a buffer boundary) and bool read back as written', async () => {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('CREATE TEMP TABLE s (n int4, name text, flag bool) ON COMMIT DROP');
+    const rows = new BinaryCopyRows();
+    const rowCount = 5_000; // rows up to 1.2 kB: several 256 KiB buffers
+    const name = (i: number) => (i % 11 === 0 ? '' : `trajectory ${i} é 🙂 `.repeat(1 + (i % 40)));
+    for (let i = 0; i < rowCount; i++)
+      rows
+        .row(3, 4 + 3 * name(i).length + 1)
+        .int4(i)
+        .text(name(i))
+        .bool(i % 3 === 0);
+    await rows.copyInto(client, 's', ['n', 'name', 'flag']);
+    const back = await client.query<{ n: number; name: string; flag: boolean }>(
+      'SELECT * FROM s ORDER BY n',
+    );
+    expect(back.rows).toEqual(
+      Array.from({ length: rowCount }, (_, i) => ({ n: i, name: name(i), flag: i % 3 === 0 })),
+    );
+    await client.query('COMMIT');
+  } finally {
+    client.release();
+  }
+});

@@ -35,16 +35,22 @@ export const arrayBytes = (n: number, elementBytes: number) =>
  */
 export class BinaryCopyRows {
   private readonly chunks: Buffer[] = [HEADER];
-  private buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  private buf: Buffer;
   /**
    * The same bytes for the fixed-size fields: a DataView's setters are compiled inline, where
    * Buffer's writeInt32BE and writeDoubleBE are calls that check their arguments (an order of
    * magnitude apart per field on Node 20), and ingest writes several such fields per step.
    */
-  private view = viewOf(this.buf);
+  private view: DataView;
   private at = 0;
   private rowStart = 0;
   private rowCount = 0;
+
+  /** `chunkBytes`: the size of the buffers rows are written into (a few rows need less than steps). */
+  constructor(private readonly chunkBytes = CHUNK_BYTES) {
+    this.buf = Buffer.allocUnsafe(chunkBytes);
+    this.view = viewOf(this.buf);
+  }
 
   get rows(): number {
     return this.rowCount;
@@ -112,6 +118,21 @@ export class BinaryCopyRows {
     this.view.setInt32(this.at, x.byteLength);
     this.buf.set(x, this.at + 4);
     this.at += 4 + x.byteLength;
+    return this;
+  }
+
+  /** text as UTF-8 (a row's `maxBytes` counts 3 bytes per UTF-16 unit for it: the most it takes). */
+  text(x: string): this {
+    const length = this.buf.write(x, this.at + 4, 'utf8');
+    this.view.setInt32(this.at, length);
+    this.at += 4 + length;
+    return this;
+  }
+
+  bool(x: boolean): this {
+    this.view.setInt32(this.at, 1);
+    this.view.setUint8(this.at + 4, x ? 1 : 0);
+    this.at += 5;
     return this;
   }
 
@@ -191,7 +212,7 @@ export class BinaryCopyRows {
   private reserve(bytes: number): void {
     if (this.at + bytes <= this.buf.length) return;
     this.seal();
-    this.buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
+    this.buf = Buffer.allocUnsafe(Math.max(this.chunkBytes, bytes));
     this.view = viewOf(this.buf);
   }
 

@@ -1,6 +1,7 @@
 import { resolveOutcome, type Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
 import { canonicalShape, type TrajectoryShape } from '../advantages/trajectory-shape';
+import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
 
 export interface TrajectoryState {
   iteration: number;
@@ -13,6 +14,9 @@ export interface TrajectoryState {
   return: number;
   /** The outcome sent (with the trajectory or by trajectory.finished), if any. */
   outcomeGiven: Outcome | null;
+  /** Its row exists (loaded, or written by an earlier `save` of this transaction). */
+  stored: boolean;
+  /** Changed since its row was last written: `RolloutIndex.changed` lists it. */
   changed: boolean;
 }
 
@@ -31,11 +35,23 @@ export interface RolloutRef {
 }
 
 /**
- * The statements `save` writes with (exported for bench:ingest-database, which measures each alone):
- * parameters are the run id, then one array per column after it.
+ * The columns `save` copies new groups and trajectories into (binary COPY, as the steps: no array
+ * literal built on our side, none parsed on PostgreSQL's), and the upsert of trajectories stored
+ * already that changed (a continuation, an outcome given later): parameters are the run id, then
+ * one array per column after it. Exported for bench:ingest-database, which measures each alone.
  */
-export const INSERT_GROUPS_SQL = `INSERT INTO rollout_groups (run_id, iteration, ord, key)
-  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`;
+export const GROUP_COLUMNS = ['run_id', 'iteration', 'ord', 'key'] as const;
+export const TRAJECTORY_COLUMNS = [
+  'run_id',
+  'iteration',
+  'group_ord',
+  'ord',
+  'key',
+  'outcome',
+  'outcome_given',
+  'step_count',
+  'return',
+] as const;
 export const UPSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
   SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
   ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
@@ -44,19 +60,24 @@ export const UPSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iterat
 const k = (iteration: number, key: string) => `${iteration}\u0000${key}`;
 
 /** The outcome a trajectory's row stores: the one sent, else what its return implies. */
-const storedOutcome = (t: TrajectoryState): Outcome =>
+const storedOutcome = (t: Pick<TrajectoryState, 'outcomeGiven' | 'return'>): Outcome =>
   resolveOutcome(t.outcomeGiven ?? undefined, t.return);
 
 /**
  * The task groups and trajectories an append touches, loaded once and kept in memory for the
  * transaction: new ones get their order of first appearance (the canonical order), existing ones
  * their current length, so continuation steps are numbered after the stored ones. Their rows are
- * written by `save`, one statement for new groups and one for every new or changed trajectory.
+ * written by `save`: a COPY each for new groups and new trajectories, an upsert for stored ones
+ * that changed. What `save` writes is listed as it happens (not found by a scan of everything held,
+ * which grew with the request: a 32 MiB request holds tens of thousands of trajectories).
  */
 export class RolloutIndex {
   private readonly groups = new Map<string, GroupState>();
   private readonly trajectories = new Map<string, TrajectoryState>();
   private readonly groupsPerIteration = new Map<number, number>();
+  private newGroups: GroupState[] = [];
+  private changedTrajectories: TrajectoryState[] = [];
+  private readonly runIdBytes: Buffer;
 
   /**
    * `lastIterationStored`: the run's last iteration when its row was locked. Iterations above it hold
@@ -66,10 +87,19 @@ export class RolloutIndex {
     private readonly client: pg.PoolClient,
     private readonly runId: string,
     private readonly lastIterationStored: number | null,
-  ) {}
+  ) {
+    this.runIdBytes = uuidBytes(runId);
+  }
 
   find(iteration: number, trajectoryKey: string): TrajectoryState | undefined {
     return this.trajectories.get(k(iteration, trajectoryKey));
+  }
+
+  /** Notes that a trajectory's row must be written again (more steps, an outcome). */
+  changed(t: TrajectoryState): void {
+    if (t.changed) return;
+    t.changed = true;
+    this.changedTrajectories.push(t);
   }
 
   /**
@@ -92,10 +122,11 @@ export class RolloutIndex {
         this.groupsPerIteration.set(r.iteration, ord + 1);
         group = { iteration: r.iteration, key: r.groupKey, ord, trajectoryCount: 0, stored: false };
         this.groups.set(k(r.iteration, r.groupKey), group);
+        this.newGroups.push(group);
         created.groups.push(r.iteration);
       }
       if (this.trajectories.has(k(r.iteration, r.trajectoryKey))) continue;
-      this.trajectories.set(k(r.iteration, r.trajectoryKey), {
+      const t: TrajectoryState = {
         iteration: r.iteration,
         key: r.trajectoryKey,
         groupKey: r.groupKey,
@@ -104,8 +135,11 @@ export class RolloutIndex {
         stepCount: 0,
         return: 0,
         outcomeGiven: null,
+        stored: false,
         changed: true,
-      });
+      };
+      this.trajectories.set(k(r.iteration, r.trajectoryKey), t);
+      this.changedTrajectories.push(t);
       created.trajectories.push(r.iteration);
     }
     return created;
@@ -113,17 +147,27 @@ export class RolloutIndex {
 
   /** Writes the new groups, then every new or changed trajectory (length, return, outcome). */
   async save(): Promise<void> {
-    const newGroups = [...this.groups.values()].filter((g) => !g.stored);
-    if (newGroups.length > 0) {
-      await this.client.query(INSERT_GROUPS_SQL, [
-        this.runId,
-        newGroups.map((g) => g.iteration),
-        newGroups.map((g) => g.ord),
-        newGroups.map((g) => g.key),
-      ]);
-      for (const g of newGroups) g.stored = true;
+    const groups = this.newGroups;
+    const trajectories = this.changedTrajectories;
+    this.newGroups = [];
+    this.changedTrajectories = [];
+    if (groups.length > 0) {
+      await groupRows(this.runIdBytes, groups).copyInto(
+        this.client,
+        'rollout_groups',
+        GROUP_COLUMNS,
+      );
+      for (const g of groups) g.stored = true;
     }
-    const changed = [...this.trajectories.values()].filter((t) => t.changed);
+    const fresh = trajectories.filter((t) => !t.stored);
+    if (fresh.length > 0)
+      await trajectoryRows(this.runIdBytes, fresh).copyInto(
+        this.client,
+        'trajectories',
+        TRAJECTORY_COLUMNS,
+      );
+    const changed = trajectories.filter((t) => t.stored);
+    for (const t of trajectories) Object.assign(t, { stored: true, changed: false });
     if (changed.length === 0) return;
     await this.client.query(UPSERT_TRAJECTORIES_SQL, [
       this.runId,
@@ -136,7 +180,6 @@ export class RolloutIndex {
       changed.map((t) => t.stepCount),
       changed.map((t) => t.return),
     ]);
-    for (const t of changed) t.changed = false;
   }
 
   /**
@@ -241,8 +284,56 @@ export class RolloutIndex {
         stepCount: t.step_count,
         return: t.return,
         outcomeGiven: t.outcome_given ? t.outcome : null,
+        stored: true,
         changed: false,
       });
     }
   }
 }
+
+/** A chunk's groups and trajectories take tens of kB (steps take MBs): buffers of this size. */
+const ROLLOUT_ROWS_CHUNK_BYTES = 32 * 1024;
+
+/** New groups as binary COPY rows of `rollout_groups` (GROUP_COLUMNS). */
+export function groupRows(runIdBytes: Buffer, groups: readonly GroupRow[]): BinaryCopyRows {
+  const rows = new BinaryCopyRows(ROLLOUT_ROWS_CHUNK_BYTES);
+  for (const g of groups)
+    rows
+      .row(GROUP_COLUMNS.length, 16 + 8 + 8 + 3 * g.key.length)
+      .bytes(runIdBytes)
+      .int4(g.iteration)
+      .int4(g.ord)
+      .text(g.key);
+  return rows;
+}
+
+/** New trajectories as binary COPY rows of `trajectories` (TRAJECTORY_COLUMNS). */
+export function trajectoryRows(
+  runIdBytes: Buffer,
+  trajectories: readonly TrajectoryRow[],
+): BinaryCopyRows {
+  const rows = new BinaryCopyRows(ROLLOUT_ROWS_CHUNK_BYTES);
+  for (const t of trajectories) {
+    const outcome = storedOutcome(t);
+    rows
+      .row(TRAJECTORY_COLUMNS.length, 16 + 3 * 8 + 3 * t.key.length + outcome.length + 1 + 8 + 12)
+      .bytes(runIdBytes)
+      .int4(t.iteration)
+      .int4(t.groupOrd)
+      .int4(t.ord)
+      .text(t.key)
+      .text(outcome)
+      .bool(t.outcomeGiven !== null)
+      .int4(t.stepCount)
+      .float8(t.return);
+  }
+  return rows;
+}
+
+/** What a group's row holds. */
+export type GroupRow = Pick<GroupState, 'iteration' | 'ord' | 'key'>;
+/** What a trajectory's row holds. */
+export type TrajectoryRow = Pick<
+  TrajectoryState,
+  'iteration' | 'groupOrd' | 'ord' | 'key' | 'outcomeGiven' | 'stepCount' | 'return'
+>;

@@ -214,7 +214,7 @@ export class RunProjector {
     this.addSteps(position, seq, slice, traj, rows);
     traj.stepCount += slice.count;
     if (slice.outcome) traj.outcomeGiven = slice.outcome;
-    traj.changed = true;
+    this.rollouts.changed(traj);
     this.iterations.at(slice.iteration).stepCount += slice.count;
     this.steps += slice.count;
     return { firstStepIndex: first, stepCount: slice.count };
@@ -280,7 +280,7 @@ export class RunProjector {
       );
     }
     traj.outcomeGiven = d.outcome;
-    traj.changed = true;
+    this.rollouts.changed(traj);
   }
 }
 
