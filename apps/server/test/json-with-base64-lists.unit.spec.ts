@@ -1,4 +1,8 @@
-import { base64ListMark, jsonWithBase64Lists } from '../src/rollouts/json-with-base64-lists';
+import {
+  base64ListMark,
+  jsonObjectWithBase64,
+  jsonWithBase64Lists,
+} from '../src/rollouts/json-with-base64-lists';
 
 type Lists = (string | null)[][];
 
@@ -67,4 +71,29 @@ test('refuses marks that do not match the lists', () => {
   expect(() =>
     jsonWithBase64Lists({ a: base64ListMark(1), b: base64ListMark(0) }, [[], []]),
   ).toThrow(/marks 2 lists/);
+});
+
+const BASE64_FIELDS = new Set(['reward', 'embedding', 'tokenLogprobs']);
+
+test.each<[string, Record<string, unknown>]>([
+  ['no base64 fields', { v: 3, n: [1, 2], texts: ['é «x»', '"q"\\\n\u0001', '😀'] }],
+  ['only base64 fields', { reward: 'AAAAAAAA8D8=', embedding: ['AACAPw==', null] }],
+  ['empty text and lists', { reward: '', embedding: [], tokenLogprobs: [null, ''] }],
+  [
+    'base64 fields between others, an undefined field and a non-base64 value under a base64 name',
+    {
+      v: 3,
+      reward: 'AAAAAAAA8D8=',
+      skipped: undefined,
+      texts: ['a', 'ü'],
+      embedding: [null, 'AACAPgAAgL8='],
+      tokenLogprobs: { not: 'base64' },
+      'key "quoted"': -1.5e-7,
+    },
+  ],
+  ['nothing', {}],
+])('an object with base64 fields: what JSON.stringify writes: %s', (_what, fields) => {
+  expect(jsonObjectWithBase64(fields, BASE64_FIELDS)).toEqual(
+    Buffer.from(JSON.stringify(fields), 'utf8'),
+  );
 });

@@ -80,7 +80,7 @@ export class ColumnIssue extends Error {
   }
 }
 
-const NUMBER_COLUMNS = ['reward', 'nll', 'value', 'nextValue'] as const;
+export const NUMBER_COLUMNS = ['reward', 'nll', 'value', 'nextValue'] as const;
 const INDEX_COLUMNS = ['state', 'action', 'nextState'] as const;
 /** The columns of one base64 float32 vector (or null) per step. */
 export const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;

@@ -2,6 +2,7 @@ import {
   canonicalJson,
   encodeStepColumns,
   float64Values,
+  NUMBER_COLUMNS,
   STEP_FIELDS,
   TextTable,
   VECTOR_COLUMNS,
@@ -9,7 +10,11 @@ import {
   type StepPayload,
   type WireStepColumns,
 } from '@creditlab/events';
-import { base64ListMark, jsonWithBase64Lists } from './json-with-base64-lists';
+import {
+  base64ListMark,
+  jsonObjectWithBase64,
+  jsonWithBase64Lists,
+} from './json-with-base64-lists';
 
 /**
  * The body of a step-bearing event, as the log keeps it (`events.body`): the event's steps, one
@@ -59,9 +64,11 @@ export function encodeColumnarBody(data: ColumnarRolloutsData): Buffer {
   };
   const wire = data.columns.wire;
   for (const name of WIRE_COLUMNS) if (wire[name] !== undefined) body[name] = wire[name];
-  const lists: (string | null)[][] = [];
-  return jsonWithBase64Lists(markVectors(body, lists), lists);
+  return jsonObjectWithBase64(body, BASE64_COLUMNS);
 }
+
+/** The wire columns that are base64 (numbers) or lists of it (vectors), checked as such. */
+const BASE64_COLUMNS = new Set<string>([...NUMBER_COLUMNS, ...VECTOR_COLUMNS]);
 
 /**
  * The columns with each vector column (most of a body's bytes) replaced by a mark, its list of
