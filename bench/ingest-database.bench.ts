@@ -182,9 +182,15 @@ const WRITES: {
       ),
   },
   {
-    kind: 'the same trajectories again by the upsert of changed ones (a continuation; not in the sum)',
+    kind: 'the same new trajectories by the upsert (arrays through unnest, ON CONFLICT), into a copy of trajectories with its keys: how they were written before 2026-12-03, and how stored ones that changed still are',
     write: (db, run, it) =>
-      db.query(UPSERT_TRAJECTORIES_SQL, [run, ...columnsOf(it.trajectories, 8)]),
+      db.query(
+        UPSERT_TRAJECTORIES_SQL.replace(
+          'INSERT INTO trajectories (',
+          'INSERT INTO trajectories_upsert (',
+        ),
+        [run, ...columnsOf(it.trajectories, 8)],
+      ),
   },
   {
     kind: 'iterations insert (ON CONFLICT update)',
@@ -284,6 +290,7 @@ async function main(): Promise<void> {
     );
     const target = await createRun(server.url, 'bench replay');
     await db.query(STEPS_PER_ROW_TABLE);
+    await db.query('CREATE TABLE trajectories_upsert (LIKE trajectories INCLUDING INDEXES)');
     const iterations: IterationRows[] = [];
     for (let i = 0; i < files.length; i++) iterations.push(await rowsOf(db, source, target, i));
     // Each text goes with the first iteration that uses it: the request that stored it.
