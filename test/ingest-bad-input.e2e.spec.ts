@@ -78,6 +78,7 @@ test('the not-ok folder covers the cases the issue names', () => {
     'nul-in-extra-key',
     'nul-in-extra-value',
     'nul-in-metric-name',
+    'metric-name-too-long',
     'nul-in-summary',
     'lone-surrogate-in-group-id',
     'lone-surrogate-in-state',

@@ -15,6 +15,10 @@ export const MAX_INT32 = 2 ** 31 - 1;
 const iteration = z.number().int().min(0).max(MAX_INT32);
 /** The largest finite float32 (vectors are stored as float32). */
 const FLOAT32_MAX = 3.4028234663852886e38;
+/**
+ * Ids of groups and trajectories, and metric names: 1 to 512 characters, so that any of them (at most
+ * 2 kB in UTF-8) fits in a PostgreSQL index entry (2.7 kB at most; `run_metrics` is keyed by name).
+ */
 const key = z.string().min(1).max(512);
 const outcome = z.enum(['success', 'failure', 'truncated']);
 
@@ -118,7 +122,7 @@ export const eventDataSchemas = {
     /** The log position of the iteration the advantages were computed from: the version consumed. */
     inputsSeq: z.number().int().min(1).optional(),
   }),
-  'metrics.logged': z.strictObject({ iteration, metrics: z.record(z.string().min(1), finite) }),
+  'metrics.logged': z.strictObject({ iteration, metrics: z.record(key, finite) }),
   'evaluation.logged': z.strictObject({
     iteration,
     successRate: z.number().min(0).max(1),

@@ -99,14 +99,23 @@ export function formatPath(path: PropertyKey[]): string {
     .map((p, i) =>
       typeof p === 'number'
         ? `[${p}]`
-        : PLAIN_NAME.test(String(p))
+        : PLAIN_NAME.test(String(p)) && String(p).length <= SHOWN_KEY_CHARACTERS
           ? `${i === 0 ? '' : '.'}${String(p)}`
-          : `[${JSON.stringify(String(p))}]`,
+          : `[${shownKey(String(p))}]`,
     )
     .join('');
 }
 
 const PLAIN_NAME = /^[A-Za-z_$][\w$]*$/;
+/** A longer key (one refused for its length, say) is shown by its start, not echoed whole. */
+const SHOWN_KEY_CHARACTERS = 64;
+
+function shownKey(key: string): string {
+  const characters = [...key]; // code points: no surrogate pair cut in half
+  if (characters.length <= SHOWN_KEY_CHARACTERS) return JSON.stringify(key);
+  const start = characters.slice(0, SHOWN_KEY_CHARACTERS).join('');
+  return `${JSON.stringify(`${start}…`)} (${characters.length} characters)`;
+}
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys' && issue.message.startsWith('Unrecognized key')) {
@@ -121,6 +130,15 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   }
   if (issue.code === 'invalid_type' && issue.message.includes('received undefined')) {
     return `required ${issue.expected} is missing`;
+  }
+  if (issue.code === 'invalid_key') {
+    // zod says only "Invalid key in record"; what is wrong with the key is in its own issue.
+    const inner = issue.issues[0];
+    const key = issue.path.at(-1);
+    if (inner?.code === 'too_big' && typeof key === 'string')
+      return `key has ${[...key].length} characters; at most ${String(inner.maximum)}`; // code points, as zod counts
+    if (inner?.code === 'too_small') return 'key must not be empty';
+    if (inner) return `key: ${inner.message}`;
   }
   return issue.message;
 }

@@ -219,3 +219,43 @@ describe('formatPath', () => {
     expect(formatPath([''])).toBe('[""]');
   });
 });
+
+describe('a key too long or empty', () => {
+  const metrics = (name: string) =>
+    validateEvent(
+      {
+        id: '00000000-0000-4000-8000-000000000001',
+        type: 'metrics.logged',
+        data: { iteration: 0, metrics: { [name]: 1 } },
+      },
+      'client',
+    );
+
+  test('is refused saying why, shown by its start and length rather than echoed whole', () => {
+    const long = `${'loss/'.repeat(20)}${'é'.repeat(500)}`; // 600 characters
+    const r = metrics(long);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.issue.message).toBe('key has 600 characters; at most 512');
+    expect(r.issue.path).toBe(
+      `data.metrics[${JSON.stringify(`${long.slice(0, 64)}…`)} (600 characters)]`,
+    );
+    expect(metrics('')).toMatchObject({
+      ok: false,
+      issue: { path: 'data.metrics[""]', message: 'key must not be empty' },
+    });
+  });
+
+  test('counts characters, not UTF-16 units: 512 emoji pass, 513 do not, and none is cut in half', () => {
+    expect(metrics('😀'.repeat(512)).ok).toBe(true);
+    const r = metrics('😀'.repeat(513));
+    expect(r).toMatchObject({
+      ok: false,
+      issue: { message: 'key has 513 characters; at most 512' },
+    });
+    expect(formatPath(['m', '😀'.repeat(513)])).toBe(
+      `m[${JSON.stringify(`${'😀'.repeat(64)}…`)} (513 characters)]`,
+    );
+    expect(formatPath(['m', 'x'.repeat(64)])).toBe(`m.${'x'.repeat(64)}`);
+  });
+});
