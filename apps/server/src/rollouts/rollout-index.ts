@@ -167,7 +167,10 @@ export class RolloutIndex {
         TRAJECTORY_COLUMNS,
       );
     const changed = trajectories.filter((t) => t.stored);
-    for (const t of trajectories) Object.assign(t, { stored: true, changed: false });
+    for (const t of trajectories) {
+      t.stored = true;
+      t.changed = false;
+    }
     if (changed.length === 0) return;
     await this.client.query(UPSERT_TRAJECTORIES_SQL, [
       this.runId,

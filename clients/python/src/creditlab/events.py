@@ -63,12 +63,14 @@ def iteration(value: Any, where: str = "iteration") -> int:
 
 
 def key(value: Any, where: str) -> str:
-    """A group or trajectory id: a string of 1–512 characters (integers are turned into strings)."""
+    """A group or trajectory id, or a metric name: a string of 1–512 characters, as the server takes
+    them (it counts code points, as len() does); integers are turned into strings."""
     value = plain(value)
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not 1 <= len(value) <= 512:
-        raise InvalidInput(f"{where}: must be a string of 1 to 512 characters, got {value!r}")
+        shown = f"{value[:64]!r}… ({len(value)} characters)" if isinstance(value, str) and len(value) > 64 else repr(value)
+        raise InvalidInput(f"{where}: must be a string of 1 to 512 characters, got {shown}")
     return storable(value, where)
 
 
