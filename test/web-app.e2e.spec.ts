@@ -834,6 +834,56 @@ test('the page and its size are kept in the address: Back from a run returns to 
   await expectRows(25);
 });
 
+test('leaving a page while a chart is still being painted throws nothing', async () => {
+  // A density of about a thousand cells on a CPU slowed 20-fold: the chart is still painting (in
+  // slices, one per frame) when the page is left, which threw from the disposed chart before.
+  const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+  const { id } = await client.createRun({ name: 'spread', env: 'e', method: 'grpo' });
+  let seed = 1;
+  const uniform = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  const groups = Array.from({ length: 100 }, (_, g) => ({
+    id: `g${g}`,
+    trajectories: Array.from({ length: 8 }, (_, t) => ({
+      id: `g${g}t${t}`,
+      steps: Array.from({ length: 4 }, (_, k) => ({
+        state: `s${k}-${Math.floor(uniform() * 2)}`,
+        action: 'a',
+        reward: uniform(),
+      })),
+    })),
+  }));
+  await client.appendEvents(id, [
+    { id: newEventId(), type: 'rollouts.appended', data: { iteration: 0, groups } },
+  ]);
+  const methods = [{ name: 'gigpo', params: { gamma: 0.5 } }, { name: 'grpo' }];
+  await page.goto(
+    `${server.url}/runs/${id}/compare?it=0&m=${encodeURIComponent(JSON.stringify(methods))}`,
+  );
+  const density = page.locator('[data-testid=density][data-rendered]');
+  await density.waitFor();
+  const { compare } = await data<{ compare: { pairs: { density: { counts: number[] } }[] } }>(
+    `query($id: ID!, $m: [MethodInput!]!) { compare(runId: $id, methods: $m, iterations: [0]) { pairs { density { counts } } } }`,
+    { id, m: methods },
+  );
+  expect(compare.pairs[0]!.density.counts.filter((c) => c > 0).length).toBeGreaterThan(500);
+  const errorsBefore = browser.errors.length;
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Emulation.setCPUThrottlingRate', { rate: 20 });
+  try {
+    for (let round = 0; round < 3; round++) {
+      await page.locator(`main a[href="/runs/${id}"]`).first().click();
+      await page.getByRole('link', { name: 'Compare estimators' }).waitFor();
+      await page.goBack();
+      await density.waitFor();
+    }
+  } finally {
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: 1 });
+  }
+  await page.locator(`main a[href="/runs/${id}"]`).first().click();
+  await page.getByRole('link', { name: 'Compare estimators' }).waitFor();
+  expect(browser.errors.slice(errorsBefore)).toEqual([]);
+}, 300_000);
+
 test('no console errors on any page', () => {
   expect(browser.errors).toEqual([]);
 });

@@ -49,6 +49,12 @@ export function Chart({ option, height = 280, label, testId, seriesCount }: Prop
     resize.observe(el);
     return () => {
       resize.disconnect();
+      // A series zrender paints incrementally (ECharts 6 paints every heatmap so) is painted in slices
+      // of 15 ms, the next slice queued for the next animation frame, and dispose does not cancel that
+      // frame: it then paints a disposed chart and throws ("reading 'layerStack'"), seen when a page
+      // is left while a slow machine is still painting. Clearing first starts a new (empty) paint,
+      // which makes the queued slice stale, so it returns without painting.
+      c.clear();
       c.dispose();
       chart.current = null;
     };
