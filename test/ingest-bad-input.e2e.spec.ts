@@ -32,22 +32,29 @@ const cases = readdirSync(dir)
       ] as const,
   );
 
+const LIMITS = { CREDITLAB_MAX_LINE_BYTES: '65536', CREDITLAB_MAX_REQUEST_BYTES: '262144' };
 let server: ServerProcess & { databaseUrl: string };
 let runId: string;
-beforeAll(async () => {
-  server = await startTestServer({
-    CREDITLAB_MAX_LINE_BYTES: '65536',
-    CREDITLAB_MAX_REQUEST_BYTES: '262144',
-  });
-  runId = (
-    await new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY }).createRun({
+/** The same server but for where bodies are parsed and checked: every one on the preparing thread. */
+let threaded: ServerProcess & { databaseUrl: string };
+let threadedRunId: string;
+
+const createRun = async (s: ServerProcess) =>
+  (
+    await new CreditlabClient({ url: s.url, apiKey: ADMIN_KEY }).createRun({
       name: 'bad input',
       env: 'e',
       method: 'grpo',
     })
   ).id;
+
+beforeAll(async () => {
+  // The request's own thread for every body here (small bodies are checked there by default).
+  server = await startTestServer({ ...LIMITS, CREDITLAB_INGEST_THREAD_MIN_BYTES: 'off' });
+  threaded = await startTestServer({ ...LIMITS, CREDITLAB_INGEST_THREAD_MIN_BYTES: '0' });
+  [runId, threadedRunId] = await Promise.all([createRun(server), createRun(threaded)]);
 });
-afterAll(() => server.stop());
+afterAll(() => Promise.all([server?.stop(), threaded?.stop()]));
 
 function body(c: NotOk): string {
   let text =
@@ -95,10 +102,10 @@ test('the not-ok folder covers the cases the issue names', () => {
   }
 });
 
-test.each(cases)('%s', async (_name, c) => {
-  const before = await rowCounts(server.databaseUrl);
-  const target = c.run === 'unknown' ? '11111111-1111-4111-8111-111111111111' : runId;
-  const res = await api(`${server.url}/v1/runs/${target}/events`, {
+async function refused(s: ServerProcess & { databaseUrl: string }, run: string, c: NotOk) {
+  const before = await rowCounts(s.databaseUrl);
+  const target = c.run === 'unknown' ? '11111111-1111-4111-8111-111111111111' : run;
+  const res = await api(`${s.url}/v1/runs/${target}/events`, {
     method: 'POST',
     headers: { 'content-type': c.contentType ?? 'application/x-ndjson' },
     body: body(c),
@@ -109,7 +116,15 @@ test.each(cases)('%s', async (_name, c) => {
   expect(json.message).toContain(c.expect.message);
   if (c.expect.line !== undefined) expect(json.line).toBe(c.expect.line);
   if (c.expect.path !== undefined) expect(json.path).toBe(c.expect.path);
-  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+  expect(await rowCounts(s.databaseUrl)).toEqual(before);
+  return json;
+}
+
+test.each(cases)('%s', async (_name, c) => {
+  const here = await refused(server, runId, c);
+  // The same refusal, word for word, when the body is parsed and checked on the preparing thread.
+  const there = await refused(threaded, threadedRunId, c);
+  expect(String(there.message).replaceAll(threadedRunId, runId)).toBe(here.message);
 });
 
 test('a JSON body over its limit is refused with 413 naming the limit', async () => {

@@ -48,6 +48,69 @@ test('the same request sent twice is stored once; the second answer counts dupli
   expect(await rowCounts(server.databaseUrl)).toEqual(before);
 });
 
+test('a large body (checked on the preparing thread) and its events sent one by one (checked in the request) are the same events', async () => {
+  // Lines under the 64 KiB at which a body goes to the thread; the body well over it.
+  const batch = syntheticBatchJson(
+    {
+      groups: 24,
+      groupSize: 4,
+      maxSteps: 20,
+      statesPerGroup: 6,
+      textLength: 120,
+      embeddingDim: 8,
+      withOptionalFields: true,
+    },
+    7,
+  );
+  const events = [
+    ...rolloutEvents(0, batch, 60),
+    ...rolloutEvents(1, batch, 60, { columnar: true }),
+  ];
+  const lines = events.map((e) => ndjson([e]));
+  expect(Math.max(...lines.map((l) => Buffer.byteLength(l)))).toBeLessThan(64 * 1024);
+  expect(Buffer.byteLength(lines.join(''))).toBeGreaterThan(128 * 1024);
+  const whole = (await client.createRun({ name: 'whole first', env: 'e', method: 'grpo' })).id;
+  const single = (await client.createRun({ name: 'singly first', env: 'e', method: 'grpo' })).id;
+  const threadLines = await metric(server, 'creditlab_ingest_thread_lines_total');
+  expect(await (await post(whole, lines.join(''))).json()).toMatchObject({
+    accepted: events.length,
+    duplicates: 0,
+  });
+  // all but the first line, which the request checks itself (a body of one event never waits on the thread)
+  expect(await metric(server, 'creditlab_ingest_thread_lines_total')).toBe(
+    threadLines + events.length - 1,
+  );
+  for (const line of lines) {
+    expect(await (await post(whole, line)).json()).toMatchObject({ accepted: 0, duplicates: 1 });
+    expect(await (await post(single, line)).json()).toMatchObject({ accepted: 1, duplicates: 0 });
+  }
+  expect(await (await post(single, lines.join(''))).json()).toMatchObject({
+    accepted: 0,
+    duplicates: events.length,
+  });
+  // The single lines were checked in their requests, the two bodies (but their first lines) on the thread.
+  expect(await metric(server, 'creditlab_ingest_thread_lines_total')).toBe(
+    threadLines + 2 * (events.length - 1),
+  );
+  // Stored alike: each event's digest and body the same whichever thread checked it.
+  const c = new pg.Client({ connectionString: server.databaseUrl });
+  await c.connect();
+  try {
+    const stored = async (runId: string) =>
+      (
+        await c.query(
+          `SELECT id, encode(body_hash, 'hex') AS hash, md5(body) AS body, data FROM events WHERE run_id = $1 AND seq > 1 ORDER BY seq`,
+          [runId],
+        )
+      ).rows;
+    const [a, b] = [await stored(whole), await stored(single)];
+    expect(a).toHaveLength(events.length);
+    expect(a).toEqual(b);
+  } finally {
+    await c.end();
+  }
+});
+
 test('a repeated id inside one request is stored once', async () => {
   const { id } = await client.createRun({ name: 'dup-in-request', env: 'e', method: 'grpo' });
   const e: ClientEvent = {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { fixtureBatches } from './support/fixture-batches';
 import { createTestDatabase } from './support/test-database';
-import { spawnServer, ADMIN_KEY, api } from './support/test-server';
+import { metric, spawnServer, ADMIN_KEY, api } from './support/test-server';
 
 /**
  * What the container runs: the compiled build started by docker/entrypoint.sh with NODE_ENV=production
@@ -36,6 +36,8 @@ test('the compiled server runs in production mode: migrates, ingests, computes i
       DATABASE_URL: await createTestDatabase(),
       NODE_ENV: 'production',
       CREDITLAB_DIST: path.join(root, 'dist-test'),
+      // every ingest body on the preparing thread, whose entry the build must hold too
+      CREDITLAB_INGEST_THREAD_MIN_BYTES: '0',
     },
     ['sh', entrypoint],
   );
@@ -53,7 +55,11 @@ test('the compiled server runs in production mode: migrates, ingests, computes i
     expect(asset.headers.get('content-type')).toMatch(/javascript/);
     const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
     const { id } = await client.createRun({ name: 'prod', env: 'e', method: 'bipace' });
-    await client.appendEvents(id, rolloutEvents(0, fixtureBatches()[10]![1]));
+    const events = rolloutEvents(0, fixtureBatches()[10]![1], 5);
+    await client.appendEvents(id, events);
+    expect(events.length).toBeGreaterThan(1);
+    // all but the first line (checked by the request itself)
+    expect(await metric(server, 'creditlab_ingest_thread_lines_total')).toBe(events.length - 1);
     const res = await api(`${server.url}/v1/runs/${id}/iterations/0/advantages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -34,6 +34,9 @@ const schema = z.object({
     .min(1024)
     .max(1024 * mib)
     .default(256 * mib),
+  CREDITLAB_INGEST_THREAD_MIN_BYTES: z
+    .union([z.literal('off'), z.coerce.number().int().min(0)])
+    .default(64 * 1024),
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
   CREDITLAB_DOWNLOAD_IDLE_SECONDS: z.coerce.number().positive().default(300),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
@@ -79,6 +82,11 @@ export interface AppConfig {
     /** The longest a statement on the reads' connections may run (0: no limit). */
     statementTimeoutMs: number;
   };
+  /**
+   * Ingest bodies of at least this many bytes are parsed and checked on a thread of their own
+   * (prepare-thread.ts); undefined: every body on the request's thread.
+   */
+  ingestThreadMinBytes: number | undefined;
   limits: {
     maxLineBytes: number;
     maxRequestBytes: number;
@@ -195,6 +203,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ingest: e.CREDITLAB_INGEST_CONNECTIONS,
       statementTimeoutMs: e.CREDITLAB_STATEMENT_TIMEOUT_SECONDS * 1000,
     },
+    ingestThreadMinBytes:
+      e.CREDITLAB_INGEST_THREAD_MIN_BYTES === 'off'
+        ? undefined
+        : e.CREDITLAB_INGEST_THREAD_MIN_BYTES,
     limits: {
       maxLineBytes: e.CREDITLAB_MAX_LINE_BYTES,
       maxRequestBytes: e.CREDITLAB_MAX_REQUEST_BYTES,

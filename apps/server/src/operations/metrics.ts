@@ -14,6 +14,11 @@ export class Metrics {
     help: 'Steps accepted by ingest',
     registers: [this.registry],
   });
+  readonly threadLines = new Counter({
+    name: 'creditlab_ingest_thread_lines_total',
+    help: 'Ingest lines parsed and checked on the preparing thread (bodies of at least CREDITLAB_INGEST_THREAD_MIN_BYTES)',
+    registers: [this.registry],
+  });
   readonly duplicateEvents = new Counter({
     name: 'creditlab_duplicate_events_total',
     help: 'Events acknowledged as duplicates',

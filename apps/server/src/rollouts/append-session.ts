@@ -1,9 +1,10 @@
-import { validateEvent, type ValidEvent } from '@creditlab/events';
+import type { ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { bodyOf, eventDigest, sameEvent } from './event-digest';
+import { sameEvent } from './event-digest';
 import type { EventOrigin } from './event-origin';
 import { insertEvents, type EventRow } from './events-insert';
+import { checkEvent, isIssue, type PreparedEvent } from './prepare-event';
 import {
   RunProjector,
   slicesOf,
@@ -35,16 +36,6 @@ export const STORED_EVENT_IDS_SQL =
 /** Flush to the database every this many steps (or events), so memory stays bounded. */
 const FLUSH_STEPS = 2000;
 const FLUSH_EVENTS = 1000;
-
-/** An event checked and ready for the log: where it came from, what it is, its body and digest. */
-export interface PreparedEvent {
-  position: number;
-  event: ValidEvent;
-  /** Its steps as the log stores them (step-bearing events), else null. */
-  body: Buffer | null;
-  /** eventDigest of the event: tells a retry (same content) from a reused id (other content). */
-  hash: Buffer;
-}
 
 /**
  * One append request inside one transaction, with the run's row locked: events are validated as
@@ -208,27 +199,23 @@ export class AppendSession {
   }
 }
 
-/**
- * An incoming event checked (what it is), with its body as the log stores it and its digest: all
- * that depends on the event alone, so it can be done before the run is locked.
- */
+/** An incoming event checked in this thread (checkEvent), or refused as the origin names it. */
 export function prepareEvent(
   item: IncomingEvent,
   from: 'client' | 'server',
   origin: EventOrigin,
 ): PreparedEvent {
-  const result = validateEvent(item.value, from);
-  if (!result.ok) invalidEvent(origin, item.position, result.issue.path, result.issue.message);
-  const body = bodyOf(result.event);
-  return {
-    position: item.position,
-    event: result.event,
-    body,
-    hash: eventDigest(result.event, body),
-  };
+  const checked = checkEvent(item.position, item.value, from);
+  if (isIssue(checked)) invalidEvent(origin, item.position, checked.path, checked.reason);
+  return checked;
 }
 
-function invalidEvent(origin: EventOrigin, position: number, path: string, reason: string): never {
+export function invalidEvent(
+  origin: EventOrigin,
+  position: number,
+  path: string,
+  reason: string,
+): never {
   throw new DomainError(ErrorCode.InvalidEvent, `${origin.name(position)}: ${path}: ${reason}`, {
     ...origin.place(position),
     path,

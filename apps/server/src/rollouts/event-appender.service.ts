@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
 import type pg from 'pg';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { isUuid } from '../database/uuid';
@@ -12,6 +13,9 @@ import {
   type IncomingEvent,
 } from './append-session';
 import { BODY_LINES, serverEvent, type EventOrigin } from './event-origin';
+import { ndjsonEvents, ndjsonLines } from './ndjson-source';
+import type { PreparedEvent } from './prepare-event';
+import { PrepareThread, preparedInThread } from './prepare-thread';
 import { beginAndLockRun, lockRun } from './run-lock';
 import { notifyRun } from '../database/notifications';
 
@@ -27,26 +31,60 @@ export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
  * opens a request and sends nothing holds neither.
  */
 @Injectable()
-export class EventAppender {
+export class EventAppender implements OnModuleDestroy {
   private readonly logger = new Logger('ingest');
+  /** Where large bodies are parsed and checked (prepare-thread.ts). */
+  private readonly thread: PrepareThread;
   /** How appends pack in hand (CREDITLAB_PACK_ITERATIONS=on-append), or undefined. */
   private readonly packInHand: { warn: (message: string) => void } | undefined;
 
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(Metrics) private readonly metrics: Metrics,
-    @Inject(AppConfigToken) config: AppConfig,
+    @Inject(AppConfigToken) private readonly config: AppConfig,
   ) {
+    this.thread = new PrepareThread((lines) => metrics.threadLines.inc(lines));
     this.packInHand =
       config.recompute.packIterations === 'on-append'
         ? { warn: (message) => this.logger.warn(message) }
         : undefined;
   }
 
-  async append(
+  async onModuleDestroy(): Promise<void> {
+    await this.thread.close();
+  }
+
+  /**
+   * An NDJSON request body's events: parsed and checked on the preparing thread when the body is
+   * large enough for that to pay (CREDITLAB_INGEST_THREAD_MIN_BYTES; a body of unknown length
+   * counts as large), else here.
+   */
+  appendBody(runId: string, req: IncomingMessage): Promise<AppendResult> {
+    const limits = this.config.limits;
+    const minBytes = this.config.ingestThreadMinBytes;
+    const length = Number(req.headers['content-length'] ?? Number.POSITIVE_INFINITY);
+    if (minBytes === undefined || length < minBytes)
+      return this.append(runId, ndjsonEvents(req, limits));
+    return this.appendPrepared(
+      runId,
+      preparedInThread(this.thread, ndjsonLines(req, limits), 'client', BODY_LINES),
+      BODY_LINES,
+    );
+  }
+
+  append(
     runId: string,
     events: AsyncIterable<IncomingEvent>,
     origin: EventOrigin = BODY_LINES,
+    alsoWrite?: AlsoWrite,
+  ): Promise<AppendResult> {
+    return this.appendPrepared(runId, preparedHere(events, origin), origin, alsoWrite);
+  }
+
+  private async appendPrepared(
+    runId: string,
+    events: AsyncIterable<() => PreparedEvent>,
+    origin: EventOrigin,
     alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
     const timer = this.metrics.appendSeconds.startTimer();
@@ -109,7 +147,7 @@ export class EventAppender {
 
   private async appendInTransaction(
     runId: string,
-    events: AsyncIterable<IncomingEvent>,
+    events: AsyncIterable<() => PreparedEvent>,
     origin: EventOrigin,
     alsoWrite: AlsoWrite | undefined,
   ): Promise<AppendResult & { steps: number }> {
@@ -126,9 +164,7 @@ export class EventAppender {
       // run is still reported before a bad event.
       const locking = beginAndLockRun(client, runId);
       locking.catch(() => undefined); // awaited below
-      const prepared = first.done
-        ? undefined
-        : attempt(() => prepareEvent(first.value, 'client', origin));
+      const prepared = first.done ? undefined : attempt(first.value);
       const locked = await locking;
       if (!locked) throw runNotFound(runId);
       session = new AppendSession(
@@ -142,7 +178,7 @@ export class EventAppender {
       );
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())
-        await session.add(item.value);
+        await session.addPrepared(item.value());
       const result = await session.finish();
       await alsoWrite?.(client);
       if (result.accepted > 0) await notifyRun(client, runId); // subscribers hear of it at commit
@@ -170,4 +206,15 @@ function attempt<T>(f: () => T): () => T {
       throw e;
     };
   }
+}
+
+/**
+ * Events checked in this thread as they are asked for: the first one only once its run is being
+ * locked, so that the two overlap and a missing run is reported before a bad event.
+ */
+async function* preparedHere(
+  events: AsyncIterable<IncomingEvent>,
+  origin: EventOrigin,
+): AsyncGenerator<() => PreparedEvent> {
+  for await (const item of events) yield () => prepareEvent(item, 'client', origin);
 }

@@ -1,18 +1,19 @@
 import { canonicalJson, eventBodyHash, type StepPayload, type ValidEvent } from '@creditlab/events';
 import { createHash } from 'node:crypto';
 import { encodeColumnarBody, encodeStepsBody } from './event-body';
-import { slicesOf } from './run-projector';
 
 /**
  * What the log stores of an event beyond its data: the compact body of its steps (step-bearing
  * events), or null.
  */
 export function bodyOf(event: ValidEvent): Buffer | null {
-  if (event.type === 'rollouts.appended' && 'columns' in event.data)
-    return encodeColumnarBody(event.data);
-  return event.type === 'rollouts.appended' || event.type === 'steps.appended'
-    ? encodeStepsBody(slicesOf(event).map((s) => s.steps as StepPayload[]))
-    : null;
+  if (event.type === 'steps.appended') return encodeStepsBody([event.data.steps as StepPayload[]]);
+  if (event.type !== 'rollouts.appended') return null;
+  const data = event.data;
+  if ('columns' in data) return encodeColumnarBody(data);
+  return encodeStepsBody(
+    data.groups.flatMap((g) => g.trajectories.map((t) => t.steps as StepPayload[])),
+  );
 }
 
 /**

@@ -10,7 +10,6 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { AppendResult } from './append-session';
 import { EventAppender } from './event-appender.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
-import { ndjsonEvents } from './ndjson-source';
 
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
 
@@ -44,8 +43,6 @@ export class EventsController {
       );
     }
     refuseEncodedBody(req);
-    return this.uploads.run(caller, () =>
-      this.appender.append(runId, ndjsonEvents(req, this.config.limits)),
-    );
+    return this.uploads.run(caller, () => this.appender.appendBody(runId, req));
   }
 }

@@ -15,7 +15,7 @@ export interface NdjsonLimits {
 /**
  * The request body as a stream of parsed NDJSON lines (a line ends at \n, \r\n or a lone \r, as
  * with Node's readline, which did the splitting before). Blank lines are skipped.
- * Throws DomainError: 400 for a line that is not JSON, 413 past the line or
+ * Throws DomainError: 400 for a line that is not JSON (or not UTF-8), 413 past the line or
  * request size limit, 408 for a body that stalls, and an error if the body ends
  * before the client finished sending it (a cut connection must not look like a
  * short request).
@@ -24,6 +24,19 @@ export async function* ndjsonEvents(
   req: IncomingMessage,
   limits: NdjsonLimits,
 ): AsyncGenerator<IncomingEvent> {
+  for await (const piece of ndjsonLines(req, limits))
+    for (const { position, text } of piece) yield { position, value: parseLine(position, text) };
+}
+
+/**
+ * The request body's lines, undecoded as JSON, a piece at a time (the lines one chunk of the body
+ * ended), for a reader that parses them elsewhere (prepare-thread.ts); the limits as ndjsonEvents.
+ * A line that is not UTF-8 is passed on with no text, to be refused in its turn (parseLine).
+ */
+export async function* ndjsonLines(
+  req: IncomingMessage,
+  limits: NdjsonLimits,
+): AsyncGenerator<BodyLine[]> {
   const lines = new LineSplitter(limits);
   req.on('error', () => lines.destroy(bodyCutShort()));
   req.pipe(lines);
@@ -32,35 +45,14 @@ export async function* ndjsonEvents(
     lines.destroy(lines.failure);
   });
   try {
-    // A piece is the lines one chunk of the body ended: one hop of the stream per chunk, not per line.
-    read: for await (const piece of untilError(lines))
-      for (const { position, text } of piece) {
-        if (lines.failure) break read;
-        if (text === null)
-          throw new DomainError(
-            ErrorCode.InvalidEvent,
-            `line ${position}: not valid UTF-8; send the body as UTF-8`,
-            { line: position, path: '', reason: 'not valid UTF-8' },
-          );
-        let value: unknown;
-        try {
-          value = JSON.parse(text);
-        } catch (e) {
-          throw new DomainError(
-            ErrorCode.InvalidEvent,
-            `line ${position}: not valid JSON: ${(e as Error).message}`,
-            {
-              line: position,
-              path: '',
-              reason: 'not valid JSON',
-            },
-          );
-        }
-        // The wait for the next event counts as idle; the time the consumer spends on this one does not.
-        idle.pause();
-        yield { position, value };
-        idle.resume();
-      }
+    // One hop of the stream per chunk of the body, not per line.
+    for await (const piece of untilError(lines)) {
+      if (lines.failure) break;
+      // The wait for the next lines counts as idle; the time the consumer spends on these does not.
+      idle.pause();
+      yield piece;
+      idle.resume();
+    }
   } finally {
     idle.stop();
     lines.destroy();
@@ -69,6 +61,32 @@ export async function* ndjsonEvents(
   // Whole only if the client sent all of it and every line was read: a connection that fails after
   // the last byte arrived (complete, yet lines still unread) must not pass for a shorter request.
   if (!req.complete || !lines.readableEnded) throw bodyCutShort();
+}
+
+/** A line's JSON value; a line that is not UTF-8 or not JSON is refused, naming the line. */
+export function parseLine(position: number, text: string | null): unknown {
+  if (text === null) throw notUtf8(position);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw notJson(position, (e as Error).message);
+  }
+}
+
+export function notUtf8(position: number): DomainError {
+  return new DomainError(
+    ErrorCode.InvalidEvent,
+    `line ${position}: not valid UTF-8; send the body as UTF-8`,
+    { line: position, path: '', reason: 'not valid UTF-8' },
+  );
+}
+
+export function notJson(position: number, message: string): DomainError {
+  return new DomainError(ErrorCode.InvalidEvent, `line ${position}: not valid JSON: ${message}`, {
+    line: position,
+    path: '',
+    reason: 'not valid JSON',
+  });
 }
 
 /**
@@ -80,7 +98,7 @@ export async function* ndjsonEvents(
 const PIECES_AHEAD = 4;
 
 /** A line of the body with something on it, and its number (blank lines count, but are not passed on). */
-interface BodyLine {
+export interface BodyLine {
   position: number;
   /** null: the line's bytes are not UTF-8 (decoding would put U+FFFD in their place, silently). */
   text: string | null;

@@ -1,0 +1,181 @@
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
+import { invalidEvent, prepareEvent } from './append-session';
+import type { EventOrigin } from './event-origin';
+import type { BodyLine } from './ndjson-source';
+import { notJson, notUtf8, parseLine } from './ndjson-source';
+import type { EventIssue, PreparedEvent } from './prepare-event';
+
+/** A piece of a body's lines sent to the thread. */
+export interface PrepareRequest {
+  id: number;
+  from: 'client' | 'server';
+  lines: BodyLine[];
+}
+
+/** What the thread made of one line. */
+export type PreparedLine =
+  | PreparedEvent
+  | ({ position: number } & EventIssue)
+  | { position: number; notJson: string }
+  | { position: number; notUtf8: true }
+  | { position: number; failed: string };
+
+export interface PrepareReply {
+  id: number;
+  lines: PreparedLine[];
+}
+
+/**
+ * Pieces of one body in the thread at once: enough that the thread works on the next lines while
+ * this one stores the last, few enough that a request is still read only as fast as it is stored.
+ */
+const PIECES_IN_THREAD = 4;
+
+/**
+ * A second thread that parses and checks the lines of ingest bodies (JSON.parse, validation, the
+ * log's body and digest: everything that depends on an event alone), so that the main thread,
+ * which projects and writes them, does not: in the server's profile of a large ingest these were
+ * its largest item after garbage collection. Answers come back in order of asking. Started on
+ * first use; a thread that dies fails the requests it held (500) and is started again when asked.
+ */
+export class PrepareThread {
+  private current: RunningThread | undefined;
+  private nextId = 0;
+
+  /** `sent`: told how many lines each piece sent to the thread holds (a metric). */
+  constructor(private readonly sent: (lines: number) => void = () => undefined) {}
+
+  /** The lines' prepared events (or why each is refused), in the order given. */
+  prepare(lines: BodyLine[], from: 'client' | 'server'): Promise<PreparedLine[]> {
+    const thread = (this.current ??= this.start());
+    const id = this.nextId++;
+    this.sent(lines.length);
+    return new Promise((resolve, reject) => {
+      thread.waiting.set(id, { resolve, reject });
+      thread.worker.postMessage({ id, from, lines } satisfies PrepareRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    const thread = this.current;
+    this.current = undefined;
+    await thread?.worker.terminate();
+  }
+
+  private start(): RunningThread {
+    const worker = new Worker(ENTRY, { execArgv: entryExecArgv() });
+    worker.unref(); // the requests it serves keep the process up, not the thread
+    const thread: RunningThread = { worker, waiting: new Map() };
+    worker.on('message', ({ id, lines }: PrepareReply) => {
+      const waiter = thread.waiting.get(id);
+      thread.waiting.delete(id);
+      waiter?.resolve(lines.map(withBuffers));
+    });
+    const lost = (reason: string) => {
+      if (this.current === thread) this.current = undefined;
+      const error = new Error(`the ingest's preparing thread ${reason}`);
+      for (const waiter of thread.waiting.values()) waiter.reject(error);
+      thread.waiting.clear();
+    };
+    worker.on('error', (e) => lost(`failed: ${e.message}`));
+    worker.on('exit', (code) => lost(`exited (code ${code})`));
+    return thread;
+  }
+}
+
+/** A started thread and the pieces it has not answered yet. */
+interface RunningThread {
+  worker: Worker;
+  waiting: Map<number, { resolve: (lines: PreparedLine[]) => void; reject: (e: Error) => void }>;
+}
+
+/**
+ * A body's events, each as a function that gives it or throws why it is refused: called once the
+ * run is known, so that a missing run is reported before a bad event, as when events are checked
+ * in the request's own thread. The first event is checked here, when the caller asks for it: it is
+ * waited for either way, and a body of one event (a trainer's iteration) then never pays the
+ * hand-off (about 1 µs per step here, the copies to the thread and back, for no overlap); the
+ * events after it on the thread. A line that is not UTF-8 or not JSON is refused where it is met,
+ * as ndjsonEvents does. Stops reading the body when the caller stops.
+ */
+export async function* preparedInThread(
+  thread: PrepareThread,
+  pieces: AsyncIterable<BodyLine[]>,
+  from: 'client' | 'server',
+  origin: EventOrigin,
+): AsyncGenerator<() => PreparedEvent> {
+  const body = pieces[Symbol.asyncIterator]();
+  let prepared: Readable | undefined;
+  try {
+    let first = await body.next();
+    while (!first.done && first.value.length === 0) first = await body.next();
+    if (first.done) return;
+    const [head, ...others] = first.value as [BodyLine, ...BodyLine[]];
+    const value = parseLine(head.position, head.text);
+    // Readable.map keeps the order and holds at most `concurrency` pieces in the thread; read(0)
+    // starts it now, so that the thread works on the next lines while the first event is stored.
+    prepared = Readable.from(theRest(others, body), { highWaterMark: 1 }).map(
+      (lines: BodyLine[]) => thread.prepare(lines, from),
+      { concurrency: PIECES_IN_THREAD },
+    );
+    // Failures (the body's, the thread's) are read by the loop below, in their turn; without a
+    // listener one met while the first event is stored would be thrown at the process.
+    prepared.on('error', () => undefined);
+    prepared.read(0);
+    yield () => prepareEvent({ position: head.position, value }, from, origin);
+    for await (const lines of prepared as AsyncIterable<PreparedLine[]>)
+      for (const line of lines) {
+        if ('notUtf8' in line) throw notUtf8(line.position);
+        if ('notJson' in line) throw notJson(line.position, line.notJson);
+        yield () => preparedOrThrow(line, origin);
+      }
+  } finally {
+    prepared?.destroy();
+    // Not awaited: a body waiting for bytes ends when they come or its idle limit passes.
+    void body.return?.().catch(() => undefined);
+  }
+}
+
+/** The body's pieces after its first line. */
+async function* theRest(
+  others: BodyLine[],
+  body: AsyncIterator<BodyLine[]>,
+): AsyncGenerator<BodyLine[]> {
+  if (others.length > 0) yield others;
+  for (let next = await body.next(); !next.done; next = await body.next()) yield next.value;
+}
+
+function preparedOrThrow(
+  line: Exclude<PreparedLine, { notUtf8: true } | { notJson: string }>,
+  origin: EventOrigin,
+): PreparedEvent {
+  if ('failed' in line)
+    throw new Error(`preparing ${origin.name(line.position)} failed: ${line.failed}`);
+  if ('reason' in line) invalidEvent(origin, line.position, line.path, line.reason);
+  return line;
+}
+
+/** A Buffer sent between threads arrives as a plain Uint8Array. */
+function withBuffers(line: PreparedLine): PreparedLine {
+  if (!('hash' in line)) return line;
+  return { ...line, hash: asBuffer(line.hash), body: line.body && asBuffer(line.body) };
+}
+
+const asBuffer = (bytes: Uint8Array) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/**
+ * The thread's entry beside this file: compiled (.js) in a build, else the TypeScript source, which
+ * the thread compiles on the fly as this process does (the tests' servers, CREDITLAB_COMPILED=0).
+ */
+const ENTRY = path.join(__dirname, `prepare-thread-entry${path.extname(__filename)}`);
+
+function entryExecArgv(): string[] {
+  const fromSource = ENTRY.endsWith('.ts');
+  const registered = process.execArgv.some((a) => a.includes('@swc-node/register'));
+  return fromSource && !registered
+    ? [...process.execArgv, '-r', '@swc-node/register']
+    : process.execArgv;
+}
