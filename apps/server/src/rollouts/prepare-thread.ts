@@ -36,9 +36,10 @@ const PIECES_IN_THREAD = 4;
 /**
  * A second thread that parses and checks the lines of ingest bodies (JSON.parse, validation, the
  * log's body and digest: everything that depends on an event alone), so that the main thread,
- * which projects and writes them, does not: in the server's profile of a large ingest these were
- * its largest item after garbage collection. Answers come back in order of asking. Started on
- * first use; a thread that dies fails the requests it held (500) and is started again when asked.
+ * which projects and writes them, does not: in the server's profile of a 1M-step ingest as columns
+ * they were about a sixth of its busy time (1.4 of 8.8 s), and the garbage they leave is collected
+ * on the thread's own heap. Answers come back in order of asking. Started on first use; a thread
+ * that dies fails the requests it held (500) and is started again when asked.
  */
 export class PrepareThread {
   private current: RunningThread | undefined;
