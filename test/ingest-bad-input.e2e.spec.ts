@@ -1,9 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { CreditlabClient } from '@creditlab/client';
+import { CreditlabClient, newEventId } from '@creditlab/client';
 import { rowCounts } from './support/row-counts';
-import { gql, startTestServer, type ServerProcess, ADMIN_KEY, api } from './support/test-server';
+import {
+  gql,
+  metric,
+  startTestServer,
+  type ServerProcess,
+  ADMIN_KEY,
+  api,
+} from './support/test-server';
 
 /**
  * Malformed requests from test/fixtures/not-ok: each gets its status and a
@@ -51,7 +58,11 @@ const createRun = async (s: ServerProcess) =>
 beforeAll(async () => {
   // The request's own thread for every body here (small bodies are checked there by default).
   server = await startTestServer({ ...LIMITS, CREDITLAB_INGEST_THREAD_MIN_BYTES: 'off' });
-  threaded = await startTestServer({ ...LIMITS, CREDITLAB_INGEST_THREAD_MIN_BYTES: '0' });
+  // Started with a V8 flag, as operators start Node: a Worker refuses such flags given to it
+  // explicitly (every threaded request failed with 500).
+  threaded = await startTestServer({ ...LIMITS, CREDITLAB_INGEST_THREAD_MIN_BYTES: '0' }, [
+    '--max-old-space-size=4096',
+  ]);
   [runId, threadedRunId] = await Promise.all([createRun(server), createRun(threaded)]);
 });
 afterAll(() => Promise.all([server?.stop(), threaded?.stop()]));
@@ -119,6 +130,25 @@ async function refused(s: ServerProcess & { databaseUrl: string }, run: string, 
   expect(await rowCounts(s.databaseUrl)).toEqual(before);
   return json;
 }
+
+test('the server started with a V8 flag checks bodies on its preparing thread', async () => {
+  // A refused body's lines reach the thread like any other (a line past the first of this one).
+  const events = ['a', 'b'].map((name) =>
+    JSON.stringify({
+      id: newEventId(),
+      type: 'metrics.logged',
+      data: { iteration: 0, metrics: { [name]: 1 } },
+    }),
+  );
+  const res = await api(`${threaded.url}/v1/runs/${threadedRunId}/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson' },
+    body: `${events.join('\n')}\n`,
+  });
+  expect(res.status).toBe(200);
+  expect(await metric(threaded, 'creditlab_ingest_thread_lines_total')).toBeGreaterThan(0);
+  expect(threaded.output()).not.toContain('preparing thread cannot start');
+});
 
 test.each(cases)('%s', async (_name, c) => {
   const here = await refused(server, runId, c);

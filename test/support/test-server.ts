@@ -36,6 +36,9 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
+/** Node's arguments that run the server from source, compiled on the fly (what the tests run). */
+const SOURCE_SERVER = ['-r', '@swc-node/register', 'apps/server/src/main.ts'];
+
 /**
  * The real server as `npm start` runs it, in its own process (Nest 12 is ESM,
  * which Jest's module runtime cannot load on Node 20; a child process is also
@@ -43,12 +46,7 @@ export interface ServerProcess {
  */
 export async function spawnServer(
   env: Record<string, string | undefined>,
-  command: [string, ...string[]] = [
-    process.execPath,
-    '-r',
-    '@swc-node/register',
-    'apps/server/src/main.ts',
-  ],
+  command: [string, ...string[]] = [process.execPath, ...SOURCE_SERVER],
 ): Promise<ServerProcess> {
   const [program, ...args] = command;
   const child = spawnTracked(program, args, {
@@ -101,12 +99,17 @@ export async function spawnServer(
   };
 }
 
-/** The server on a fresh database of the test run's Postgres. */
+/** The server on a fresh database of the test run's Postgres; `nodeArgs`: options for its Node. */
 export async function startTestServer(
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<ServerProcess & { databaseUrl: string }> {
   const databaseUrl = await createTestDatabase();
-  const server = await spawnServer({ DATABASE_URL: databaseUrl, ...env });
+  const server = await spawnServer({ DATABASE_URL: databaseUrl, ...env }, [
+    process.execPath,
+    ...nodeArgs,
+    ...SOURCE_SERVER,
+  ]);
   return { ...server, databaseUrl };
 }
 

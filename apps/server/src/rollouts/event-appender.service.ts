@@ -43,7 +43,10 @@ export class EventAppender implements OnModuleDestroy {
     @Inject(Metrics) private readonly metrics: Metrics,
     @Inject(AppConfigToken) private readonly config: AppConfig,
   ) {
-    this.thread = new PrepareThread((lines) => metrics.threadLines.inc(lines));
+    this.thread = new PrepareThread({
+      sent: (lines) => metrics.threadLines.inc(lines),
+      warn: (message) => this.logger.warn(message),
+    });
     this.packInHand =
       config.recompute.packIterations === 'on-append'
         ? { warn: (message) => this.logger.warn(message) }

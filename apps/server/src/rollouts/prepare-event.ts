@@ -36,3 +36,36 @@ export function checkEvent(
 export function isIssue(checked: PreparedEvent | EventIssue): checked is EventIssue {
   return 'reason' in checked;
 }
+
+/** What was made of one line of a body: its prepared event, or why it is refused. */
+export type PreparedLine =
+  | PreparedEvent
+  | ({ position: number } & EventIssue)
+  | { position: number; notJson: string }
+  | { position: number; notUtf8: true }
+  | { position: number; failed: string };
+
+/**
+ * One line of a body parsed and checked, whatever is wrong with it told as data rather than
+ * thrown: the preparing thread's work (prepare-thread-entry.ts), which answers for many lines at once.
+ */
+export function prepareLine(
+  position: number,
+  text: string | null,
+  from: 'client' | 'server',
+): PreparedLine {
+  if (text === null) return { position, notUtf8: true };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { position, notJson: (e as Error).message };
+  }
+  try {
+    const checked = checkEvent(position, value, from);
+    return isIssue(checked) ? { position, ...checked } : checked;
+  } catch (e) {
+    // A bug, not the client's: answered 500 by the request, not by a lost thread.
+    return { position, failed: e instanceof Error ? (e.stack ?? e.message) : String(e) };
+  }
+}

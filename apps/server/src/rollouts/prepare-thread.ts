@@ -5,7 +5,7 @@ import { invalidEvent, prepareEvent } from './append-session';
 import type { EventOrigin } from './event-origin';
 import type { BodyLine } from './ndjson-source';
 import { notJson, notUtf8, parseLine } from './ndjson-source';
-import type { EventIssue, PreparedEvent } from './prepare-event';
+import { prepareLine, type PreparedEvent, type PreparedLine } from './prepare-event';
 
 /** A piece of a body's lines sent to the thread. */
 export interface PrepareRequest {
@@ -13,14 +13,6 @@ export interface PrepareRequest {
   from: 'client' | 'server';
   lines: BodyLine[];
 }
-
-/** What the thread made of one line. */
-export type PreparedLine =
-  | PreparedEvent
-  | ({ position: number } & EventIssue)
-  | { position: number; notJson: string }
-  | { position: number; notUtf8: true }
-  | { position: number; failed: string };
 
 export interface PrepareReply {
   id: number;
@@ -44,15 +36,24 @@ const PIECES_IN_THREAD = 4;
 export class PrepareThread {
   private current: RunningThread | undefined;
   private nextId = 0;
+  /** Why no thread can be started here, once that is known: lines are then prepared in this one. */
+  private unavailable: string | undefined;
 
-  /** `sent`: told how many lines each piece sent to the thread holds (a metric). */
-  constructor(private readonly sent: (lines: number) => void = () => undefined) {}
+  constructor(
+    private readonly options: {
+      /** Told how many lines each piece sent to the thread holds (a metric). */
+      sent?: (lines: number) => void;
+      /** Told once if no thread can be started (this module stays free of Nest). */
+      warn?: (message: string) => void;
+    } = {},
+  ) {}
 
   /** The lines' prepared events (or why each is refused), in the order given. */
   prepare(lines: BodyLine[], from: 'client' | 'server'): Promise<PreparedLine[]> {
-    const thread = (this.current ??= this.start());
+    const thread = this.current ?? this.start();
+    if (!thread) return Promise.resolve(lines.map((l) => prepareLine(l.position, l.text, from)));
     const id = this.nextId++;
-    this.sent(lines.length);
+    this.options.sent?.(lines.length);
     return new Promise((resolve, reject) => {
       thread.waiting.set(id, { resolve, reject });
       thread.worker.postMessage({ id, from, lines } satisfies PrepareRequest);
@@ -65,8 +66,18 @@ export class PrepareThread {
     await thread?.worker.terminate();
   }
 
-  private start(): RunningThread {
-    const worker = new Worker(ENTRY, { execArgv: entryExecArgv() });
+  private start(): RunningThread | undefined {
+    if (this.unavailable) return undefined;
+    let worker: Worker;
+    try {
+      worker = new Worker(ENTRY, { execArgv: entryExecArgv() });
+    } catch (e) {
+      this.unavailable = (e as Error).message;
+      this.options.warn?.(
+        `the ingest's preparing thread cannot start (${this.unavailable}); bodies are parsed and checked on the request's thread`,
+      );
+      return undefined;
+    }
     worker.unref(); // the requests it serves keep the process up, not the thread
     const thread: RunningThread = { worker, waiting: new Map() };
     worker.on('message', ({ id, lines }: PrepareReply) => {
@@ -82,6 +93,7 @@ export class PrepareThread {
     };
     worker.on('error', (e) => lost(`failed: ${e.message}`));
     worker.on('exit', (code) => lost(`exited (code ${code})`));
+    this.current = thread;
     return thread;
   }
 }
@@ -173,10 +185,12 @@ const asBuffer = (bytes: Uint8Array) =>
  */
 const ENTRY = path.join(__dirname, `prepare-thread-entry${path.extname(__filename)}`);
 
-function entryExecArgv(): string[] {
-  const fromSource = ENTRY.endsWith('.ts');
+/**
+ * The thread's Node options: its parent's (the default), which it may not be given explicitly when
+ * they hold V8 or process-wide flags (`--max-old-space-size`: the Worker refuses them), or, from
+ * source in a process that registered the compiler itself (run-entry.mjs), that compiler alone.
+ */
+function entryExecArgv(): string[] | undefined {
   const registered = process.execArgv.some((a) => a.includes('@swc-node/register'));
-  return fromSource && !registered
-    ? [...process.execArgv, '-r', '@swc-node/register']
-    : process.execArgv;
+  return ENTRY.endsWith('.ts') && !registered ? ['-r', '@swc-node/register'] : undefined;
 }
