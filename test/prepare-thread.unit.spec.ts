@@ -132,3 +132,30 @@ test('a thread that ends fails the pieces it held; the next piece starts a new t
     await fresh.close();
   }
 });
+
+test('a thread whose code cannot load leaves the lines to this thread, saying so once', async () => {
+  const warnings: string[] = [];
+  const broken = new PrepareThread({
+    entry: path.join(__dirname, 'no-such-prepare-thread-entry.js'),
+    warn: (m) => warnings.push(m),
+  });
+  try {
+    const here = lines.map(({ position, text }) =>
+      checkEvent(position, JSON.parse(text as string), 'client'),
+    );
+    // what was sent before the thread failed, and what is sent after
+    const first = await broken.prepare(lines, 'client');
+    const second = await broken.prepare(lines, 'client');
+    for (const got of [first, second])
+      got.forEach((line, i) => {
+        const want = here[i]!;
+        expect(line).toEqual('reason' in want ? { position: i + 1, ...want } : want);
+      });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      /preparing thread cannot start \(failed: .*no-such-prepare-thread-entry/,
+    );
+  } finally {
+    await broken.close();
+  }
+});

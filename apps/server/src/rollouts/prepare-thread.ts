@@ -45,17 +45,19 @@ export class PrepareThread {
       sent?: (lines: number) => void;
       /** Told once if no thread can be started (this module stays free of Nest). */
       warn?: (message: string) => void;
+      /** The thread's code (tests: one that cannot load); by default prepare-thread-entry. */
+      entry?: string;
     } = {},
   ) {}
 
   /** The lines' prepared events (or why each is refused), in the order given. */
   prepare(lines: BodyLine[], from: 'client' | 'server'): Promise<PreparedLine[]> {
     const thread = this.current ?? this.start();
-    if (!thread) return Promise.resolve(lines.map((l) => prepareLine(l.position, l.text, from)));
+    if (!thread) return Promise.resolve(prepareHere(lines, from));
     const id = this.nextId++;
     this.options.sent?.(lines.length);
     return new Promise((resolve, reject) => {
-      thread.waiting.set(id, { resolve, reject });
+      thread.waiting.set(id, { resolve, reject, lines, from });
       thread.worker.postMessage({ id, from, lines } satisfies PrepareRequest);
     });
   }
@@ -70,39 +72,64 @@ export class PrepareThread {
     if (this.unavailable) return undefined;
     let worker: Worker;
     try {
-      worker = new Worker(ENTRY, { execArgv: entryExecArgv() });
+      worker = new Worker(this.options.entry ?? ENTRY, { execArgv: entryExecArgv() });
     } catch (e) {
-      this.unavailable = (e as Error).message;
-      this.options.warn?.(
-        `the ingest's preparing thread cannot start (${this.unavailable}); bodies are parsed and checked on the request's thread`,
-      );
+      this.giveUp((e as Error).message);
       return undefined;
     }
     worker.unref(); // the requests it serves keep the process up, not the thread
-    const thread: RunningThread = { worker, waiting: new Map() };
+    const thread: RunningThread = { worker, waiting: new Map(), answered: false };
     worker.on('message', ({ id, lines }: PrepareReply) => {
+      thread.answered = true;
       const waiter = thread.waiting.get(id);
       thread.waiting.delete(id);
       waiter?.resolve(lines.map(withBuffers));
     });
-    const lost = (reason: string) => {
+    const lost = (reason: string, loadFailure: boolean) => {
       if (this.current === thread) this.current = undefined;
+      // A thread whose code fails before it answers anything (a build without its entry) will
+      // fail the same way every time: this thread prepares instead, what was sent included.
+      if (loadFailure) this.giveUp(reason);
       const error = new Error(`the ingest's preparing thread ${reason}`);
-      for (const waiter of thread.waiting.values()) waiter.reject(error);
+      for (const waiter of thread.waiting.values())
+        if (loadFailure) waiter.resolve(prepareHere(waiter.lines, waiter.from));
+        else waiter.reject(error);
       thread.waiting.clear();
     };
-    worker.on('error', (e) => lost(`failed: ${e.message}`));
-    worker.on('exit', (code) => lost(`exited (code ${code})`));
+    worker.on('error', (e: Error & { code?: string }) =>
+      lost(`failed: ${e.message}`, !thread.answered && e.code !== 'ERR_WORKER_OUT_OF_MEMORY'),
+    );
+    worker.on('exit', (code) => lost(`exited (code ${code})`, false));
     this.current = thread;
     return thread;
+  }
+
+  private giveUp(reason: string): void {
+    this.unavailable = reason;
+    this.options.warn?.(
+      `the ingest's preparing thread cannot start (${reason}); bodies are parsed and checked on the request's thread`,
+    );
   }
 }
 
 /** A started thread and the pieces it has not answered yet. */
 interface RunningThread {
   worker: Worker;
-  waiting: Map<number, { resolve: (lines: PreparedLine[]) => void; reject: (e: Error) => void }>;
+  waiting: Map<
+    number,
+    {
+      resolve: (lines: PreparedLine[]) => void;
+      reject: (e: Error) => void;
+      lines: BodyLine[];
+      from: 'client' | 'server';
+    }
+  >;
+  /** Whether it has answered once (its code loaded and ran). */
+  answered: boolean;
 }
+
+const prepareHere = (lines: BodyLine[], from: 'client' | 'server') =>
+  lines.map((l) => prepareLine(l.position, l.text, from));
 
 /**
  * A body's events, each as a function that gives it or throws why it is refused: called once the
