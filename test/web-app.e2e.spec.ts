@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { CreditlabClient, newEventId } from '@creditlab/client';
+import { seededRandom } from '@creditlab/random';
 import { startBrowser, type TestBrowser } from './support/browser';
 import { npmRun } from './support/cli';
 import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
@@ -839,8 +840,7 @@ test('leaving a page while a chart is still being painted throws nothing', async
   // slices, one per frame) when the page is left, which threw from the disposed chart before.
   const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
   const { id } = await client.createRun({ name: 'spread', env: 'e', method: 'grpo' });
-  let seed = 1;
-  const uniform = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  const uniform = seededRandom(1);
   const groups = Array.from({ length: 100 }, (_, g) => ({
     id: `g${g}`,
     trajectories: Array.from({ length: 8 }, (_, t) => ({
