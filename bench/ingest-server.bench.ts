@@ -13,6 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
+import { deserialize, serialize } from 'node:v8';
 import { prepareEvent } from '../apps/server/src/rollouts/append-session';
 import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
 import { ndjsonEvents } from '../apps/server/src/rollouts/ndjson-source';
@@ -27,7 +28,7 @@ const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_SERVER_EMBEDDING_STEPS ??
 const PASSES = Number(process.env.BENCH_INGEST_SERVER_PASSES ?? 10);
 const WARM_UP_PASSES = 2;
 
-const PHASES = ['parse', 'read', 'prepare', 'rows'] as const;
+const PHASES = ['parse', 'read', 'prepare', 'back', 'rows'] as const;
 type Phase = (typeof PHASES)[number];
 type Times = Record<Phase, number>;
 
@@ -68,7 +69,7 @@ async function readPass(bodies: Buffer[]): Promise<number> {
 }
 
 function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { steps: number } {
-  const times: Times = { parse: 0, read: 0, prepare: 0, rows: 0 };
+  const times: Times = { parse: 0, read: 0, prepare: 0, back: 0, rows: 0 };
   // A new dictionary per pass, as a request has one. Ids come from the process's text-id cache, warm
   // after the first pass, as for a run whose texts recur (bench:ingest's: 99.5 % of a request's).
   const texts = new TextDictionary(noDatabase, runId);
@@ -77,8 +78,16 @@ function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { 
     const t0 = process.hrtime.bigint();
     const value: unknown = JSON.parse(line);
     const t1 = process.hrtime.bigint();
-    const { event } = prepareEvent({ position, value }, 'client', BODY_LINES);
+    const prepared = prepareEvent({ position, value }, 'client', BODY_LINES);
+    const { event } = prepared;
     const t2 = process.hrtime.bigint();
+    // What the request's thread pays to take an event the preparing thread made: postMessage's
+    // structured clone, read back (the copy's other half is paid on the preparing thread).
+    const cloned = serialize(prepared);
+    const t2a = process.hrtime.bigint();
+    deserialize(cloned);
+    const t2b = process.hrtime.bigint();
+    times.back += Number(t2b - t2a);
     const rows = new StepSliceRows(runIdBytes, texts);
     for (const slice of slicesOf(event)) {
       if (Array.isArray(slice.steps)) rows.objects(PLACE, 0, position, slice.steps);
@@ -88,7 +97,7 @@ function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { 
     const t3 = process.hrtime.bigint();
     times.parse += Number(t1 - t0);
     times.prepare += Number(t2 - t1);
-    times.rows += Number(t3 - t2);
+    times.rows += Number(t3 - t2b);
   }
   return { ...times, steps };
 }
@@ -103,7 +112,13 @@ async function measure(s: IngestScenario, dir: string): Promise<Result> {
     await rm(f);
   }
   const runId = '00000000-0000-4000-8000-000000000000';
-  const best: Times = { parse: Infinity, read: Infinity, prepare: Infinity, rows: Infinity };
+  const best: Times = {
+    parse: Infinity,
+    read: Infinity,
+    prepare: Infinity,
+    back: Infinity,
+    rows: Infinity,
+  };
   const cpu: number[] = [];
   let steps = 0;
   for (let pass = 0; pass < WARM_UP_PASSES + PASSES; pass++) {
@@ -149,7 +164,7 @@ async function main(): Promise<void> {
       results.push(r);
       const us = (phase: Phase) => fmt(r.best[phase] / r.steps / 1000, 2);
       console.log(
-        `${r.label} ${r.steps}: parse ${us('parse')} µs/step, read ${us('read')}, prepare ${us('prepare')}, rows ${us('rows')}; process CPU ${fmt(r.processCpu / r.steps / 1000, 2)} µs/step`,
+        `${r.label} ${r.steps}: parse ${us('parse')} µs/step, read ${us('read')}, prepare ${us('prepare')}, read back ${us('back')}, rows ${us('rows')}; process CPU ${fmt(r.processCpu / r.steps / 1000, 2)} µs/step`,
       );
     }
   } finally {
@@ -158,7 +173,7 @@ async function main(): Promise<void> {
   const us = (r: Result, ns: number) => `${fmt(ns / r.steps / 1000, 2)} µs`;
   const lines = results.map((r) => {
     const total = r.best.read + r.best.prepare + r.best.rows;
-    return `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r, r.best.parse)} | ${us(r, r.best.read)} | ${us(r, r.best.prepare)} | ${us(r, r.best.rows)} | ${us(r, total)} | ${fmt(total / r.best.parse, 1)} | ${us(r, r.processCpu)} |`;
+    return `| ${r.label} | ${r.steps.toLocaleString('en')} | ${us(r, r.best.parse)} | ${us(r, r.best.read)} | ${us(r, r.best.prepare)} | ${us(r, r.best.back)} | ${us(r, r.best.rows)} | ${us(r, total)} | ${fmt(total / r.best.parse, 1)} | ${us(r, r.processCpu)} |`;
   });
   writeSection(
     'ingest-server',
@@ -172,17 +187,20 @@ The NDJSON request bodies of bench:ingest's synthetic run (one line per iteratio
 this process by the server's own modules, with no database, HTTP or other thread: **parse** is \`JSON.parse\` of
 each line (the baseline: the least any server must do with the body); **read** is the body cut into lines and each
 parsed, as the server reads a request (\`ndjsonEvents\`, the body fed in 64 KB chunks); **prepare** checks the event and makes
-the log's body and digest (\`prepareEvent\`); **rows** cuts its trajectory slices and writes their binary COPY rows
+the log's body and digest (\`prepareEvent\`); **read back** is what the request's thread pays to take a prepared event
+from the preparing thread (\`prepare-thread.ts\`, bodies of 64 KiB or more): postMessage's structured clone read back
+(\`v8.deserialize\`; the preparing thread pays the writing); **rows** cuts its trajectory slices and writes their binary COPY rows
 for \`step_slices\` (\`StepSliceRows\`, text ids from the process's cache, warm after the warm-up passes, as for a run whose texts recur). Each figure is the
 least over ${PASSES} passes after ${WARM_UP_PASSES} warm-up passes. **Process CPU** is this process's CPU time, all its
-threads, over a whole pass (every phase, parse and read included, so about parse + read + prepare + rows when
+threads, over a whole pass (every phase, parse and read included, and the clone's writing, so about parse + read +
+prepare + read back + rows when
 nothing else is paid), the median over the passes: what it holds beyond the phases is garbage collection and
 compilation on V8's helper threads and the system calls of allocating memory, which the least wall times of the
 main thread do not show. What bench:ingest measures beyond these (its "server CPU") is HTTP, streams,
 node-postgres, packing for recompute, and the system calls of all of them.
 
-| scenario | steps | parse (baseline) | read | prepare | rows | sum of read, prepare, rows | sum ÷ parse | process CPU |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| scenario | steps | parse (baseline) | read | prepare | read back | rows | sum of read, prepare, rows | sum ÷ parse | process CPU |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${lines.join('\n')}
 `,
   );
