@@ -11,6 +11,8 @@ export function bodyOf(event: ValidEvent): Buffer | null {
   if (event.type !== 'rollouts.appended') return null;
   const data = event.data;
   if ('columns' in data) return encodeColumnarBody(data);
+  // From the event itself, not the projector's slicesOf: this runs on the preparing thread, which
+  // does not load the projector.
   return encodeStepsBody(
     data.groups.flatMap((g) => g.trajectories.map((t) => t.steps as StepPayload[])),
   );
