@@ -124,9 +124,10 @@ test('a repeated id inside one request is stored once', async () => {
 
 test('a request cut mid-body stores nothing, and its retry stores everything once', async () => {
   const { id } = await client.createRun({ name: 'cut', env: 'e', method: 'gigpo' });
-  // Large enough (≈ 12k steps) that the server has already written chunks inside the transaction when the cut comes.
+  // Large enough (≈ 40k steps) that the server has already written a chunk (16k steps, or 4 MiB
+  // of log bodies) inside the transaction when the cut comes.
   const batch = syntheticBatchJson(
-    { groups: 1000, groupSize: 8, maxSteps: 50, statesPerGroup: 20, maxTotalSteps: 12_000 },
+    { groups: 1000, groupSize: 8, maxSteps: 50, statesPerGroup: 20, maxTotalSteps: 40_000 },
     5,
   );
   const body = ndjson(rolloutEvents(0, batch, 200));

@@ -96,10 +96,12 @@ test('steps.appended one step at a time, then trajectory.finished, round-trips t
 });
 
 test('a trajectory continued across write chunks and requests keeps its length, return and outcome', async () => {
-  // 2,600 steps in one request cross the server's 2,000-step write chunk: the trajectory's row is
-  // inserted by the first chunk and updated by the second. The next request continues it, and adds a
-  // new trajectory to the same group, so one save both updates a row and inserts one.
-  const big = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 1000 });
+  // 17,000 steps in one request cross the server's 16,000-step write chunk. The next request
+  // continues the trajectory across a chunk too, and adds new trajectories to the same stored group
+  // in both of its chunks: each gets the next place in the group, though the first one's row is
+  // not written yet when the second is placed (the request's rows of trajectories are written at
+  // its end).
+  const big = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 100_000 });
   const { id } = await big.createRun({ name: 'long', env: 'fixtures', method: 'grpo' });
   const steps = (from: number, to: number) =>
     Array.from({ length: to - from }, (_, j) => {
@@ -107,38 +109,41 @@ test('a trajectory continued across write chunks and requests keeps its length, 
       return { state: `s${k % 7}`, action: `a${k % 3}`, reward: k % 10 === 0 ? 1 : 0 };
     });
   const append = (trajectoryId: string, from: number, to: number): ClientEvent[] =>
-    Array.from({ length: Math.ceil((to - from) / 100) }, (_, c) => ({
+    Array.from({ length: Math.ceil((to - from) / 1000) }, (_, c) => ({
       id: newEventId(),
       type: 'steps.appended',
       data: {
         iteration: 0,
         groupId: 'g',
         trajectoryId,
-        firstStepIndex: from + 100 * c,
-        steps: steps(from + 100 * c, Math.min(to, from + 100 * (c + 1))),
+        firstStepIndex: from + 1000 * c,
+        steps: steps(from + 1000 * c, Math.min(to, from + 1000 * (c + 1))),
       },
     }));
-  await big.appendEvents(id, append('long', 0, 2600));
-  await big.appendEvents(id, [
-    ...append('long', 2600, 2700),
+  expect((await big.appendEvents(id, append('long', 0, 17_000))).requests).toBe(1);
+  const second = await big.appendEvents(id, [
     ...append('short', 0, 5),
+    ...append('long', 17_000, 34_000),
+    ...append('late', 0, 3),
     {
       id: newEventId(),
       type: 'trajectory.finished',
       data: { iteration: 0, groupId: 'g', trajectoryId: 'long', outcome: 'truncated' },
     },
   ]);
+  expect(second.requests).toBe(1);
   const [group] = await readIteration(server, id, 0);
-  const [long, short] = group!.trajectories;
+  const [long, short, late] = group!.trajectories;
   expect(long).toMatchObject({
     id: 'long',
-    length: 2700,
+    length: 34_000,
     outcome: 'truncated',
     outcomeGiven: true,
   });
-  expect(long!.return).toBe(270);
-  expect(long!.steps.map((x) => x.index)).toEqual([...Array(2700).keys()]);
+  expect(long!.return).toBe(3400);
+  expect(long!.steps.map((x) => x.index)).toEqual([...Array(34_000).keys()]);
   expect(short).toMatchObject({ id: 'short', length: 5, outcome: 'success', outcomeGiven: false });
+  expect(late).toMatchObject({ id: 'late', length: 3, outcome: 'success', outcomeGiven: false });
 });
 
 test('fields beyond rollout-batch/v1 are kept as sent', async () => {

@@ -85,6 +85,17 @@ async function positions(pool: pg.Pool, runId: string) {
   }));
 }
 
+/** The run finished and its packed rows dropped, the packer writes them again the same, byte for byte. */
+async function expectPackerWritesTheSame(pool: pg.Pool, client: CreditlabClient, runId: string) {
+  const packed = await packedRows(pool, runId);
+  await pool.query('DELETE FROM iteration_columns WHERE run_id = $1', [runId]);
+  await client.appendEvents(runId, [
+    { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
+  ]);
+  await packRun(pool, runId);
+  expect(await packedRows(pool, runId)).toEqual(packed);
+}
+
 describe('on-append (the default)', () => {
   let server: Server;
   let pool: pg.Pool;
@@ -138,7 +149,7 @@ describe('on-append (the default)', () => {
     await client.appendEvents(id, [
       { id: newEventId(), type: 'metrics.logged', data: { iteration: 0, metrics: { loss: 1 } } },
     ]);
-    // About 1,000 steps each, so the request is written in two chunks; a trajectory without steps.
+    // About 1,000 steps each; a trajectory without steps.
     const shape = { groups: 8, groupSize: 8, maxSteps: 30, statesPerGroup: 6 };
     const batches = [0, 1, 2].map((i) => syntheticBatchJson(shape, 20 + i));
     batches[1]!.groups[0]!.trajectories.push({ id: 'no-steps', steps: [] });
@@ -150,13 +161,7 @@ describe('on-append (the default)', () => {
     expect(await positions(pool, id)).toEqual(
       [0, 1, 2].map((iteration) => ({ iteration, fresh: true, packed: true })),
     );
-    const inHand = await packedRows(pool, id);
-    await pool.query('DELETE FROM iteration_columns WHERE run_id = $1', [id]);
-    await client.appendEvents(id, [
-      { id: newEventId(), type: 'run.finished', data: { status: 'completed' } },
-    ]);
-    await packRun(pool, id);
-    expect(await packedRows(pool, id)).toEqual(inHand);
+    await expectPackerWritesTheSame(pool, client, id);
 
     // More packed rows than one statement's parameters can carry (65,535 at ten a row).
     const { id: spool } = await client.createRun({
@@ -174,6 +179,49 @@ describe('on-append (the default)', () => {
     expect((await client.appendEvents(spool, events)).requests).toBe(1);
     const packed = await positions(pool, spool);
     expect(packed.filter((p) => p.fresh)).toHaveLength(iterations);
+  });
+
+  test('a request of several chunks packs each iteration once past it; one it changes after that is packed again', async () => {
+    const { id } = await client.createRun({ name: 'chunks', env: 'synthetic', method: 'gigpo' });
+    // Four iterations of 6,000 steps: the request is projected in two chunks (16,000 steps each), and
+    // iterations 0 and 1 are packed with the first, while the second is still to come.
+    const shape = { groups: 100, groupSize: 8, maxSteps: 40, statesPerGroup: 10 };
+    const batches = [0, 1, 2, 3].map((i) =>
+      syntheticBatchJson({ ...shape, maxTotalSteps: 6000 }, 30 + i),
+    );
+    const steps = batches
+      .flatMap((b) => b.groups.flatMap((g) => g.trajectories))
+      .reduce((n, t) => n + t.steps.length, 0);
+    expect(steps).toBeGreaterThan(16_000);
+    const late = batches[0]!.groups[0]!;
+    const events = [
+      ...batches.flatMap((b, i) => rolloutEvents(i, b, 2000, { columnar: true })),
+      // Iteration 0 changed at the request's end, long after it was packed: a new outcome.
+      {
+        id: newEventId(),
+        type: 'trajectory.finished',
+        data: {
+          iteration: 0,
+          groupId: late.id,
+          trajectoryId: late.trajectories[0]!.id,
+          outcome: 'failure',
+        },
+      } as ClientEvent,
+    ];
+    expect((await client.appendEvents(id, events)).requests).toBe(1);
+    expect((await positions(pool, id)).slice(1)).toEqual(
+      [1, 2, 3].map((iteration) => ({ iteration, fresh: true, packed: true })),
+    );
+    // Iteration 0's row from the first chunk is stale (never served); the background pass packs it again.
+    const until = Date.now() + 60_000;
+    let now = await positions(pool, id);
+    while (!now[0]!.fresh && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 100));
+      now = await positions(pool, id);
+    }
+    expect(now[0]).toEqual({ iteration: 0, fresh: true, packed: true });
+    // Whenever each was packed, the rows are the packer's, byte for byte.
+    await expectPackerWritesTheSame(pool, client, id);
   });
 
   test('an iteration appended to by a later request is not packed by it, and is packed again once complete', async () => {

@@ -39,16 +39,16 @@ const shape = (length: number): TrajectoryShape[] => [
 ];
 
 /** Iterations 0 and 1 kept (two steps each), packed against shapes of these lengths, at seq 10 and 11. */
-function packAgainst(lengths: [number, number]) {
+async function packAgainst(lengths: [number, number]) {
   const warnings: string[] = [];
   const packing = new InHandPacking((m) => warnings.push(m));
   keptRows(packing);
   const shapes = new Map(lengths.map((n, i) => [i, shape(n)]));
-  return { packed: packing.pack(shapes, (i) => 10 + i), warnings };
+  return { packed: await packing.pack(shapes, (i) => 10 + i), warnings };
 }
 
-test('rows that fit their shape are packed at the position given', () => {
-  const { packed, warnings } = packAgainst([2, 2]);
+test('rows that fit their shape are packed at the position given', async () => {
+  const { packed, warnings } = await packAgainst([2, 2]);
   expect(packed.map((p) => [p.iteration, p.inputsSeq, p.columns.reward.length])).toEqual([
     [0, 10, 16],
     [1, 11, 16],
@@ -56,8 +56,8 @@ test('rows that fit their shape are packed at the position given', () => {
   expect(warnings).toEqual([]);
 });
 
-test('an iteration whose rows do not fit its shape is left out with a warning; the others are packed', () => {
-  const { packed, warnings } = packAgainst([3, 2]); // iteration 0: three steps expected, two kept
+test('an iteration whose rows do not fit its shape is left out with a warning; the others are packed', async () => {
+  const { packed, warnings } = await packAgainst([3, 2]); // iteration 0: three steps expected, two kept
   expect(packed.map((p) => p.iteration)).toEqual([1]);
   expect(warnings).toEqual([
     'not packing iteration 0 in hand: iteration read 2 steps where its trajectories count 3',

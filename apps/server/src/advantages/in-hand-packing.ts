@@ -13,7 +13,7 @@ import { byCanonicalPlace, type TrajectoryShape } from './trajectory-shape';
 const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 
 /** A row ingest wrote into step_slices, kept with its place in canonical order. */
-interface KeptRow {
+export interface KeptRow {
   groupOrd: number;
   trajOrd: number;
   first: number;
@@ -40,15 +40,19 @@ const FIELD_OF_READ_COLUMN = Int32Array.from(
  * An iteration qualifies if it held no trajectories when the request first touched it (then all
  * its trajectories and steps are the request's). One appended to later is packed again by the
  * background packer when complete: readers serve a packed row only at the iteration's current
- * log position.
+ * log position. MAX_KEPT_BYTES bounds the rows of the iterations not packed yet.
  */
 export class InHandPacking {
   private readonly kept = new Map<number, KeptRow[]>();
   private bytes = 0;
   private gaveUp = false;
 
-  /** `warn`: where an iteration left out is reported (this module stays free of Nest). */
-  constructor(private readonly warn: (message: string) => void) {}
+  constructor(
+    /** Where an iteration left out is reported (this module stays free of Nest). */
+    private readonly warn: (message: string) => void,
+    /** Packs the iterations taken: here by default, or on the ingest's second thread. */
+    private readonly packJobs: (jobs: PackingJob[]) => Promise<PackingOutcome[]> = packHere,
+  ) {}
 
   /** From now on, keeps the rows of this iteration (it held no trajectories before this request). */
   watch(iteration: number): void {
@@ -69,35 +73,75 @@ export class InHandPacking {
     rows.push({ groupOrd: traj.groupOrd, trajOrd: traj.ord, first, row: Buffer.from(row) });
   };
 
-  /** The iterations watched: the ones `pack` needs the trajectories and position of. */
+  /** The iterations watched and not packed yet: the ones `pack` may be given. */
   get iterations(): number[] {
     return [...this.kept.keys()];
   }
 
   /**
-   * The watched iterations with steps, packed. `shapes` gives each one's trajectories in canonical
-   * order (all of them), `inputsSeq` its log position after the request. An iteration whose rows do
-   * not fit its shape (a bug) is left out with a warning: the append goes on, and the background
-   * pass packs the iteration from what was stored.
+   * The watched iterations `shapes` names, packed as they stand, and their rows let go: ingest packs
+   * an iteration once the request has moved past it, and the rest when the request ends. `shapes`
+   * gives each one's trajectories in canonical order (all of them), `inputsSeq` its log position
+   * (taken now). A packed iteration that changes afterwards in the request (more steps, an outcome)
+   * gets a new position, so its packed row is no longer served, and the background pass packs it
+   * again. Never fails the append: an iteration whose rows do not fit its shape (a bug), or that the
+   * packing thread lost, is left out with a warning, and the background pass packs it from what was
+   * stored.
    */
   pack(
     shapes: Map<number, TrajectoryShape[]>,
     inputsSeq: (iteration: number) => number | null,
-  ): PackedIteration[] {
-    const out: PackedIteration[] = [];
-    for (const [iteration, rows] of this.kept) {
+  ): Promise<PackedIteration[]> {
+    const jobs: PackingJob[] = [];
+    for (const [iteration, shape] of shapes) {
+      const rows = this.kept.get(iteration);
+      if (!rows) continue;
+      this.kept.delete(iteration);
+      for (const { row } of rows) this.bytes -= row.length;
       const seq = inputsSeq(iteration);
-      const shape = shapes.get(iteration);
-      if (rows.length === 0 || seq === null || !shape) continue;
-      try {
-        out.push(packRows(iteration, seq, shape, rows));
-      } catch (e) {
-        this.warn(`not packing iteration ${iteration} in hand: ${(e as Error).message}`);
-      }
+      if (rows.length > 0 && seq !== null) jobs.push({ iteration, inputsSeq: seq, shape, rows });
     }
-    return out;
+    if (jobs.length === 0) return Promise.resolve([]);
+    return this.packJobs(jobs).then(
+      (outcomes) =>
+        outcomes.flatMap((o) => {
+          if (!('failed' in o)) return [o];
+          this.warn(`not packing iteration ${o.iteration} in hand: ${o.failed}`);
+          return [];
+        }),
+      (e: unknown) => {
+        this.warn(
+          `not packing iterations ${jobs.map((j) => j.iteration).join(', ')} in hand: ${(e as Error).message}`,
+        );
+        return [];
+      },
+    );
   }
 }
+
+/** One iteration to pack from its kept rows: plain data, so that another thread can pack it. */
+export interface PackingJob {
+  iteration: number;
+  inputsSeq: number;
+  shape: TrajectoryShape[];
+  rows: KeptRow[];
+}
+
+/** An iteration packed, or why its rows could not be. */
+export type PackingOutcome = PackedIteration | { iteration: number; failed: string };
+
+/** Packs the jobs in this thread, each on its own (one that fails leaves the others packed). */
+export function packJobs(jobs: PackingJob[]): PackingOutcome[] {
+  return jobs.map((j) => {
+    try {
+      return packRows(j.iteration, j.inputsSeq, j.shape, j.rows);
+    } catch (e) {
+      return { iteration: j.iteration, failed: (e as Error).message };
+    }
+  });
+}
+
+const packHere = (jobs: PackingJob[]) => Promise.resolve(packJobs(jobs));
 
 function packRows(
   iteration: number,

@@ -12,6 +12,7 @@ import {
   type AppendResult,
   type IncomingEvent,
 } from './append-session';
+import type { PackInHand } from './run-projector';
 import { BODY_LINES, serverEvent, type EventOrigin } from './event-origin';
 import { ndjsonEvents, ndjsonLines } from './ndjson-source';
 import type { PreparedEvent } from './prepare-event';
@@ -36,7 +37,7 @@ export class EventAppender implements OnModuleDestroy {
   /** Where large bodies are parsed and checked (prepare-thread.ts). */
   private readonly thread: PrepareThread;
   /** How appends pack in hand (CREDITLAB_PACK_ITERATIONS=on-append), or undefined. */
-  private readonly packInHand: { warn: (message: string) => void } | undefined;
+  private readonly packInHand: PackInHand | undefined;
 
   constructor(
     @Inject(Database) private readonly db: Database,
@@ -49,7 +50,10 @@ export class EventAppender implements OnModuleDestroy {
     });
     this.packInHand =
       config.recompute.packIterations === 'on-append'
-        ? { warn: (message) => this.logger.warn(message) }
+        ? {
+            warn: (message) => this.logger.warn(message),
+            packJobs: (jobs) => this.thread.pack(jobs),
+          }
         : undefined;
   }
 
@@ -138,6 +142,7 @@ export class EventAppender implements OnModuleDestroy {
     if (!locked) throw runNotFound(runId);
     const session = new AppendSession(
       client,
+      client,
       runId,
       locked.run,
       locked.now,
@@ -172,6 +177,7 @@ export class EventAppender implements OnModuleDestroy {
       if (!locked) throw runNotFound(runId);
       session = new AppendSession(
         client,
+        this.db.pool,
         runId,
         locked.run,
         locked.now,

@@ -39,22 +39,29 @@ export async function insertEvents(
   rows: EventRow[],
   recordedAt: Date,
 ): Promise<void> {
-  if (rows.length === 0) return;
+  if (rows.length > 0) await client.query(eventsInsert(runId, rows, recordedAt));
+}
+
+/** The statement `insertEvents` sends, built now (ingest sends it later, after the chunk before). */
+export function eventsInsert(runId: string, rows: EventRow[], recordedAt: Date): pg.QueryConfig {
   const bodies = packBodies(rows.map((r) => r.body));
-  await client.query(INSERT_EVENTS_SQL, [
-    runId,
-    rows.map((r) => r.seq),
-    rows.map((r) => r.id),
-    rows.map((r) => r.type),
-    rows.map((r) => r.iteration),
-    rows.map((r) => r.data),
-    rows.map((r) => r.stepCount),
-    bodies.from,
-    bodies.length,
-    bodies.bytes,
-    Buffer.concat(rows.map((r) => r.hash)),
-    recordedAt,
-  ]);
+  return {
+    text: INSERT_EVENTS_SQL,
+    values: [
+      runId,
+      rows.map((r) => r.seq),
+      rows.map((r) => r.id),
+      rows.map((r) => r.type),
+      rows.map((r) => r.iteration),
+      rows.map((r) => r.data),
+      rows.map((r) => r.stepCount),
+      bodies.from,
+      bodies.length,
+      bodies.bytes,
+      Buffer.concat(rows.map((r) => r.hash)),
+      recordedAt,
+    ],
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { DeferredWrite } from './deferred-write';
 
 /** The `iterations` projection of one iteration, as kept in memory while events are applied. */
 export interface IterationRow {
@@ -130,33 +131,49 @@ export class IterationTally {
     if (!known || iteration >= known.iteration) this.logged.set(name, { iteration, value });
   }
 
-  async save(): Promise<void> {
-    await this.saveSummary();
+  /**
+   * Takes the iterations changed since the last call and the metrics logged since, as they are now;
+   * the write stores them (the run's summary first, then one statement for the iterations).
+   */
+  takeWrite(): DeferredWrite {
+    const summary = this.summaryUpsert();
     const dirty = [...this.rows.values()].filter((r) => r.dirty);
-    if (dirty.length === 0) return;
-    await this.client.query(UPSERT_ITERATIONS_SQL, [
-      this.runId,
-      dirty.map((r) => r.iteration),
-      dirty.map((r) => r.groupCount),
-      dirty.map((r) => r.trajectoryCount),
-      dirty.map((r) => r.stepCount),
-      dirty.map((r) => r.inputsSeq),
-      dirty.map((r) => JSON.stringify(r.metrics)),
-      dirty.map((r) => r.evaluationSuccessRate),
-      dirty.map((r) => r.lastSeq),
-    ]);
+    const iterations: pg.QueryConfig | undefined =
+      dirty.length === 0
+        ? undefined
+        : {
+            text: UPSERT_ITERATIONS_SQL,
+            values: [
+              this.runId,
+              dirty.map((r) => r.iteration),
+              dirty.map((r) => r.groupCount),
+              dirty.map((r) => r.trajectoryCount),
+              dirty.map((r) => r.stepCount),
+              dirty.map((r) => r.inputsSeq),
+              dirty.map((r) => JSON.stringify(r.metrics)),
+              dirty.map((r) => r.evaluationSuccessRate),
+              dirty.map((r) => r.lastSeq),
+            ],
+          };
     for (const r of dirty) r.dirty = false;
+    return async () => {
+      if (summary) await this.client.query(summary);
+      if (iterations) await this.client.query(iterations);
+    };
   }
 
-  private async saveSummary(): Promise<void> {
-    if (this.logged.size === 0) return;
+  private summaryUpsert(): pg.QueryConfig | undefined {
+    if (this.logged.size === 0) return undefined;
     const entries = [...this.logged.entries()];
-    await this.client.query(UPSERT_RUN_METRICS_SQL, [
-      this.runId,
-      entries.map(([name]) => name),
-      entries.map(([, v]) => v.iteration),
-      entries.map(([, v]) => v.value),
-    ]);
     this.logged.clear();
+    return {
+      text: UPSERT_RUN_METRICS_SQL,
+      values: [
+        this.runId,
+        entries.map(([name]) => name),
+        entries.map(([, v]) => v.iteration),
+        entries.map(([, v]) => v.value),
+      ],
+    };
   }
 }

@@ -69,3 +69,7 @@ export function prepareLine(
     return { position, failed: e instanceof Error ? (e.stack ?? e.message) : String(e) };
   }
 }
+
+/** A Buffer over the bytes of a Uint8Array (what a Buffer sent between threads arrives as). */
+export const asBuffer = (bytes: Uint8Array) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

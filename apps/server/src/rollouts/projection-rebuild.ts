@@ -118,7 +118,8 @@ async function replay(projector: RunProjector, runId: string, rows: StoredEvent[
       );
     batch.push({ seq, position: seq, event: valid.event, recordedAt: row.recorded_at });
   }
-  const placed = await projector.project(batch);
+  const { placed, write } = await projector.project(batch);
+  await write();
   batch.forEach((e, n) => {
     const stored = storedSlices(rows.find((r) => Number(r.seq) === e.seq) as StoredEvent);
     const again = placed[n] ?? [];

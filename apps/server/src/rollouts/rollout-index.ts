@@ -2,6 +2,7 @@ import { resolveOutcome, type Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
 import { canonicalShape, type TrajectoryShape } from '../advantages/trajectory-shape';
 import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
+import type { DeferredWrite } from './deferred-write';
 
 export interface TrajectoryState {
   iteration: number;
@@ -14,7 +15,7 @@ export interface TrajectoryState {
   return: number;
   /** The outcome sent (with the trajectory or by trajectory.finished), if any. */
   outcomeGiven: Outcome | null;
-  /** Its row exists (loaded, or written by an earlier `save` of this transaction). */
+  /** Its row exists (loaded), or an earlier `takeWrite` of this transaction writes it. */
   stored: boolean;
   /** Changed since its row was last written: `RolloutIndex.changed` lists it. */
   changed: boolean;
@@ -35,7 +36,7 @@ export interface RolloutRef {
 }
 
 /**
- * The columns `save` copies new groups and trajectories into (binary COPY, as the steps: no array
+ * The columns `takeWrite` copies new groups and trajectories into (binary COPY, as the steps: no array
  * literal built on our side, none parsed on PostgreSQL's), and the upsert of trajectories stored
  * already that changed (a continuation, an outcome given later): parameters are the run id, then
  * one array per column after it. Exported for bench:ingest-database, which measures each alone.
@@ -67,8 +68,8 @@ const storedOutcome = (t: Pick<TrajectoryState, 'outcomeGiven' | 'return'>): Out
  * The task groups and trajectories an append touches, loaded once and kept in memory for the
  * transaction: new ones get their order of first appearance (the canonical order), existing ones
  * their current length, so continuation steps are numbered after the stored ones. Their rows are
- * written by `save`: a COPY each for new groups and new trajectories, an upsert for stored ones
- * that changed. What `save` writes is listed as it happens (not found by a scan of everything held,
+ * written by `takeWrite`: a COPY each for new groups and new trajectories, an upsert for stored ones
+ * that changed. What it writes is listed as it happens (not found by a scan of everything held,
  * which grew with the request: a 32 MiB request holds tens of thousands of trajectories).
  */
 export class RolloutIndex {
@@ -145,44 +146,30 @@ export class RolloutIndex {
     return created;
   }
 
-  /** Writes the new groups, then every new or changed trajectory (length, return, outcome). */
-  async save(): Promise<void> {
+  /**
+   * Takes the new groups and every new or changed trajectory (length, return, outcome) as they are
+   * now; the write stores them: a COPY each for the new ones, an upsert for those stored before.
+   */
+  takeWrite(): DeferredWrite {
     const groups = this.newGroups;
     const trajectories = this.changedTrajectories;
     this.newGroups = [];
     this.changedTrajectories = [];
-    if (groups.length > 0) {
-      await groupRows(this.runIdBytes, groups).copyInto(
-        this.client,
-        'rollout_groups',
-        GROUP_COLUMNS,
-      );
-      for (const g of groups) g.stored = true;
-    }
+    const groupCopy = groups.length > 0 ? groupRows(this.runIdBytes, groups) : undefined;
     const fresh = trajectories.filter((t) => !t.stored);
-    if (fresh.length > 0)
-      await trajectoryRows(this.runIdBytes, fresh).copyInto(
-        this.client,
-        'trajectories',
-        TRAJECTORY_COLUMNS,
-      );
+    const trajectoryCopy = fresh.length > 0 ? trajectoryRows(this.runIdBytes, fresh) : undefined;
     const changed = trajectories.filter((t) => t.stored);
+    const upsert = changed.length > 0 ? trajectoryUpsert(this.runId, changed) : undefined;
+    for (const g of groups) g.stored = true;
     for (const t of trajectories) {
       t.stored = true;
       t.changed = false;
     }
-    if (changed.length === 0) return;
-    await this.client.query(UPSERT_TRAJECTORIES_SQL, [
-      this.runId,
-      changed.map((t) => t.iteration),
-      changed.map((t) => t.groupOrd),
-      changed.map((t) => t.ord),
-      changed.map((t) => t.key),
-      changed.map(storedOutcome),
-      changed.map((t) => t.outcomeGiven !== null),
-      changed.map((t) => t.stepCount),
-      changed.map((t) => t.return),
-    ]);
+    return async () => {
+      await groupCopy?.copyInto(this.client, 'rollout_groups', GROUP_COLUMNS);
+      await trajectoryCopy?.copyInto(this.client, 'trajectories', TRAJECTORY_COLUMNS);
+      if (upsert) await this.client.query(upsert);
+    };
   }
 
   /**
@@ -250,6 +237,9 @@ export class RolloutIndex {
       [this.runId, refs.map((r) => r.iteration), refs.map((r) => r.groupKey)],
     );
     for (const g of groupRows.rows) {
+      // A group held already is as this transaction left it, which may be ahead of what the query
+      // saw: a chunk's rows are sent while the next is projected (append-session.ts).
+      if (this.groups.has(k(g.iteration, g.key))) continue;
       this.groups.set(k(g.iteration, g.key), {
         iteration: g.iteration,
         key: g.key,
@@ -331,6 +321,24 @@ export function trajectoryRows(
       .float8(t.return);
   }
   return rows;
+}
+
+/** The upsert of trajectories stored before that changed (UPSERT_TRAJECTORIES_SQL). */
+function trajectoryUpsert(runId: string, changed: readonly TrajectoryState[]): pg.QueryConfig {
+  return {
+    text: UPSERT_TRAJECTORIES_SQL,
+    values: [
+      runId,
+      changed.map((t) => t.iteration),
+      changed.map((t) => t.groupOrd),
+      changed.map((t) => t.ord),
+      changed.map((t) => t.key),
+      changed.map(storedOutcome),
+      changed.map((t) => t.outcomeGiven !== null),
+      changed.map((t) => t.stepCount),
+      changed.map((t) => t.return),
+    ],
+  };
 }
 
 /** What a group's row holds. */

@@ -1,9 +1,12 @@
 import type { Outcome } from '@creditlab/estimators';
 import type { StepPayload, ValidEvent } from '@creditlab/events';
+import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
-import { InHandPacking } from '../advantages/in-hand-packing';
+import { InHandPacking, type PackingJob, type PackingOutcome } from '../advantages/in-hand-packing';
 import { storePacked } from '../advantages/iteration-packing';
+import type { PackedIteration } from '../advantages/packed-columns';
 import { uuidBytes } from './binary-copy-rows';
+import { inOrder, type DeferredWrite } from './deferred-write';
 import { EVALUATION_SUCCESS, IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
 import { StepSliceRows, type ColumnRange } from './step-slice-rows';
@@ -68,7 +71,30 @@ export interface StepSlice extends RolloutRef {
   path: string;
 }
 
+/** How a request packs the iterations it writes whole (in-hand-packing.ts). */
+export interface PackInHand {
+  /** Told of an iteration left out (the background pass packs it). */
+  warn: (message: string) => void;
+  /** Where the packing runs (the ingest's second thread); here if not given. */
+  packJobs?: (jobs: PackingJob[]) => Promise<PackingOutcome[]>;
+}
+
+/** A chunk applied in memory: where each event's slices went, and its rows to write. */
+export interface ProjectedChunk {
+  placed: PlacedSlice[][];
+  write: DeferredWrite;
+}
+
 export type Fail = (position: number, path: string, reason: string) => never;
+
+/**
+ * Steps projected between two turns of the event loop. The chunk before is being written
+ * meanwhile, and each of its statements waits for this thread to read PostgreSQL's answer and send
+ * the next one: projecting 16,000 steps in one go (about 15 ms) held each of them that long. In
+ * bench:ingest (1M steps as columns over TCP, chunks of 8,000), yielding every 1,000 steps took the
+ * wait for the chunk before from 0.6 to 0.2 s per 32 MiB request, 156k → 184k steps/s.
+ */
+const STEPS_BETWEEN_YIELDS = 1000;
 
 /** Events whose iteration gets a row in `iterations` (rollouts, outcomes, metrics, evaluations). */
 const ITERATION_EVENTS = new Set([
@@ -103,9 +129,9 @@ export class RunProjector {
     start: RunSummary,
     private readonly fail: Fail,
     /** Pack in hand (in-hand-packing.ts), reporting an iteration it leaves out to `warn`. */
-    packInHand?: { warn: (message: string) => void },
+    packInHand?: PackInHand,
   ) {
-    this.packing = packInHand && new InHandPacking(packInHand.warn);
+    this.packing = packInHand && new InHandPacking(packInHand.warn, packInHand.packJobs);
     this.state = { ...start };
     this.texts = new TextDictionary(client, runId);
     this.runIdBytes = uuidBytes(runId);
@@ -122,8 +148,12 @@ export class RunProjector {
     return this.steps;
   }
 
-  /** Applies a chunk of events (in seq order) and writes its rows; returns each event's slices' places. */
-  async project(batch: SequencedEvent[]): Promise<PlacedSlice[][]> {
+  /**
+   * Applies a chunk of events (in seq order) in memory; returns each event's slices' places and the
+   * chunk's rows as a write, to be sent before the next chunk's. Lookups of what is stored read only
+   * rows from before this projector's first chunk (the rest it holds), so they need not wait for it.
+   */
+  async project(batch: SequencedEvent[]): Promise<ProjectedChunk> {
     const slices = batch.flatMap((e) => slicesOf(e.event));
     const created = await this.rollouts.ensure(slices);
     await this.rollouts.ensure(finishedRefs(batch), { createMissing: false });
@@ -135,21 +165,50 @@ export class RunProjector {
     for (const i of created.trajectories) this.iterations.at(i).trajectoryCount++;
 
     const rows = new StepSliceRows(this.runIdBytes, this.texts, this.packing?.onRow);
-    const placed = batch.map((e) => this.apply(e, rows));
-    await this.texts.save();
-    await this.rollouts.save();
-    await rows.copyInto(this.client);
-    await this.iterations.save();
-    return placed;
+    const placed: PlacedSlice[][] = [];
+    let sinceYield = 0;
+    for (const e of batch) {
+      placed.push(this.apply(e, rows));
+      sinceYield += 1 + slicesOf(e.event).reduce((n, s) => n + s.count, 0);
+      if (sinceYield >= STEPS_BETWEEN_YIELDS) {
+        sinceYield = 0;
+        await setImmediate();
+      }
+    }
+    const packed = this.packInHand(this.passedIterations());
+    const write = inOrder(
+      this.texts.takeWrite(),
+      () => rows.copyInto(this.client),
+      this.iterations.takeWrite(),
+      async () => storePacked(this.client, this.runId, await packed),
+    );
+    return { placed, write };
   }
 
-  /** Writes the run's summary columns, and the iterations packed in hand. */
+  /** Writes the run's summary columns, and packs the iterations in hand not packed yet (after every chunk's write). */
   async finish(): Promise<void> {
+    await this.rollouts.takeWrite()();
     await this.client.query(runSummaryUpdate(this.runId, this.state));
-    if (!this.packing) return;
-    const shapes = this.rollouts.shapes(this.packing.iterations);
-    const packed = this.packing.pack(shapes, (i) => this.iterations.inputsSeqOf(i));
-    await storePacked(this.client, this.runId, packed);
+    const packed = this.packInHand(this.packing?.iterations ?? []);
+    await storePacked(this.client, this.runId, await packed);
+  }
+
+  /**
+   * The iterations in hand the stream has moved past (one after them has events): trainers send an
+   * iteration's events before the next one's, so these are packed while the request goes on, as
+   * PostgreSQL writes, rather than all at its end. One that changes later is packed in the background.
+   */
+  private passedIterations(): number[] {
+    const last = this.state.lastIteration;
+    return last === null ? [] : (this.packing?.iterations.filter((i) => i < last) ?? []);
+  }
+
+  /** Packs them (perhaps on another thread) from their shapes and positions as they are now. */
+  private packInHand(iterations: number[]): Promise<PackedIteration[]> {
+    if (!this.packing || iterations.length === 0) return Promise.resolve([]);
+    return this.packing.pack(this.rollouts.shapes(iterations), (i) =>
+      this.iterations.inputsSeqOf(i),
+    );
   }
 
   private apply(

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type pg from 'pg';
 import type { Int8Words } from './binary-copy-rows';
+import { nothingToWrite, type DeferredWrite } from './deferred-write';
 
 /**
  * A text's id: the first 8 bytes of its SHA-256 (of its UTF-8) as a signed bigint, derived from the
@@ -109,12 +110,19 @@ export class TextDictionary {
     return id;
   }
 
-  /** Stores the texts queued since the last save (those already stored are left as they are). */
-  async save(): Promise<void> {
-    if (this.pending.length === 0) return;
+  /**
+   * Takes the texts queued since the last call; the write stores those the run has not stored (the
+   * rest are left as they are).
+   */
+  takeWrite(): DeferredWrite {
+    if (this.pending.length === 0) return nothingToWrite;
     const ids = this.pending.map(([id]) => id);
     const texts = this.pending.map(([, text]) => text);
     this.pending = [];
+    return () => this.store(ids, texts);
+  }
+
+  private async store(ids: string[], texts: string[]): Promise<void> {
     // Most texts of a request are usually stored already (states and actions recur across
     // iterations): ask which by id, then send only the new ones. Sending every text for ON CONFLICT
     // to discard cost 2.2 ms per 1,500-step request in bench:ingest, 99.5 % of the texts known.
