@@ -79,7 +79,7 @@ beforeAll(async () => {
     { id: newEventId(), type: 'run.resumed', data: { reason: 'one more' } },
     { id: newEventId(), type: 'run.finished', data: { status: 'aborted' } },
   ]);
-  // One request of several chunks (the server writes 2,000 steps at a time, and parses the next
+  // One request of several chunks (the server writes 16,000 steps at a time, and projects the next
   // chunk while the one before writes): a trajectory, an iteration and a metric change in every chunk.
   const chunked = await client.createRun({ name: 'chunked', env: 'e', method: 'grpo' });
   const long = (first: number, n: number) =>
@@ -91,7 +91,7 @@ beforeAll(async () => {
   await client.appendEvents(
     chunked.id,
     Array.from({ length: 9 }, (_, k) => [
-      stepsAppended(0, 'g', 't', 700 * k, long(700 * k, 700)),
+      stepsAppended(0, 'g', 't', 3600 * k, long(3600 * k, 3600)),
       {
         id: newEventId(),
         type: 'rollouts.appended' as const,
