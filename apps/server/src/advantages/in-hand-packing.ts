@@ -12,12 +12,37 @@ import { byCanonicalPlace, type TrajectoryShape } from './trajectory-shape';
  */
 const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 
-/** A row ingest wrote into step_slices, kept with its place in canonical order. */
+/** A row ingest wrote into step_slices, kept: its place in canonical order, and its bytes' span. */
 export interface KeptRow {
   groupOrd: number;
   trajOrd: number;
   first: number;
-  row: Buffer;
+  at: number;
+  length: number;
+}
+
+/**
+ * One iteration's kept rows, their bytes end to end in one buffer of its own: copied there as they
+ * are written (a row is a view of a 256 KiB chunk of the COPY, which it would keep alive whole), and
+ * moved to the packing thread whole rather than copied again, row by row.
+ */
+class IterationRows {
+  bytes = Buffer.allocUnsafeSlow(64 * 1024);
+  used = 0;
+  readonly rows: KeptRow[] = [];
+
+  add(groupOrd: number, trajOrd: number, first: number, row: Buffer): void {
+    if (this.used + row.length > this.bytes.length) {
+      const larger = Buffer.allocUnsafeSlow(
+        Math.max(2 * this.bytes.length, this.used + row.length),
+      );
+      this.bytes.copy(larger, 0, 0, this.used);
+      this.bytes = larger;
+    }
+    row.copy(this.bytes, this.used);
+    this.rows.push({ groupOrd, trajOrd, first, at: this.used, length: row.length });
+    this.used += row.length;
+  }
 }
 
 /** What the packer reads of a slice, in the order it reads them, then the slice's step count. */
@@ -43,7 +68,7 @@ const FIELD_OF_READ_COLUMN = Int32Array.from(
  * log position. MAX_KEPT_BYTES bounds the rows of the iterations not packed yet.
  */
 export class InHandPacking {
-  private readonly kept = new Map<number, KeptRow[]>();
+  private readonly kept = new Map<number, IterationRows>();
   private bytes = 0;
   private gaveUp = false;
 
@@ -56,7 +81,7 @@ export class InHandPacking {
 
   /** From now on, keeps the rows of this iteration (it held no trajectories before this request). */
   watch(iteration: number): void {
-    if (!this.gaveUp && !this.kept.has(iteration)) this.kept.set(iteration, []);
+    if (!this.gaveUp && !this.kept.has(iteration)) this.kept.set(iteration, new IterationRows());
   }
 
   /** For StepSliceRows: each row as written. */
@@ -69,8 +94,7 @@ export class InHandPacking {
       this.gaveUp = true;
       return;
     }
-    // A copy: the row is a view of a 256 KiB chunk of the COPY, which it would keep alive whole.
-    rows.push({ groupOrd: traj.groupOrd, trajOrd: traj.ord, first, row: Buffer.from(row) });
+    rows.add(traj.groupOrd, traj.ord, first, row);
   };
 
   /** The iterations watched and not packed yet: the ones `pack` may be given. */
@@ -94,12 +118,13 @@ export class InHandPacking {
   ): Promise<PackedIteration[]> {
     const jobs: PackingJob[] = [];
     for (const [iteration, shape] of shapes) {
-      const rows = this.kept.get(iteration);
-      if (!rows) continue;
+      const kept = this.kept.get(iteration);
+      if (!kept) continue;
       this.kept.delete(iteration);
-      for (const { row } of rows) this.bytes -= row.length;
+      this.bytes -= kept.used;
       const seq = inputsSeq(iteration);
-      if (rows.length > 0 && seq !== null) jobs.push({ iteration, inputsSeq: seq, shape, rows });
+      if (kept.rows.length > 0 && seq !== null)
+        jobs.push({ iteration, inputsSeq: seq, shape, bytes: kept.bytes, rows: kept.rows });
     }
     if (jobs.length === 0) return Promise.resolve([]);
     return this.packJobs(jobs).then(
@@ -119,11 +144,15 @@ export class InHandPacking {
   }
 }
 
-/** One iteration to pack from its kept rows: plain data, so that another thread can pack it. */
+/**
+ * One iteration to pack from its kept rows: plain data, so that another thread can pack it (`bytes`
+ * is a buffer of its own, which a thread can be given rather than sent a copy of).
+ */
 export interface PackingJob {
   iteration: number;
   inputsSeq: number;
   shape: TrajectoryShape[];
+  bytes: Uint8Array;
   rows: KeptRow[];
 }
 
@@ -134,7 +163,7 @@ export type PackingOutcome = PackedIteration | { iteration: number; failed: stri
 export function packJobs(jobs: PackingJob[]): PackingOutcome[] {
   return jobs.map((j) => {
     try {
-      return packRows(j.iteration, j.inputsSeq, j.shape, j.rows);
+      return packRows(j);
     } catch (e) {
       return { iteration: j.iteration, failed: (e as Error).message };
     }
@@ -143,19 +172,15 @@ export function packJobs(jobs: PackingJob[]): PackingOutcome[] {
 
 const packHere = (jobs: PackingJob[]) => Promise.resolve(packJobs(jobs));
 
-function packRows(
-  iteration: number,
-  inputsSeq: number,
-  shape: TrajectoryShape[],
-  rows: KeptRow[],
-): PackedIteration {
+function packRows({ iteration, inputsSeq, shape, bytes, rows }: PackingJob): PackedIteration {
   rows.sort((a, b) => byCanonicalPlace(a, b) || a.first - b.first);
   const columns = new IterationColumns(shape, READ_COLUMNS);
   const slices = new SliceSteps(READ_COLUMNS.names.length);
   const all = fieldsOf(STEP_SLICE_COLUMNS.length);
   const read = fieldsOf(FIELD_OF_READ_COLUMN.length);
   let steps = 0;
-  for (const { row } of rows) {
+  for (const { at, length } of rows) {
+    const row = Buffer.from(bytes.buffer, bytes.byteOffset + at, length);
     if (tupleEnd(row, 0, all, STEP_SLICE_COLUMNS.length) !== row.length)
       throw new Error(`iteration ${iteration}: a kept step slice row is not one whole row`);
     read.buf = row;

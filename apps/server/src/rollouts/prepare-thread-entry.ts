@@ -2,7 +2,7 @@
 // answers with each one's prepared event, or why it was refused; packs the iterations it is sent.
 import { parentPort } from 'node:worker_threads';
 import { packJobs } from '../advantages/in-hand-packing';
-import { asBuffer, prepareLine } from './prepare-event';
+import { prepareLine } from './prepare-event';
 import type { PrepareReply, PrepareRequest } from './prepare-thread';
 
 const port = parentPort;
@@ -15,15 +15,6 @@ port.on('message', (request: PrepareRequest) => {
           id: request.id,
           lines: request.lines.map((l) => prepareLine(l.position, l.text, request.from)),
         }
-      : {
-          id: request.id,
-          // Rows arrive as plain Uint8Arrays: the packer reads them as Buffers.
-          packed: packJobs(
-            request.jobs.map((j) => ({
-              ...j,
-              rows: j.rows.map((r) => ({ ...r, row: asBuffer(r.row) })),
-            })),
-          ),
-        };
+      : { id: request.id, packed: packJobs(request.jobs) };
   port.postMessage(reply);
 });

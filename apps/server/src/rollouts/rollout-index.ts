@@ -75,6 +75,8 @@ const storedOutcome = (t: Pick<TrajectoryState, 'outcomeGiven' | 'return'>): Out
 export class RolloutIndex {
   private readonly groups = new Map<string, GroupState>();
   private readonly trajectories = new Map<string, TrajectoryState>();
+  /** The same, by iteration: ingest asks for an iteration's shape with every chunk that moves past it. */
+  private readonly trajectoriesOf = new Map<number, TrajectoryState[]>();
   private readonly groupsPerIteration = new Map<number, number>();
   private newGroups: GroupState[] = [];
   private changedTrajectories: TrajectoryState[] = [];
@@ -139,7 +141,7 @@ export class RolloutIndex {
         stored: false,
         changed: true,
       };
-      this.trajectories.set(k(r.iteration, r.trajectoryKey), t);
+      this.hold(t);
       this.changedTrajectories.push(t);
       created.trajectories.push(r.iteration);
     }
@@ -178,29 +180,28 @@ export class RolloutIndex {
    * index created or loaded (InHandPacking's iterations: none was stored before).
    */
   shapes(iterations: readonly number[]): Map<number, TrajectoryShape[]> {
-    const wanted = new Set(iterations);
-    const out = new Map<number, TrajectoryState[]>();
-    for (const t of this.trajectories.values()) {
-      if (!wanted.has(t.iteration)) continue;
-      const list = out.get(t.iteration);
-      if (list) list.push(t);
-      else out.set(t.iteration, [t]);
+    const out = new Map<number, TrajectoryShape[]>();
+    for (const iteration of iterations) {
+      const list = this.trajectoriesOf.get(iteration);
+      if (!list) continue;
+      const shape = list.map((t) => ({
+        groupId: t.groupKey,
+        trajectoryId: t.key,
+        groupOrd: t.groupOrd,
+        trajOrd: t.ord,
+        outcome: storedOutcome(t),
+        length: t.stepCount,
+      }));
+      out.set(iteration, canonicalShape(shape));
     }
-    return new Map(
-      [...out].map(([iteration, list]) => [
-        iteration,
-        canonicalShape(
-          list.map((t) => ({
-            groupId: t.groupKey,
-            trajectoryId: t.key,
-            groupOrd: t.groupOrd,
-            trajOrd: t.ord,
-            outcome: storedOutcome(t),
-            length: t.stepCount,
-          })),
-        ),
-      ]),
-    );
+    return out;
+  }
+
+  private hold(t: TrajectoryState): void {
+    this.trajectories.set(k(t.iteration, t.key), t);
+    const list = this.trajectoriesOf.get(t.iteration);
+    if (list) list.push(t);
+    else this.trajectoriesOf.set(t.iteration, [t]);
   }
 
   private async load(refs: RolloutRef[]): Promise<void> {
@@ -268,7 +269,7 @@ export class RolloutIndex {
       [this.runId, refs.map((r) => r.iteration), refs.map((r) => r.trajectoryKey)],
     );
     for (const t of trajRows.rows) {
-      this.trajectories.set(k(t.iteration, t.key), {
+      this.hold({
         iteration: t.iteration,
         key: t.key,
         groupKey: t.group_key,
