@@ -115,6 +115,8 @@ export class InHandPacking {
   pack(
     shapes: Map<number, TrajectoryShape[]>,
     inputsSeq: (iteration: number) => number | null,
+    /** Pack in this thread: the request waits for it either way (its end), and a hand-off adds to that. */
+    here = false,
   ): Promise<PackedIteration[]> {
     const jobs: PackingJob[] = [];
     for (const [iteration, shape] of shapes) {
@@ -127,7 +129,7 @@ export class InHandPacking {
         jobs.push({ iteration, inputsSeq: seq, shape, bytes: kept.bytes, rows: kept.rows });
     }
     if (jobs.length === 0) return Promise.resolve([]);
-    return this.packJobs(jobs).then(
+    return (here ? packHere(jobs) : this.packJobs(jobs)).then(
       (outcomes) =>
         outcomes.flatMap((o) => {
           if (!('failed' in o)) return [o];

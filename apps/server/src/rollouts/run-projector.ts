@@ -189,7 +189,7 @@ export class RunProjector {
   async finish(): Promise<void> {
     await this.rollouts.takeWrite()();
     await this.client.query(runSummaryUpdate(this.runId, this.state));
-    const packed = this.packInHand(this.packing?.iterations ?? []);
+    const packed = this.packInHand(this.packing?.iterations ?? [], { here: true });
     await storePacked(this.client, this.runId, await packed);
   }
 
@@ -203,11 +203,16 @@ export class RunProjector {
     return last === null ? [] : (this.packing?.iterations.filter((i) => i < last) ?? []);
   }
 
-  /** Packs them (perhaps on another thread) from their shapes and positions as they are now. */
-  private packInHand(iterations: number[]): Promise<PackedIteration[]> {
+  /**
+   * Packs them from their shapes and positions as they are now: on the ingest's second thread while
+   * the request goes on, in this one at its end (nothing is left to overlap the packing with then).
+   */
+  private packInHand(iterations: number[], { here = false } = {}): Promise<PackedIteration[]> {
     if (!this.packing || iterations.length === 0) return Promise.resolve([]);
-    return this.packing.pack(this.rollouts.shapes(iterations), (i) =>
-      this.iterations.inputsSeqOf(i),
+    return this.packing.pack(
+      this.rollouts.shapes(iterations),
+      (i) => this.iterations.inputsSeqOf(i),
+      here,
     );
   }
 
