@@ -184,9 +184,9 @@ One embedded PostgreSQL; two API processes (\`CREDITLAB_WORKER=false\`) and two 
 (\`CREDITLAB_API=false\`, one estimator thread each), all on the same \`DATABASE_URL\`, as
 [scaling.md](scaling.md) describes. On two shared cores no speed-up can show: every process, the
 clients and PostgreSQL compete for the same CPUs. What this measures is correctness across processes and
-contention. The machine is shared with other work: its 1-minute load average, sampled at each phase, was
-${loads.map((l) => fmt(l, 1)).join(', ')} (2 means both cores busy), so the absolute rates here are lower than those of
-the sections above and vary from run to run.
+contention. The machine's 1-minute load average, sampled at each phase, was
+${loads.map((l) => fmt(l, 1)).join(', ')} (2 means both cores busy; the load measured here is part of it): the absolute rates
+vary with what else the machine does, from run to run.
 
 **Ingest.** ${CLIENTS} clients at once, each sending iteration-sized NDJSON requests (16 tasks × 8 rollouts of up to
 50 steps) one after the other; ${RUNS} runs, each written by two clients taking turns at its iterations, so that with

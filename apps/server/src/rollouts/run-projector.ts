@@ -91,8 +91,8 @@ export type Fail = (position: number, path: string, reason: string) => never;
  * Steps projected between two turns of the event loop. The chunk before is being written
  * meanwhile, and each of its statements waits for this thread to read PostgreSQL's answer and send
  * the next one: projecting 16,000 steps in one go (about 15 ms) held each of them that long. In
- * bench:ingest (1M steps as columns over TCP, chunks of 8,000), yielding every 1,000 steps took the
- * wait for the chunk before from 0.6 to 0.2 s per 32 MiB request, 156k → 184k steps/s.
+ * bench:ingest (1M steps as columns over TCP, chunks of 8,000, one pass each), yielding every 1,000
+ * steps took the wait for the chunk before from 0.6 to 0.2 s per 32 MiB request, 156k → 184k steps/s.
  */
 const STEPS_BETWEEN_YIELDS = 1000;
 
@@ -150,8 +150,10 @@ export class RunProjector {
 
   /**
    * Applies a chunk of events (in seq order) in memory; returns each event's slices' places and the
-   * chunk's rows as a write, to be sent before the next chunk's. Lookups of what is stored read only
-   * rows from before this projector's first chunk (the rest it holds), so they need not wait for it.
+   * chunk's rows as a write, to be sent before the next chunk's (its groups and trajectories wait for
+   * `finish`: a trajectory continued across chunks is then written once). Lookups of what is stored
+   * read only rows from before this projector's first chunk (the rest it holds), so they need not
+   * wait for the writes.
    */
   async project(batch: SequencedEvent[]): Promise<ProjectedChunk> {
     const slices = batch.flatMap((e) => slicesOf(e.event));
@@ -185,7 +187,10 @@ export class RunProjector {
     return { placed, write };
   }
 
-  /** Writes the run's summary columns, and packs the iterations in hand not packed yet (after every chunk's write). */
+  /**
+   * After every chunk's write: writes the groups and trajectories, the run's summary columns, and the
+   * iterations in hand not packed yet.
+   */
   async finish(): Promise<void> {
     await this.rollouts.takeWrite()();
     await this.client.query(runSummaryUpdate(this.runId, this.state));
