@@ -177,6 +177,43 @@ test('a request cut mid-body stores nothing, and its retry stores everything onc
   expect(await seqs(id)).toEqual(Array.from({ length: retry.accepted + 1 }, (_, i) => i + 1));
 });
 
+test('in a request of several chunks, events stored before are found in every chunk: dropped, or refused if changed', async () => {
+  const { id } = await client.createRun({ name: 'stored', env: 'e', method: 'grpo' });
+  // About 20k steps each: a body of two is projected in more than one chunk (16k steps), and the
+  // events of the second are looked up while the first is being written.
+  const iteration = (i: number) =>
+    rolloutEvents(
+      i,
+      syntheticBatchJson(
+        { groups: 400, groupSize: 8, maxSteps: 30, statesPerGroup: 10, maxTotalSteps: 20_000 },
+        40 + i,
+      ),
+      400,
+      { columnar: true },
+    );
+  const first = iteration(0);
+  expect(await (await post(id, ndjson(first))).json()).toMatchObject({
+    accepted: first.length,
+    duplicates: 0,
+  });
+  const second = iteration(1);
+  expect(await (await post(id, ndjson([...second, ...first]))).json()).toMatchObject({
+    accepted: second.length,
+    duplicates: first.length,
+  });
+  const before = await rowCounts(server.databaseUrl);
+  const last = first.at(-1)!;
+  const changed = { ...last, data: { ...last.data, iteration: 9 } } as ClientEvent;
+  const third = iteration(2);
+  const refused = await post(id, ndjson([...third, ...first.slice(0, -1), changed]));
+  expect(refused.status).toBe(409);
+  expect(await refused.json()).toMatchObject({
+    line: third.length + first.length,
+    path: 'id',
+  });
+  expect(await rowCounts(server.databaseUrl)).toEqual(before);
+});
+
 test('two clients appending to one run concurrently: gap-free seqs, nothing lost', async () => {
   const { id } = await client.createRun({ name: 'race', env: 'e', method: 'grpo' });
   const mk = (who: string, n: number): ClientEvent[] =>

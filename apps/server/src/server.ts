@@ -56,11 +56,15 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
   Logger.overrideLogger(logging.nestLogger());
   for (const warning of retiredSettingsIn()) logger.warn(warning);
   const { url: databaseUrl, embedded, where } = await startDatabase(config);
-  const db = Database.connect(databaseUrl, {
-    connections: config.connections.reads,
-    ingestConnections: config.connections.ingest,
-    statementTimeoutMs: config.connections.statementTimeoutMs,
-  });
+  const db = Database.connect(
+    databaseUrl,
+    {
+      connections: config.connections.reads,
+      ingestConnections: config.connections.ingest,
+      statementTimeoutMs: config.connections.statementTimeoutMs,
+    },
+    embedded,
+  );
   try {
     // On the connections without a statement timeout: a migration or a rebuild may take long.
     await prepareDatabase(db.ingestPool, (line) => logger.log(line));

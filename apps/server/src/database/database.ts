@@ -1,4 +1,9 @@
-import { createPrismaClient, StatementCounter, type PrismaClient } from '@creditlab/db';
+import {
+  createPrismaClient,
+  StatementCounter,
+  type PrismaClient,
+  type RunningPostgres,
+} from '@creditlab/db';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 
@@ -22,6 +27,12 @@ export class Database {
      * use.
      */
     readonly ingestPool: pg.Pool = pool,
+    /**
+     * The embedded PostgreSQL under these pools, when this server started one: between its
+     * postmaster's death and its restart, a backend the dead postmaster left behind can still
+     * answer a query for a moment, so the pools alone cannot tell that the database is down.
+     */
+    private readonly embedded?: Pick<RunningPostgres, 'pid'>,
   ) {
     this.statements.attach(pool);
     if (ingestPool !== pool) this.statements.attach(ingestPool);
@@ -31,6 +42,7 @@ export class Database {
   static connect(
     url: string,
     sizes = { connections: 10, ingestConnections: 8, statementTimeoutMs: 0 },
+    embedded?: Pick<RunningPostgres, 'pid'>,
   ): Database {
     const logger = new Logger('database');
     const open = (max: number, statementTimeoutMs = 0) => {
@@ -57,7 +69,15 @@ export class Database {
       open(sizes.connections, sizes.statementTimeoutMs),
       url,
       open(sizes.ingestConnections),
+      embedded,
     );
+  }
+
+  /** Why the database cannot be used now, when the server knows without asking it. */
+  knownDown(): string | undefined {
+    if (this.embedded && this.embedded.pid() === undefined)
+      return 'the embedded PostgreSQL is not running; the server is restarting it';
+    return undefined;
   }
 
   async close(): Promise<void> {

@@ -26,20 +26,23 @@ export class HealthController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<{ status: string; checks: Record<string, string> }> {
     const checks: Record<string, string> = {};
-    try {
-      await this.db.pool.query('SELECT 1');
-      checks.database = 'ok';
-      const expected = (await readdir(MIGRATIONS_DIR)).sort();
-      const applied = new Set(
-        (await this.db.pool.query<{ name: string }>('SELECT name FROM _migrations')).rows.map(
-          (r) => r.name,
-        ),
-      );
-      const pending = expected.filter((m) => !applied.has(m));
-      checks.migrations = pending.length ? `pending: ${pending.join(', ')}` : 'ok';
-    } catch (e) {
-      checks.database ??= `unreachable: ${(e as Error).message}`;
-    }
+    const down = this.db.knownDown();
+    if (down) checks.database = `unreachable: ${down}`;
+    else
+      try {
+        // One statement answers both questions: a database that answers it is reachable, and any
+        // failure (the connection lost between two statements, too) means it is not.
+        const applied = new Set(
+          (await this.db.pool.query<{ name: string }>('SELECT name FROM _migrations')).rows.map(
+            (r) => r.name,
+          ),
+        );
+        checks.database = 'ok';
+        const pending = (await readdir(MIGRATIONS_DIR)).sort().filter((m) => !applied.has(m));
+        checks.migrations = pending.length ? `pending: ${pending.join(', ')}` : 'ok';
+      } catch (e) {
+        checks.database = `unreachable: ${(e as Error).message}`;
+      }
     const ok = Object.values(checks).every((c) => c === 'ok') && checks.migrations !== undefined;
     res.status(ok ? 200 : 503);
     return { status: ok ? 'ready' : 'not ready', checks };

@@ -64,13 +64,17 @@ export class AppendSession {
   private duplicates = 0;
   /** Every chunk's writes so far, in order: a chunk's are sent once the chunk before is written. */
   private writes: Promise<void> = Promise.resolve();
+  /** Whether a chunk's writes were queued: the transaction's connection may be busy from then on. */
+  private writing = false;
 
   constructor(
     private readonly client: pg.PoolClient,
     /**
-     * Where the events stored before this request are looked up: another connection may answer at
-     * once, while this transaction's is busy writing (the run's lock keeps anyone else from storing
-     * its events meanwhile, and this request's own are known without asking).
+     * Where the events stored before this request are looked up once its first chunk is being
+     * written: another connection answers at once, while the transaction's is busy (the run's lock
+     * keeps anyone else from storing its events meanwhile, and this request's own are known without
+     * asking). The first chunk asks on the transaction's own connection, idle then, so that a request
+     * of one chunk (a trainer's iteration) wakes no other.
      */
     private readonly storedEvents: pg.Pool | pg.PoolClient,
     private readonly runId: string,
@@ -161,6 +165,7 @@ export class AppendSession {
         await this.client.query(logged);
       });
       this.writes.catch(() => undefined); // observed later, by the next await
+      this.writing = true;
       this.accepted += batch.length;
     }
     await before;
@@ -178,7 +183,8 @@ export class AppendSession {
    */
   private async dropStoredDuplicates(batch: PreparedEvent[]): Promise<PreparedEvent[]> {
     if (batch.length === 0) return batch;
-    const stored = await this.storedEvents.query<{
+    const lookup = this.writing ? this.storedEvents : this.client;
+    const stored = await lookup.query<{
       id: string;
       seq: string;
       body_hash: Buffer | null;
