@@ -86,14 +86,20 @@ async function writeUntil(server: ServerProcess, w: Writer, stop: () => boolean)
   }
 }
 
-/** Kills the postmaster with SIGKILL; PostgreSQL cannot come back until `release` is called. */
-async function killPostgres(dataDir: string): Promise<{ release: () => Promise<void> }> {
+/**
+ * Kills the postmaster with SIGKILL and waits until the server has seen it end (which can come a
+ * moment after it is a zombie, dead to `alive`); PostgreSQL cannot come back until `release`.
+ */
+async function killPostgres(
+  server: ServerProcess,
+  dataDir: string,
+): Promise<{ release: () => Promise<void> }> {
   const pid = (await postmasterPid(dataDir)) as number;
   // PostgreSQL refuses a data directory others may enter: the restarts the server attempts fail
   // until the mode is back, so the outage lasts until the test has looked at it.
   await chmod(dataDir, 0o755);
   process.kill(pid, 'SIGKILL');
-  await waitFor(() => !alive(pid));
+  await waitFor(() => server.output().includes(`embedded PostgreSQL (pid ${pid}) exited`));
   return { release: () => chmod(dataDir, 0o700) };
 }
 
@@ -102,8 +108,8 @@ async function expectUnavailable(server: ServerProcess): Promise<void> {
   expect(ready.status).toBe(503);
   expect(await ready.json()).toMatchObject({
     status: 'not ready',
-    // The server saw its postmaster die before this test did (it reaps its own child), so it says
-    // so rather than asking a backend the dead postmaster left behind, which can still answer.
+    // The server knows its postmaster is dead, so it says so rather than asking a backend the dead
+    // postmaster left behind, which can still answer for a moment.
     checks: {
       database: 'unreachable: the embedded PostgreSQL is not running; the server is restarting it',
     },
@@ -138,7 +144,7 @@ test('kill -9 of the embedded PostgreSQL, six times under load and idle: the ser
               writers.every((w, k) => w.acked.size > (acksBefore[k] as number)) &&
               writers.some((w) => w.inFlight > 0),
           );
-        outage = await killPostgres(pg.dataDir);
+        outage = await killPostgres(server, pg.dataDir);
         await expectUnavailable(server);
       } finally {
         stopped = true;
