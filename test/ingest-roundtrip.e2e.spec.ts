@@ -95,6 +95,30 @@ test('steps.appended one step at a time, then trajectory.finished, round-trips t
   expectSameBatch(await readIteration(server, id, 0), batch);
 });
 
+/**
+ * Steps `from`..`to` of a trajectory of group `g`, as steps.appended events of 1,000 steps each; a
+ * step's reward is 1 every tenth step, so that a trajectory's return tells its length.
+ */
+function stepsAppended(iteration: number, trajectoryId: string, from: number, to: number) {
+  return Array.from({ length: Math.ceil((to - from) / 1000) }, (_, c): ClientEvent => {
+    const first = from + 1000 * c;
+    return {
+      id: newEventId(),
+      type: 'steps.appended',
+      data: {
+        iteration,
+        groupId: 'g',
+        trajectoryId,
+        firstStepIndex: first,
+        steps: Array.from({ length: Math.min(to, first + 1000) - first }, (_, j) => {
+          const k = first + j;
+          return { state: `s${k % 7}`, action: `a${k % 3}`, reward: k % 10 === 0 ? 1 : 0 };
+        }),
+      },
+    };
+  });
+}
+
 test('a trajectory continued across write chunks and requests keeps its length, return and outcome', async () => {
   // 17,000 steps in one request cross the server's 16,000-step write chunk. The next request
   // continues the trajectory across a chunk too, and adds new trajectories to the same stored group
@@ -103,23 +127,8 @@ test('a trajectory continued across write chunks and requests keeps its length, 
   // its end).
   const big = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 100_000 });
   const { id } = await big.createRun({ name: 'long', env: 'fixtures', method: 'grpo' });
-  const steps = (from: number, to: number) =>
-    Array.from({ length: to - from }, (_, j) => {
-      const k = from + j;
-      return { state: `s${k % 7}`, action: `a${k % 3}`, reward: k % 10 === 0 ? 1 : 0 };
-    });
-  const append = (trajectoryId: string, from: number, to: number): ClientEvent[] =>
-    Array.from({ length: Math.ceil((to - from) / 1000) }, (_, c) => ({
-      id: newEventId(),
-      type: 'steps.appended',
-      data: {
-        iteration: 0,
-        groupId: 'g',
-        trajectoryId,
-        firstStepIndex: from + 1000 * c,
-        steps: steps(from + 1000 * c, Math.min(to, from + 1000 * (c + 1))),
-      },
-    }));
+  const append = (trajectoryId: string, from: number, to: number) =>
+    stepsAppended(0, trajectoryId, from, to);
   expect((await big.appendEvents(id, append('long', 0, 17_000))).requests).toBe(1);
   const second = await big.appendEvents(id, [
     ...append('short', 0, 5),
@@ -144,6 +153,35 @@ test('a trajectory continued across write chunks and requests keeps its length, 
   expect(long!.steps.map((x) => x.index)).toEqual([...Array(34_000).keys()]);
   expect(short).toMatchObject({ id: 'short', length: 5, outcome: 'success', outcomeGiven: false });
   expect(late).toMatchObject({ id: 'late', length: 3, outcome: 'success', outcomeGiven: false });
+});
+
+test('an iteration that goes on after the next one began, in one request across write chunks, is stored whole', async () => {
+  // Trainers send an iteration before the next, but need not: iteration 0 goes on (more steps and
+  // an outcome for its trajectory, a new trajectory in its group) after 17,000 steps of iteration 1,
+  // in a later write chunk than its first steps.
+  const big = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 100_000 });
+  const { id } = await big.createRun({ name: 'moved past', env: 'fixtures', method: 'grpo' });
+  const sent = await big.appendEvents(id, [
+    ...stepsAppended(0, 'early', 0, 8_000),
+    ...stepsAppended(1, 'next', 0, 17_000),
+    ...stepsAppended(0, 'early', 8_000, 20_000),
+    ...stepsAppended(0, 'after', 0, 3),
+    {
+      id: newEventId(),
+      type: 'trajectory.finished',
+      data: { iteration: 0, groupId: 'g', trajectoryId: 'early', outcome: 'truncated' },
+    },
+  ]);
+  expect(sent.requests).toBe(1);
+  const [group] = await readIteration(server, id, 0);
+  expect(
+    group!.trajectories.map((t) => [t.id, t.length, t.return, t.outcome, t.outcomeGiven]),
+  ).toEqual([
+    ['early', 20_000, 2000, 'truncated', true],
+    ['after', 3, 1, 'success', false],
+  ]);
+  const [next] = await readIteration(server, id, 1);
+  expect(next!.trajectories.map((t) => [t.id, t.length])).toEqual([['next', 17_000]]);
 });
 
 test('fields beyond rollout-batch/v1 are kept as sent', async () => {

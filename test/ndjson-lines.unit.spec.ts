@@ -50,6 +50,24 @@ test('a line ends at \\n, \\r\\n or a lone \\r; the last may have no end; blank 
   ]);
 });
 
+test('a line of blanks as String.trim sees them is skipped, whatever blanks; one that is not UTF-8 is refused', async () => {
+  const got = await events([
+    '\t\u000b\u000c \n\u00a0 \ufeff\u3000\n{"a":1}\n \u2028\u2029\n{"a":2}',
+  ]);
+  expect(got).toEqual([
+    { position: 3, value: { a: 1 } },
+    { position: 5, value: { a: 2 } },
+  ]);
+  // Past the blanks, what is not one is read: a letter beyond ASCII, bytes that are not UTF-8.
+  expect(((await failure(['{"a":1}\n \u00e9\n'])) as Error).message).toMatch(
+    /^line 2: not valid JSON/,
+  );
+  const notUtf8 = Buffer.concat([Buffer.from('\u00a0 '), Buffer.from([0xff]), Buffer.from('\n')]);
+  expect(((await failure([notUtf8])) as Error).message).toBe(
+    'line 1: not valid UTF-8; send the body as UTF-8',
+  );
+});
+
 test('a line and its line end may arrive in pieces, a character cut in two bytes apart', async () => {
   const text = `{"s":"état 😀 ü"}\r\n{"s":"b"}\n`;
   const bytes = Buffer.from(text, 'utf8');
