@@ -15,6 +15,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { deserialize, serialize } from 'node:v8';
 import { prepareEvent } from '../apps/server/src/rollouts/append-session';
+import { withoutWireColumns } from '../apps/server/src/rollouts/prepare-thread';
 import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
 import { ndjsonEvents } from '../apps/server/src/rollouts/ndjson-source';
 import { slicesOf } from '../apps/server/src/rollouts/run-projector';
@@ -82,8 +83,9 @@ function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { 
     const { event } = prepared;
     const t2 = process.hrtime.bigint();
     // What the request's thread pays to take an event the preparing thread made: postMessage's
-    // structured clone, read back (the copy's other half is paid on the preparing thread).
-    const cloned = serialize(prepared);
+    // structured clone of what the thread sends, read back (the copy's other half is paid on the
+    // preparing thread).
+    const cloned = serialize(withoutWireColumns(prepared));
     const t2a = process.hrtime.bigint();
     deserialize(cloned);
     const t2b = process.hrtime.bigint();

@@ -43,7 +43,11 @@ export interface StepColumns {
   nextState?: Int32Array;
   tokenLogprobs?: (Float32Array | null)[];
   embedding?: (Float32Array | null)[];
-  wire: WireStepColumns;
+  /**
+   * The columns as sent, which the log's body is made of; left behind once it is made, by an event
+   * prepared on the ingest's second thread (only the decoded columns cross back).
+   */
+  wire?: WireStepColumns;
 }
 
 const key = z.string().min(1).max(512);

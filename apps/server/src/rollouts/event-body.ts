@@ -63,6 +63,7 @@ export function encodeColumnarBody(data: ColumnarRolloutsData): Buffer {
     n: data.groups.flatMap((g) => g.trajectories.map((t) => t.stepCount)),
   };
   const wire = data.columns.wire;
+  if (!wire) throw new Error('the columns as sent were left behind before the body was made');
   for (const name of WIRE_COLUMNS) if (wire[name] !== undefined) body[name] = wire[name];
   return jsonObjectWithBase64(body, BASE64_COLUMNS);
 }
