@@ -15,7 +15,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { deserialize, serialize } from 'node:v8';
 import { prepareEvent } from '../apps/server/src/rollouts/append-session';
-import { withoutWireColumns } from '../apps/server/src/rollouts/prepare-thread';
+import { withoutWireColumns } from '../apps/server/src/rollouts/prepare-event';
 import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
 import { ndjsonEvents } from '../apps/server/src/rollouts/ndjson-source';
 import { slicesOf } from '../apps/server/src/rollouts/run-projector';

@@ -44,8 +44,8 @@ export interface StepColumns {
   tokenLogprobs?: (Float32Array | null)[];
   embedding?: (Float32Array | null)[];
   /**
-   * The columns as sent, which the log's body is made of; left behind once it is made, by an event
-   * prepared on the ingest's second thread (only the decoded columns cross back).
+   * The columns as sent, which the log's body is made of; left behind once it is made when the event
+   * is prepared for the ingest's second thread (only the decoded columns cross back).
    */
   wire?: WireStepColumns;
 }

@@ -63,11 +63,24 @@ export function prepareLine(
   }
   try {
     const checked = checkEvent(position, value, from);
-    return isIssue(checked) ? { position, ...checked } : checked;
+    return isIssue(checked) ? { position, ...checked } : withoutWireColumns(checked);
   } catch (e) {
     // A bug, not the client's: answered 500 by the request, not by a lost thread.
     return { position, failed: e instanceof Error ? (e.stack ?? e.message) : String(e) };
   }
+}
+
+/**
+ * A prepared event without its columns as sent (base64 strings, lists of numbers), once its body is
+ * made of them: the request's thread uses only the decoded columns, and reading both back from the
+ * preparing thread cost it 0.37 µs per step as columns against 0.27 (bench:ingest-server's read back).
+ */
+export function withoutWireColumns(line: PreparedEvent): PreparedEvent {
+  if (line.event.type !== 'rollouts.appended') return line;
+  const data = line.event.data;
+  if (!('columns' in data)) return line;
+  const { wire: _sent, ...columns } = data.columns;
+  return { ...line, event: { ...line.event, data: { ...data, columns } } };
 }
 
 /** A Buffer over the bytes of a Uint8Array (what a Buffer sent between threads arrives as). */

@@ -3,7 +3,7 @@
 import { parentPort } from 'node:worker_threads';
 import { packJobs } from '../advantages/in-hand-packing';
 import { prepareLine } from './prepare-event';
-import { withoutWireColumns, type PrepareReply, type PrepareRequest } from './prepare-thread';
+import type { PrepareReply, PrepareRequest } from './prepare-thread';
 
 const port = parentPort;
 if (!port) throw new Error('prepare-thread-entry runs as a worker thread (prepare-thread.ts)');
@@ -13,9 +13,7 @@ port.on('message', (request: PrepareRequest) => {
     'lines' in request
       ? {
           id: request.id,
-          lines: request.lines.map((l) =>
-            withoutWireColumns(prepareLine(l.position, l.text, request.from)),
-          ),
+          lines: request.lines.map((l) => prepareLine(l.position, l.text, request.from)),
         }
       : { id: request.id, packed: packJobs(request.jobs) };
   port.postMessage(reply);
