@@ -61,7 +61,16 @@ beforeAll(async () => {
     {
       id: newEventId(),
       type: 'rollouts.appended',
-      data: { iteration: 0, groups: [{ id: 'g', trajectories: [{ id: 'u', steps: [step(3)] }] }] },
+      data: {
+        iteration: 0,
+        // a step without an embedding: this event's embeddings stay in its step slices
+        groups: [
+          {
+            id: 'g',
+            trajectories: [{ id: 'u', steps: [step(3), { ...step(4), embedding: undefined }] }],
+          },
+        ],
+      },
     },
     {
       id: newEventId(),
@@ -160,6 +169,13 @@ test('db:rebuild reproduces every projection byte for byte; advantages computed 
   expect(Object.keys(before).length).toBeGreaterThan(50);
   // The complete iterations get packed; a rebuild drops those rows with the projections they copy.
   while ((await packedCount()) === 0) await new Promise((r) => setTimeout(r, 25));
+  // Embeddings of both stores: in the slices (events where some steps have none), in their event's log
+  // body (every step with one, e.g. the trainer's hidden states; migrations/20261211000000_embeddings_in_the_log).
+  const [stores] = await query<{ in_rows: number; in_body: number }>(
+    `SELECT count(embedding)::int AS in_rows, count(embedding_at)::int AS in_body FROM step_slices`,
+  );
+  expect(stores!.in_rows).toBeGreaterThan(0);
+  expect(stores!.in_body).toBeGreaterThan(0);
   const checksums = await tableChecksums(databaseUrl, PROJECTED);
   const summaries = await query(RUN_SUMMARIES);
   await server!.stop();
@@ -171,6 +187,7 @@ test('db:rebuild reproduces every projection byte for byte; advantages computed 
   await c.query('BEGIN');
   await c.query(`SET LOCAL creditlab.rebuild = 'on'`);
   await c.query('DELETE FROM step_slices WHERE run_id = $1 AND iteration = 3', [runs[0]]);
+  await c.query('DELETE FROM step_slices WHERE run_id = $1 AND iteration = 1', [runs[2]]);
   await c.query(`UPDATE iterations SET metrics = '{}' WHERE run_id = $1`, [runs[1]]);
   await c.query(`UPDATE runs SET status = 'running', last_seq = 0`);
   await c.query('COMMIT');
@@ -187,7 +204,7 @@ test('db:rebuild reproduces every projection byte for byte; advantages computed 
 
   const one = await npmRun('db:rebuild', ['--run', runs[1]!], { DATABASE_URL: databaseUrl });
   expect(one.code).toBe(0);
-  expect(one.stdout).toMatch(new RegExp(`run ${runs[1]}: \\d+ events, 4 steps`));
+  expect(one.stdout).toMatch(new RegExp(`run ${runs[1]}: \\d+ events, 5 steps`));
   expect(await tableChecksums(databaseUrl, PROJECTED)).toEqual(checksums);
 
   // Computed afresh from the rebuilt projections (not read from the stored versions).

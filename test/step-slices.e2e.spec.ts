@@ -89,24 +89,76 @@ test('a 2,500-step trajectory is stored in rows that stay inline, alike from obj
   expect(stored[1]).toEqual(stored[0]);
 });
 
-test('steps with 256-d embeddings go a few to a row, inline; the embeddings read back as sent', async () => {
-  const embedding = (i: number) => Array.from({ length: 256 }, (_, k) => (i * 256 + k) / 1e4);
-  const steps = Array.from({ length: 40 }, (_, i) => ({ ...step(i), embedding: embedding(i) }));
-  const run = await ctx.client.createRun({ name: 'embedded', env: 'e', method: 'grpo' });
+const embedding = (i: number) => Array.from({ length: 256 }, (_, k) => (i * 256 + k) / 1e4);
+const vectorsOf = (rows: Record<string, unknown>[]) =>
+  rows.map((r) => Array.from(new Float32Array(new Uint8Array(r.embedding as Buffer).buffer)));
+const asFloat32 = (steps: { embedding: number[] }[]) =>
+  steps.map((s) => Array.from(Float32Array.from(s.embedding)));
+
+async function appendTrajectory(name: string, steps: object[], columnar: boolean) {
+  const run = await ctx.client.createRun({ name, env: 'e', method: 'grpo' });
   await ctx.client.appendEvents(
     run.id,
     rolloutEvents(0, { groups: [{ id: 'g', trajectories: [{ id: 't', steps }] }] }, 100, {
-      columnar: true,
+      columnar,
     }),
   );
-  const { rows, toasted } = await rowsOf(run.id);
-  expect(rows.length).toBeGreaterThanOrEqual(6);
-  expectContiguous(rows, 40);
-  expect(toasted).toBe(0);
-  const read = await query(`SELECT embedding FROM steps WHERE run_id = $1 ORDER BY idx`, [run.id]);
-  expect(
-    read.map((r) => Array.from(new Float32Array(new Uint8Array(r.embedding as Buffer).buffer))),
-  ).toEqual(steps.map((s) => Array.from(Float32Array.from(s.embedding))));
+  return run;
+}
+
+test('an event whose steps all have embeddings keeps them once, as bytes in its log body; the rows say where', async () => {
+  const steps = Array.from({ length: 40 }, (_, i) => ({ ...step(i), embedding: embedding(i) }));
+  for (const [columnar, version] of [
+    [true, 4],
+    [false, 5],
+  ] as const) {
+    const run = await appendTrajectory(`in the body, version ${version}`, steps, columnar);
+    const { rows, toasted } = await rowsOf(run.id);
+    expect(rows).toHaveLength(1); // without the vectors, 40 steps of numbers fit one row
+    expect(toasted).toBe(0);
+    const [slice] = await query(
+      `SELECT embedding, embedding_at, embedding_width, octet_length(e.body) AS body_bytes,
+              substr(e.body, 1, 7) AS body_start
+       FROM step_slices s JOIN events e USING (run_id, seq) WHERE s.run_id = $1`,
+      [run.id],
+    );
+    expect(slice).toMatchObject({ embedding: null, embedding_width: 1024 });
+    expect((slice!.body_start as Buffer).toString()).toBe(`{"v":${version},`);
+    // The vectors end the body, as bytes: no base64 (a third larger) and no second copy in the row.
+    expect(slice!.embedding_at).toBe((slice!.body_bytes as number) - 40 * 1024);
+    const read = await query(`SELECT embedding FROM steps WHERE run_id = $1 ORDER BY idx`, [
+      run.id,
+    ]);
+    expect(vectorsOf(read)).toEqual(asFloat32(steps));
+    // A step read alone, past the body's first TOAST chunk.
+    const [one] = await query(`SELECT embedding FROM steps WHERE run_id = $1 AND idx = 37`, [
+      run.id,
+    ]);
+    expect(vectorsOf([one!])).toEqual(asFloat32([steps[37]!]));
+  }
+});
+
+test('when a step lacks an embedding, the rows keep them: a few 256-d steps to a row, inline', async () => {
+  const steps = Array.from({ length: 40 }, (_, i) => ({ ...step(i), embedding: embedding(i) }));
+  const lacking = steps.map((s, i) => (i === 5 ? step(i) : s));
+  for (const columnar of [true, false]) {
+    const run = await appendTrajectory(`one lacking ${columnar}`, lacking, columnar);
+    const { rows, toasted } = await rowsOf(run.id);
+    expect(rows.length).toBeGreaterThanOrEqual(6);
+    expectContiguous(rows, 40);
+    expect(toasted).toBe(0);
+    const [places] = await query(
+      `SELECT count(embedding_at)::int AS in_body FROM step_slices WHERE run_id = $1`,
+      [run.id],
+    );
+    expect(places!.in_body).toBe(0);
+    const read = await query(`SELECT embedding FROM steps WHERE run_id = $1 ORDER BY idx`, [
+      run.id,
+    ]);
+    expect(read[5]!.embedding).toBeNull();
+    const present = read.flatMap((r, i) => (i === 5 ? [] : [r]));
+    expect(vectorsOf(present)).toEqual(asFloat32(steps.filter((_, i) => i !== 5)));
+  }
 });
 
 test('an empty trajectory has no row; the events that continue it each add one, at the index they continue from', async () => {

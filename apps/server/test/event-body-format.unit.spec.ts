@@ -1,5 +1,5 @@
 import { validateEvent, type ValidEvent } from '@creditlab/events';
-import { bodyOf, eventDigest } from '../src/rollouts/event-digest';
+import { bodyOf, eventDigest, logBodiesOf } from '../src/rollouts/event-digest';
 
 /**
  * The stored body of a step-bearing event, byte for byte. The body is an input of the event digest,
@@ -175,4 +175,63 @@ test('a columnar rollouts.appended body: the columns as sent, in a fixed order, 
   expect(eventDigest(columnar, bodyOf(columnar)).toString('hex')).toBe(
     '01a04412b91178caf9328090377ad5e0bd15f1b4da60c278b625862fe781e70b',
   );
+});
+
+test('a columnar body whose every step has an embedding of one size (version 4): the JSON without them, a newline, their bytes', () => {
+  const event = validated({
+    id: '6f1d0c52-0c3e-4c55-9d7b-0d2b8f2f8a23',
+    type: 'rollouts.appended',
+    data: {
+      iteration: 2,
+      groups: [{ id: 'g', trajectories: [{ id: 't', stepCount: 2 }] }],
+      columns: {
+        texts: ['s', 'a'],
+        state: [0, 0],
+        action: [1, 1],
+        reward: 'AAAAAAAA8D8AAAAAAAAAAA==', // 1, 0
+        embedding: ['AACAPg==', 'AACAvw=='], // 0.25; -1
+      },
+    },
+  });
+  const json =
+    '{"v":4,"n":[2],"texts":["s","a"],"state":[0,0],"action":[1,1],"reward":"AAAAAAAA8D8AAAAAAAAAAA=="}';
+  const vectors = Buffer.from([0x00, 0x00, 0x80, 0x3e, 0x00, 0x00, 0x80, 0xbf]); // <f4 0.25, -1
+  expect(logBodiesOf(event).stored).toEqual(Buffer.concat([Buffer.from(`${json}\n`), vectors]));
+  // Its digest is that of the version 3 body, the columns as sent.
+  expect(bodyOf(event)?.toString()).toBe(
+    '{"v":3,"n":[2],"texts":["s","a"],"state":[0,0],"action":[1,1],"reward":"AAAAAAAA8D8AAAAAAAAAAA==","embedding":["AACAPg==","AACAvw=="]}',
+  );
+});
+
+test('a body of step objects whose every step has an embedding of one size (version 5): slices without them, a newline, their bytes in step order', () => {
+  const event = validated({
+    id: '6f1d0c52-0c3e-4c55-9d7b-0d2b8f2f8a24',
+    type: 'rollouts.appended',
+    data: {
+      iteration: 0,
+      groups: [
+        {
+          id: 'g',
+          trajectories: [
+            { id: 't0', steps: [{ state: 's', action: 'a', reward: 1, embedding: [0.25] }] },
+            { id: 't1', steps: [] },
+            { id: 't2', steps: [{ state: 's', action: 'a', reward: 0, embedding: 'AACAvw==' }] },
+          ],
+        },
+      ],
+    },
+  });
+  const slice = (reward: string) => ({ n: 1, state: [0], action: [1], reward });
+  const json = JSON.stringify({
+    v: 5,
+    texts: ['s', 'a'],
+    slices: [
+      slice('AAAAAAAA8D8='), // 1
+      { n: 0, state: [], action: [], reward: '' },
+      slice('AAAAAAAAAAA='), // 0
+    ],
+  });
+  const vectors = Buffer.from([0x00, 0x00, 0x80, 0x3e, 0x00, 0x00, 0x80, 0xbf]); // <f4 0.25, -1
+  expect(logBodiesOf(event).stored).toEqual(Buffer.concat([Buffer.from(`${json}\n`), vectors]));
+  expect(bodyOf(event)?.toString()).toContain('"embedding":["AACAPg=="]}');
 });

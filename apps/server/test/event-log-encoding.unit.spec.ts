@@ -2,7 +2,8 @@ import { rolloutEvents } from '@creditlab/client';
 import { eventBodyHash, validateEvent, type ValidEvent } from '@creditlab/events';
 import { seededRandom } from '@creditlab/random';
 import { decodeStepsBody, wireEvent } from '../src/rollouts/event-body';
-import { bodyOf, eventDigest, sameEvent } from '../src/rollouts/event-digest';
+import { bodyOf, eventDigest, logBodiesOf, sameEvent } from '../src/rollouts/event-digest';
+import { checkEvent } from '../src/rollouts/prepare-event';
 
 /** Steps with every optional field present on some and absent on others, and fields beyond v1. */
 function randomStep(rand: () => number, i: number): Record<string, unknown> {
@@ -21,6 +22,24 @@ function randomStep(rand: () => number, i: number): Record<string, unknown> {
   return step;
 }
 
+/** Two groups of three trajectories (the second with an outcome), of `length(t)` steps made by `step`. */
+function randomGroups(length: (t: number) => number, step: (i: number) => Record<string, unknown>) {
+  return [0, 1].map((g) => ({
+    id: `g${g}`,
+    trajectories: [0, 1, 2].map((t) => ({
+      id: `g${g}/t${t}`,
+      ...(t === 1 ? { outcome: 'success' } : {}),
+      steps: Array.from({ length: length(t) }, (_, i) => step(i)),
+    })),
+  }));
+}
+
+/** A random step without fields beyond rollout-batch/v1 (they go in the row form only). */
+function v1Step(rand: () => number, i: number): Record<string, unknown> {
+  const { toolCall: _extra, ...step } = randomStep(rand, i);
+  return step;
+}
+
 function validated(value: unknown): ValidEvent {
   const result = validateEvent(value, 'server');
   if (!result.ok) throw new Error(`${result.issue.path}: ${result.issue.message}`);
@@ -36,7 +55,7 @@ function stored(event: ValidEvent) {
     id: event.id,
     type: event.type,
     data,
-    body: bodyOf(event) as Buffer,
+    body: logBodiesOf(event).stored as Buffer,
   };
 }
 
@@ -47,14 +66,10 @@ test('a step-bearing event put back together from its compact body validates to 
     type: 'rollouts.appended',
     data: {
       iteration: 3,
-      groups: [0, 1].map((g) => ({
-        id: `g${g}`,
-        trajectories: [0, 1, 2].map((t) => ({
-          id: `g${g}/t${t}`,
-          ...(t === 1 ? { outcome: 'success' } : {}),
-          steps: Array.from({ length: 5 + t }, (_, i) => randomStep(rand, i)),
-        })),
-      })),
+      groups: randomGroups(
+        (t) => 5 + t,
+        (i) => randomStep(rand, i),
+      ),
     },
   });
   const again = validated(wireEvent(stored(event)));
@@ -64,23 +79,64 @@ test('a step-bearing event put back together from its compact body validates to 
 
 test('steps sent as columns come back from the log as the same steps as sent one object each', () => {
   const rand = seededRandom(11);
-  const groups = [0, 1].map((g) => ({
-    id: `g${g}`,
-    trajectories: [0, 1, 2].map((t) => ({
-      id: `g${g}/t${t}`,
-      ...(t === 1 ? { outcome: 'success' } : {}),
-      // Fields beyond rollout-batch/v1 go in the row form, so none here.
-      steps: Array.from({ length: 4 + t }, (_, i) => {
-        const { toolCall: _extra, ...step } = randomStep(rand, i);
-        return step;
-      }),
-    })),
-  }));
+  const groups = randomGroups(
+    (t) => 4 + t,
+    (i) => v1Step(rand, i),
+  );
   const [rows] = rolloutEvents(2, { groups });
   const [columns] = rolloutEvents(2, { groups }, 2000, { columnar: true });
   expect(columns!.data).toHaveProperty('columns');
   const fromLog = validated(wireEvent(stored(validated(columns))));
   expect(fromLog.data).toEqual(validated(rows).data);
+});
+
+test('columns whose every step has an embedding of one size: the log keeps the vectors as bytes, and gives back the same steps', () => {
+  const rand = seededRandom(13);
+  const groups = randomGroups(
+    (t) => 2 + t,
+    (i) => ({ ...v1Step(rand, i), embedding: Array.from({ length: 5 }, () => rand() - 0.5) }),
+  );
+  const [rows] = rolloutEvents(1, { groups });
+  const columns = validated(rolloutEvents(1, { groups }, 2000, { columnar: true })[0]);
+  const canonical = bodyOf(columns) as Buffer;
+  const body = logBodiesOf(columns).stored as Buffer;
+  expect(body.subarray(0, 7).toString()).toBe('{"v":4,');
+  // 18 vectors of 20 bytes end the body; as base64 in the canonical body they took 28 bytes each, quoted.
+  expect(canonical.length - body.length).toBe(
+    ',"embedding":[]'.length + 18 * 30 + 17 - (1 + 18 * 20),
+  );
+  const fromLog = validated(wireEvent({ ...stored(columns), body }));
+  expect(fromLog.data).toEqual(validated(rows).data);
+  // What ingest makes of it: this body stored, and the digest of the canonical one (a retry of the
+  // event stored before version 4 existed is still the same event).
+  const checked = checkEvent(
+    1,
+    rolloutEvents(1, { groups }, 2000, { columnar: true })[0],
+    'server',
+  );
+  expect(checked).toMatchObject({ body, hash: eventDigest(columns, canonical) });
+  expect(decodeStepsBody(body)).toEqual(decodeStepsBody(canonical));
+});
+
+test('step objects whose every step has an embedding of one size: stored apart as bytes, given back as the same event', () => {
+  const rand = seededRandom(17);
+  const event = validated({
+    id: '6f1d0c52-0c3e-4c55-9d7b-0d2b8f2f8a12',
+    type: 'rollouts.appended',
+    data: {
+      iteration: 1,
+      groups: randomGroups(
+        (t) => t * 2,
+        (i) => ({ ...randomStep(rand, i), embedding: Array.from({ length: 3 }, () => rand()) }),
+      ),
+    },
+  });
+  const body = stored(event).body;
+  expect(body.subarray(0, 7).toString()).toBe('{"v":5,');
+  expect(body.length).toBeLessThan((bodyOf(event) as Buffer).length);
+  const again = validated(wireEvent(stored(event)));
+  expect(again.data).toEqual(event.data);
+  expect(eventDigest(again, bodyOf(again))).toEqual(eventDigest(event, bodyOf(event)));
 });
 
 test('the compact body is several times smaller than the steps as sent when texts recur', () => {

@@ -231,9 +231,30 @@ async function readSteps(
 /** The iterations' step slices in canonical order: the columns read, then each slice's step count. */
 function slicesCopy(runId: string, its: IterationSnapshot[], columns: StepColumns): string {
   const list = its.map((it) => it.iteration);
-  return `COPY (SELECT ${columns.names.join(', ')}, step_count FROM step_slices
+  const embeddings = columns.embeddingAt >= 0;
+  return `COPY (SELECT ${columns.names.map(sliceColumnSql).join(', ')}, step_count FROM step_slices
+                ${embeddings ? EMBEDDINGS_FROM_BODY : ''}
                 WHERE ${iterationList(runId, list)}
                 ORDER BY iteration, group_ord, traj_ord, first_idx) TO STDOUT (FORMAT binary)`;
+}
+
+/**
+ * A slice's span of its event's body that holds its embeddings (`block`), where they are stored there
+ * (migrations/20261211000000_embeddings_in_the_log): read at once, then cut into vectors
+ * (sliceColumnSql). Bodies are stored uncompressed, so only the TOAST chunks of the span are read.
+ */
+const EMBEDDINGS_FROM_BODY = `LEFT JOIN LATERAL (
+    SELECT substr(e.body, step_slices.embedding_at + 1, step_slices.step_count * step_slices.embedding_width) AS block
+    FROM events e
+    WHERE step_slices.embedding_at IS NOT NULL AND e.run_id = step_slices.run_id AND e.seq = step_slices.seq
+    OFFSET 0) vectors ON true`;
+
+/** A column of the slices as SQL: the embeddings one per step, wherever they are stored. */
+function sliceColumnSql(name: string): string {
+  if (name !== 'embedding') return name;
+  return `CASE WHEN embedding_at IS NULL THEN embedding
+               ELSE ARRAY(SELECT substr(vectors.block, k * embedding_width + 1, embedding_width)
+                          FROM generate_series(0, step_count - 1) AS k ORDER BY k) END`;
 }
 
 /** Per iteration, the texts behind its state (or action) ids, loading those `texts` does not hold yet. */

@@ -18,7 +18,8 @@ const FIRST_LACKING: Record<StepField, string> = {
              ELSE (SELECT min(p) FROM unnest(array_positions(s.nll, NULL)) p
                    WHERE s.token_logprobs[p] IS NULL) END`,
   value: firstNull('s.value'),
-  embedding: firstNull('s.embedding'),
+  // every step of a slice whose embeddings are in its event's body has one
+  embedding: `CASE WHEN s.embedding_at IS NOT NULL THEN NULL ELSE ${firstNull('s.embedding')} END`,
 };
 
 /**

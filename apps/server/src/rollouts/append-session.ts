@@ -150,9 +150,9 @@ export class AppendSession {
     if (batch.length > 0) {
       let status = this.projector.summary.status;
       let seq = this.projector.summary.lastSeq;
-      const sequenced: SequencedEvent[] = batch.map(({ position, event }) => {
+      const sequenced: SequencedEvent[] = batch.map(({ position, event, body }) => {
         status = this.checkStatus(position, event, status);
-        return { seq: ++seq, position, event, recordedAt: this.now };
+        return { seq: ++seq, position, event, body, recordedAt: this.now };
       });
       const { placed, write } = await this.projector.project(sequenced);
       const logged = eventsInsert(

@@ -25,15 +25,45 @@ import {
  * actions many times, so the body is several times smaller than the steps as sent, and every
  * byte of it is written twice (table and WAL) on the ingest path.
  *
- * Version 1 (a JSON array of slices of step objects, written before) is still read.
+ * Version 5 (encodeStepsBodyBothWays, withEmbeddingsApart) has the embeddings after the JSON, as
+ * bytes. Version 1 (a JSON array of slices of step objects, written before) is still read.
  */
 export function encodeStepsBody(slices: StepPayload[][]): Buffer {
   const texts = new TextTable();
+  return compactJson(
+    2,
+    texts,
+    slices.map((s) => columns(s, texts)),
+  );
+}
+
+/**
+ * The version 2 body of these slices, and the version 5 one (their embeddings apart, every step
+ * having one of one size), made of the same columns: what the log needs of such an event (its digest
+ * is of the first, it stores the second).
+ */
+export function encodeStepsBodyBothWays(slices: StepPayload[][]): {
+  canonical: Buffer;
+  apart: Buffer;
+} {
+  const texts = new TextTable();
+  const sliceColumns = slices.map((s) => columns(s, texts));
+  const withoutEmbeddings = sliceColumns.map(({ embedding: _apart, ...rest }) => rest);
+  return {
+    canonical: compactJson(2, texts, sliceColumns),
+    apart: withEmbeddingsApart(
+      compactJson(5, texts, withoutEmbeddings),
+      slices.flat().map((s) => s.embedding as Float32Array),
+    ),
+  };
+}
+
+function compactJson(v: 2 | 5, texts: TextTable, sliceColumns: SliceColumns[]): Buffer {
   const lists: (string | null)[][] = [];
   const body: CompactBody = {
-    v: 2,
+    v,
     texts: texts.list,
-    slices: slices.map((s) => markVectors(columns(s, texts), lists)),
+    slices: sliceColumns.map((c) => markVectors({ ...c }, lists)),
   };
   return jsonWithBase64Lists(body, lists);
 }
@@ -55,17 +85,83 @@ const WIRE_COLUMNS = [
 /**
  * The body of a columnar rollouts.appended (version 3): the columns as the client sent them (after
  * validation), in a fixed key order, with each trajectory's step count. Nothing is encoded step by
- * step: its numbers and vectors are already base64, its texts already once each.
+ * step: its numbers and vectors are already base64, its texts already once each. With
+ * `embeddingsApart`, version 4: the same without `embedding`, the embeddings following as bytes.
  */
-export function encodeColumnarBody(data: ColumnarRolloutsData): Buffer {
+export function encodeColumnarBody(
+  data: ColumnarRolloutsData,
+  { embeddingsApart = false } = {},
+): Buffer {
   const body: Record<string, unknown> = {
-    v: 3,
+    v: embeddingsApart ? 4 : 3,
     n: data.groups.flatMap((g) => g.trajectories.map((t) => t.stepCount)),
   };
   const wire = data.columns.wire;
   if (!wire) throw new Error('the columns as sent were left behind before the body was made');
-  for (const name of WIRE_COLUMNS) if (wire[name] !== undefined) body[name] = wire[name];
-  return jsonObjectWithBase64(body, BASE64_COLUMNS);
+  for (const name of WIRE_COLUMNS)
+    if (wire[name] !== undefined && !(embeddingsApart && name === 'embedding'))
+      body[name] = wire[name];
+  const json = jsonObjectWithBase64(body, BASE64_COLUMNS);
+  return embeddingsApart
+    ? withEmbeddingsApart(json, data.columns.embedding as Float32Array[])
+    : json;
+}
+
+/**
+ * A body (versions 4 and 5) whose steps' embeddings, every step's of one size, are not in its JSON
+ * but after it: a newline (which the JSON, written without raw control characters, never holds), then
+ * the vectors' bytes, one per step in the event's order. So the log holds each vector once as it is
+ * (base64 is a third larger), and the step slices hold none: they name where in the body their
+ * vectors are (`step_slices.embedding_at`, see embeddingsInBody). Which events are stored so is
+ * logBodiesOf's choice (event-digest.ts); their digest stays that of the version 2 or 3 body.
+ */
+function withEmbeddingsApart(json: Buffer, vectors: readonly Float32Array[]): Buffer {
+  const width = (vectors[0] as Float32Array).byteLength;
+  const out = Buffer.allocUnsafe(json.length + 1 + vectors.length * width);
+  json.copy(out);
+  out[json.length] = NEWLINE;
+  let at = json.length + 1;
+  for (const v of vectors) {
+    out.set(new Uint8Array(v.buffer, v.byteOffset, width), at);
+    at += width;
+  }
+  return out;
+}
+
+/** Where a stored body holds its steps' embeddings as bytes (versions 4 and 5). */
+export interface EmbeddingsInBody {
+  /** the first step's vector's byte offset */
+  at: number;
+  /** bytes per vector */
+  width: number;
+}
+
+/** Where a stored body of an event of `stepCount` steps holds their embeddings, if it does. */
+export function embeddingsInBody(body: Buffer | null, stepCount: number): EmbeddingsInBody | null {
+  if (!body || stepCount === 0 || !hasEmbeddingsApart(body)) return null;
+  const at = body.indexOf(NEWLINE) + 1;
+  return { at, width: (body.length - at) / stepCount };
+}
+
+const NEWLINE = 0x0a;
+const hasEmbeddingsApart = (body: Buffer) =>
+  body.length > 7 && /^\{"v":[45],$/.test(body.toString('latin1', 0, 7));
+
+/** A body with its embeddings apart as the body it was made from: their base64 back in each step. */
+function embeddingsBackIn(body: Buffer): ColumnarBody | CompactBody {
+  const end = body.indexOf(NEWLINE);
+  const parsed = JSON.parse(body.toString('utf8', 0, end)) as ColumnarBody | CompactBody;
+  const parts: { embedding?: (string | null)[] }[] = 'slices' in parsed ? parsed.slices : [parsed];
+  const sizes =
+    'slices' in parsed ? parsed.slices.map((sl) => sl.n) : [parsed.n.reduce((a, b) => a + b, 0)];
+  const width = (body.length - end - 1) / sizes.reduce((a, b) => a + b, 0);
+  let at = end + 1;
+  parts.forEach((part, k) => {
+    part.embedding = Array.from({ length: sizes[k] as number }, () =>
+      body.toString('base64', at, (at += width)),
+    );
+  });
+  return parsed;
 }
 
 /** The wire columns that are base64 (numbers) or lists of it (vectors), checked as such. */
@@ -89,15 +185,17 @@ function markVectors<T extends object>(columns: T, lists: (string | null)[][]): 
 /** The slices of a stored body (any version), as step objects a client could have sent. */
 export function decodeStepsBody(body: Buffer | null): Record<string, unknown>[][] {
   if (body === null) return [];
-  const parsed = JSON.parse(body.toString('utf8')) as
-    CompactBody | ColumnarBody | Record<string, unknown>[][];
+  const parsed = hasEmbeddingsApart(body)
+    ? embeddingsBackIn(body)
+    : (JSON.parse(body.toString('utf8')) as
+        CompactBody | ColumnarBody | Record<string, unknown>[][]);
   if (Array.isArray(parsed)) return parsed; // version 1
-  if (parsed.v === 3) return columnarSlices(parsed);
+  if (!('slices' in parsed)) return columnarSlices(parsed);
   return parsed.slices.map((slice) => steps(slice, parsed.texts));
 }
 
 interface ColumnarBody extends WireStepColumns {
-  v: 3;
+  v: 3 | 4; // 4: its embeddings put back by embeddingsBackIn
   /** Each trajectory's step count, in the event's order. */
   n: number[];
 }
@@ -111,7 +209,7 @@ function columnarSlices(body: ColumnarBody): Record<string, unknown>[][] {
 }
 
 interface CompactBody {
-  v: 2;
+  v: 2 | 5; // 5: its embeddings put back by embeddingsBackIn
   texts: string[];
   slices: SliceColumns[];
 }

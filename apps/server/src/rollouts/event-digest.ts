@@ -1,29 +1,65 @@
 import { canonicalJson, eventBodyHash, type StepPayload, type ValidEvent } from '@creditlab/events';
 import { createHash } from 'node:crypto';
-import { encodeColumnarBody, encodeStepsBody } from './event-body';
+import { encodeColumnarBody, encodeStepsBody, encodeStepsBodyBothWays } from './event-body';
 
 /**
- * What the log stores of an event beyond its data: the compact body of its steps (step-bearing
- * events), or null.
+ * The canonical body of an event's steps (step-bearing events), or null: the compact body (version 2,
+ * or 3 for columns; event-body.ts), the input of the event's digest.
  */
 export function bodyOf(event: ValidEvent): Buffer | null {
-  if (event.type === 'steps.appended') return encodeStepsBody([event.data.steps as StepPayload[]]);
-  if (event.type !== 'rollouts.appended') return null;
-  const data = event.data;
-  if ('columns' in data) return encodeColumnarBody(data);
+  if (event.type !== 'steps.appended' && event.type !== 'rollouts.appended') return null;
+  if ('columns' in event.data) return encodeColumnarBody(event.data);
+  return encodeStepsBody(sliceStepsOf(event));
+}
+
+/**
+ * What the log keeps of an event's steps: the canonical body (bodyOf), the input of its digest, and
+ * the body it stores — the same, or, when every step has an embedding and all are of one size (a
+ * trainer's hidden states), the same with the embeddings apart, as bytes after the JSON (versions 4
+ * and 5), which the step slices then point into rather than holding a second copy
+ * (migrations/20261211000000_embeddings_in_the_log).
+ */
+export function logBodiesOf(event: ValidEvent): {
+  canonical: Buffer | null;
+  stored: Buffer | null;
+} {
+  if (!embeddingsOfOneSize(event)) {
+    const canonical = bodyOf(event);
+    return { canonical, stored: canonical };
+  }
+  if (event.type === 'rollouts.appended' && 'columns' in event.data) {
+    const canonical = encodeColumnarBody(event.data);
+    return { canonical, stored: encodeColumnarBody(event.data, { embeddingsApart: true }) };
+  }
+  const { canonical, apart } = encodeStepsBodyBothWays(sliceStepsOf(event));
+  return { canonical, stored: apart };
+}
+
+/** The slices of a step-bearing event sent as step objects, in its order. */
+function sliceStepsOf(event: ValidEvent): StepPayload[][] {
   // From the event itself, not the projector's slicesOf: this runs on the preparing thread, which
   // does not load the projector.
-  return encodeStepsBody(
-    data.groups.flatMap((g) => g.trajectories.map((t) => t.steps as StepPayload[])),
-  );
+  if (event.type === 'steps.appended') return [event.data.steps as StepPayload[]];
+  if (event.type !== 'rollouts.appended' || 'columns' in event.data) return [];
+  return event.data.groups.flatMap((g) => g.trajectories.map((t) => t.steps as StepPayload[]));
+}
+
+/** Whether the event has steps, each with an embedding, all of one size. */
+function embeddingsOfOneSize(event: ValidEvent): boolean {
+  const vectors =
+    event.type === 'rollouts.appended' && 'columns' in event.data
+      ? (event.data.columns.embedding ?? [])
+      : sliceStepsOf(event).flatMap((steps) => steps.map((s) => s.embedding ?? null));
+  const size = vectors[0]?.length;
+  return size !== undefined && vectors.every((v) => v?.length === size);
 }
 
 /**
  * SHA-256 of an event's content, what tells a retried event (same id, same content: a duplicate)
  * from a reused id (same id, other content: a conflict): its type, its data apart from the steps as
- * canonical JSON, and the compact body of its steps, which the log stores anyway. Hashing the body
- * instead of the steps' canonical JSON costs a third of the ingest path's CPU less: the body is
- * already made, a few times smaller, and holds vectors as bytes rather than decimal text.
+ * canonical JSON, and the canonical body of its steps (bodyOf), made for the log anyway. Hashing the
+ * body instead of the steps' canonical JSON costs a third of the ingest path's CPU less: the body is
+ * already made, a few times smaller, and holds vectors as base64 rather than decimal text.
  */
 export function eventDigest(event: ValidEvent, body: Buffer | null): Buffer {
   const hash = createHash('sha256')

@@ -1,5 +1,5 @@
 import { validateEvent, type ValidEvent } from '@creditlab/events';
-import { bodyOf, eventDigest } from './event-digest';
+import { eventDigest, logBodiesOf } from './event-digest';
 
 /** An event checked and ready for the log: where it came from, what it is, its body and digest. */
 export interface PreparedEvent {
@@ -29,8 +29,13 @@ export function checkEvent(
 ): PreparedEvent | EventIssue {
   const result = validateEvent(value, from);
   if (!result.ok) return { path: result.issue.path, reason: result.issue.message };
-  const body = bodyOf(result.event);
-  return { position, event: result.event, body, hash: eventDigest(result.event, body) };
+  const { canonical, stored } = logBodiesOf(result.event);
+  return {
+    position,
+    event: result.event,
+    body: stored,
+    hash: eventDigest(result.event, canonical),
+  };
 }
 
 export function isIssue(checked: PreparedEvent | EventIssue): checked is EventIssue {

@@ -116,7 +116,13 @@ async function replay(projector: RunProjector, runId: string, rows: StoredEvent[
       throw new Error(
         `event ${seq} of run ${runId} no longer validates: ${valid.issue.path}: ${valid.issue.message}`,
       );
-    batch.push({ seq, position: seq, event: valid.event, recordedAt: row.recorded_at });
+    batch.push({
+      seq,
+      position: seq,
+      event: valid.event,
+      body: row.body,
+      recordedAt: row.recorded_at,
+    });
   }
   const { placed, write } = await projector.project(batch);
   await write();

@@ -7,6 +7,7 @@ import { storePacked } from '../advantages/iteration-packing';
 import type { PackedIteration } from '../advantages/packed-columns';
 import { uuidBytes } from './binary-copy-rows';
 import { inOrder, type DeferredWrite } from './deferred-write';
+import { embeddingsInBody, type EmbeddingsInBody } from './event-body';
 import { EVALUATION_SUCCESS, IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
 import { StepSliceRows, type ColumnRange } from './step-slice-rows';
@@ -50,6 +51,8 @@ export interface SequencedEvent {
   /** Where it came from, for messages (its line in the request). */
   position: number;
   event: ValidEvent;
+  /** Its body as the log stores it (event-body.ts), which may hold its steps' embeddings. */
+  body: Buffer | null;
   recordedAt: Date;
 }
 
@@ -67,6 +70,8 @@ export interface StepSlice extends RolloutRef {
   /** Its steps: objects, or a run of the event's columns (the columnar form). */
   steps: StepPayload[] | ColumnRange;
   count: number;
+  /** Its first step's place among the event's steps. */
+  offset: number;
   /** Where the slice sits in the event, for messages: `data.groups[0].trajectories[1]`. */
   path: string;
 }
@@ -222,11 +227,16 @@ export class RunProjector {
   }
 
   private apply(
-    { seq, position, event, recordedAt }: SequencedEvent,
+    { seq, position, event, body, recordedAt }: SequencedEvent,
     rows: StepSliceRows,
   ): PlacedSlice[] {
     const iteration = iterationOf(event);
-    const placed = slicesOf(event).map((slice) => this.placeSlice(position, seq, slice, rows));
+    const slices = slicesOf(event);
+    const vectors = embeddingsInBody(
+      body,
+      slices.reduce((n, sl) => n + sl.count, 0),
+    );
+    const placed = slices.map((slice) => this.placeSlice(position, seq, slice, rows, vectors));
     if (event.type === 'trajectory.finished') this.finishTrajectory(position, event.data);
     if (event.type === 'run.finished') {
       Object.assign(this.state, {
@@ -263,6 +273,7 @@ export class RunProjector {
     seq: number,
     slice: StepSlice,
     rows: StepSliceRows,
+    vectors: EmbeddingsInBody | null,
   ): PlacedSlice {
     const traj = this.rollouts.find(slice.iteration, slice.trajectoryKey) as TrajectoryState;
     if (traj.groupKey !== slice.groupKey) {
@@ -280,7 +291,7 @@ export class RunProjector {
         `trajectory "${slice.trajectoryKey}" has ${first} steps stored, so the next step index is ${first}, not ${slice.firstStepIndex}`,
       );
     }
-    this.addSteps(position, seq, slice, traj, rows);
+    this.addSteps(position, seq, slice, traj, rows, vectors);
     traj.stepCount += slice.count;
     if (slice.outcome) traj.outcomeGiven = slice.outcome;
     this.rollouts.changed(traj);
@@ -292,6 +303,7 @@ export class RunProjector {
   /**
    * The slice's row, and its rewards added to the trajectory's return (in step order, whichever
    * form, so that both forms give the same sum). A path is made only for an embedding to check.
+   * Embeddings the event's body holds (`vectors`) stay there: the rows say where.
    */
   private addSteps(
     position: number,
@@ -299,15 +311,20 @@ export class RunProjector {
     slice: StepSlice,
     traj: TrajectoryState,
     rows: StepSliceRows,
+    vectors: EmbeddingsInBody | null,
   ): void {
     const first = traj.stepCount;
+    const inBody = vectors && {
+      at: vectors.at + slice.offset * vectors.width,
+      width: vectors.width,
+    };
     if (Array.isArray(slice.steps)) {
       slice.steps.forEach((step, j) => {
         if (step.embedding)
           this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
         traj.return += step.reward;
       });
-      rows.objects(traj, first, seq, slice.steps);
+      rows.objects(traj, first, seq, slice.steps, inBody);
       return;
     }
     const { columns: c, from } = slice.steps;
@@ -321,7 +338,7 @@ export class RunProjector {
         const vector = embedding[i];
         if (vector) this.checkEmbedding(position, `data.columns.embedding[${i}]`, vector);
       }
-    rows.columns(traj, first, seq, slice.steps, slice.count);
+    rows.columns(traj, first, seq, slice.steps, slice.count, inBody);
   }
 
   /** One embedding's dimension against the run's (fixed by the first one stored). */
@@ -385,6 +402,7 @@ function computeSlices(event: ValidEvent): StepSlice[] {
         firstStepIndex: d.firstStepIndex,
         steps: d.steps,
         count: d.steps.length,
+        offset: 0,
         path: 'data',
       },
     ];
@@ -405,21 +423,28 @@ function computeSlices(event: ValidEvent): StepSlice[] {
           outcome: t.outcome,
           steps,
           count: t.stepCount,
+          offset: steps.from,
           path: path(gi, ti),
         };
       }),
     );
   }
+  let offset = 0;
   return data.groups.flatMap((g, gi) =>
-    g.trajectories.map((t, ti) => ({
-      iteration: data.iteration,
-      groupKey: g.id,
-      trajectoryKey: t.id,
-      outcome: t.outcome,
-      steps: t.steps,
-      count: t.steps.length,
-      path: path(gi, ti),
-    })),
+    g.trajectories.map((t, ti) => {
+      const slice = {
+        iteration: data.iteration,
+        groupKey: g.id,
+        trajectoryKey: t.id,
+        outcome: t.outcome,
+        steps: t.steps,
+        count: t.steps.length,
+        offset,
+        path: path(gi, ti),
+      };
+      offset += slice.count;
+      return slice;
+    }),
   );
 }
 

@@ -22,9 +22,11 @@ export const STEP_SLICE_COLUMNS = [
   'next_state_id',
   'next_value',
   'extra',
+  'embedding_at',
+  'embedding_width',
 ];
-/** A slice row's fixed-size fields: a uuid, five int4 and the seq. */
-const FIXED_SLICE_BYTES = 16 + 5 * 4 + 8;
+/** A slice row's fixed-size fields: a uuid, five int4, the seq, and where its embeddings are. */
+const FIXED_SLICE_BYTES = 16 + 5 * 4 + 8 + 2 * 4;
 /** Arrays of 8-byte numbers per slice: state, action, reward, nll, value, next state, next value. */
 const NUMBER_ARRAYS = 7;
 /**
@@ -46,6 +48,15 @@ export interface TrajectoryPlace {
 
 /** Told of each row once written: where it goes, its trajectory's first step index in it, its bytes. */
 export type OnSliceRow = (traj: TrajectoryPlace, first: number, row: Buffer) => void;
+
+/**
+ * Where in its event's log body a slice's embeddings are (event-body.ts, version 4): the slice's first
+ * step's vector, and each vector's bytes. The rows then hold no embeddings but this, per row.
+ */
+export interface EmbeddingsAt {
+  at: number;
+  width: number;
+}
 
 /** Steps `from` to `from + count` of an event's columns (the columnar form). */
 export interface ColumnRange {
@@ -70,19 +81,30 @@ export class StepSliceRows {
     private readonly onRow?: OnSliceRow,
   ) {}
 
-  /** Steps sent as objects, the first at index `first` of their trajectory. */
-  objects(traj: TrajectoryPlace, first: number, seq: number, steps: StepPayload[]): void {
+  /**
+   * Steps sent as objects, the first at index `first` of their trajectory; their embeddings, if
+   * `inBody` says where, left in the event's body.
+   */
+  objects(
+    traj: TrajectoryPlace,
+    first: number,
+    seq: number,
+    steps: StepPayload[],
+    inBody: EmbeddingsAt | null = null,
+  ): void {
     const extras = steps.map(extraFieldsJson);
     const bytes = (i: number) => {
       const s = steps[i] as StepPayload;
       const extra = extras[i];
       const extraBytes = extra === undefined ? 0 : 1 + Buffer.byteLength(extra);
-      return (s.tokenLogprobs?.byteLength ?? 0) + (s.embedding?.byteLength ?? 0) + extraBytes;
+      const embedding = inBody ? 0 : (s.embedding?.byteLength ?? 0);
+      return (s.tokenLogprobs?.byteLength ?? 0) + embedding + extraBytes;
     };
     let j = 0;
     for (const { n, variableBytes } of rowsOf(steps.length, bytes)) {
       const rowSteps = steps.slice(j, j + n);
-      this.objectRow(traj, first + j, seq, rowSteps, extras.slice(j, j + n), variableBytes);
+      const row = { steps: rowSteps, extras: extras.slice(j, j + n), variableBytes };
+      this.objectRow(traj, first + j, seq, row, shifted(inBody, j));
       j += n;
     }
   }
@@ -94,13 +116,16 @@ export class StepSliceRows {
     seq: number,
     range: ColumnRange,
     count: number,
+    inBody: EmbeddingsAt | null = null,
   ): void {
     const { columns: c, from } = range;
+    const embedding = inBody ? undefined : c.embedding;
     const bytes = (i: number) =>
-      (c.tokenLogprobs?.[from + i]?.byteLength ?? 0) + (c.embedding?.[from + i]?.byteLength ?? 0);
+      (c.tokenLogprobs?.[from + i]?.byteLength ?? 0) + (embedding?.[from + i]?.byteLength ?? 0);
     let j = 0;
     for (const { n, variableBytes } of rowsOf(count, bytes)) {
-      this.columnRow(traj, first + j, seq, { columns: c, from: from + j }, n, variableBytes);
+      const rowRange = { columns: c, from: from + j };
+      this.columnRow(traj, first + j, seq, rowRange, n, variableBytes, shifted(inBody, j));
       j += n;
     }
   }
@@ -109,9 +134,8 @@ export class StepSliceRows {
     traj: TrajectoryPlace,
     first: number,
     seq: number,
-    steps: StepPayload[],
-    extras: (string | undefined)[],
-    variableBytes: number,
+    { steps, extras, variableBytes }: ObjectRow,
+    inBody: EmbeddingsAt | null,
   ): void {
     const n = steps.length;
     const step = (i: number) => steps[i] as StepPayload;
@@ -121,7 +145,8 @@ export class StepSliceRows {
       .float8Array(n, (i) => step(i).reward);
     this.float8s(n, (i) => step(i).nll);
     this.vectors(n, (i) => float32Bytes(step(i).tokenLogprobs));
-    this.vectors(n, (i) => float32Bytes(step(i).embedding));
+    if (inBody) this.rows.null();
+    else this.vectors(n, (i) => float32Bytes(step(i).embedding));
     this.float8s(n, (i) => step(i).value);
     this.int8s(n, (i) => {
       const next = step(i).nextState;
@@ -130,6 +155,7 @@ export class StepSliceRows {
     this.float8s(n, (i) => step(i).nextValue);
     if (extras.some((e) => e !== undefined)) this.rows.jsonbArray(n, (i) => extras[i]);
     else this.rows.null();
+    this.embeddingsAt(inBody);
     this.onRow?.(traj, first, this.rows.lastRow());
   }
 
@@ -140,6 +166,7 @@ export class StepSliceRows {
     { columns: c, from }: ColumnRange,
     count: number,
     variableBytes: number,
+    inBody: EmbeddingsAt | null,
   ): void {
     const ids = this.textIdsOf(c);
     this.start(traj, first, seq, count, variableBytes)
@@ -149,7 +176,8 @@ export class StepSliceRows {
     const nll = c.nll;
     this.float8s(count, nll ? (i) => present(nll[from + i]) : undefined);
     this.vectors(count, (i) => float32Bytes(c.tokenLogprobs?.[from + i] ?? undefined));
-    this.vectors(count, (i) => float32Bytes(c.embedding?.[from + i] ?? undefined));
+    if (inBody) this.rows.null();
+    else this.vectors(count, (i) => float32Bytes(c.embedding?.[from + i] ?? undefined));
     const value = c.value;
     this.float8s(count, value ? (i) => present(value[from + i]) : undefined);
     const nextState = c.nextState;
@@ -165,6 +193,7 @@ export class StepSliceRows {
     const nextValue = c.nextValue;
     this.float8s(count, nextValue ? (i) => present(nextValue[from + i]) : undefined);
     this.rows.null(); // extra: the columnar form has no fields beyond v1
+    this.embeddingsAt(inBody);
     this.onRow?.(traj, first, this.rows.lastRow());
   }
 
@@ -197,6 +226,12 @@ export class StepSliceRows {
   private float8s(n: number, get: ((i: number) => number | undefined) | undefined): void {
     if (get && someDefined(n, get)) this.rows.float8Array(n, get);
     else this.rows.null();
+  }
+
+  /** embedding_at and embedding_width: NULL unless the event's body holds the row's embeddings. */
+  private embeddingsAt(inBody: EmbeddingsAt | null): void {
+    if (inBody) this.rows.int4(inBody.at).int4(inBody.width);
+    else this.rows.null().null();
   }
 
   /** An optional int8[]: NULL when no step has the field. */
@@ -247,6 +282,18 @@ function rowsOf(
   }
   if (n > start) rows.push({ n: n - start, variableBytes: variable });
   return rows;
+}
+
+/** One row's steps sent as objects, their fields beyond v1 as JSON, and what its vectors and extras take. */
+interface ObjectRow {
+  steps: StepPayload[];
+  extras: (string | undefined)[];
+  variableBytes: number;
+}
+
+/** Where the embeddings of a row starting `steps` after the slice's first step are. */
+function shifted(inBody: EmbeddingsAt | null, steps: number): EmbeddingsAt | null {
+  return inBody && { at: inBody.at + steps * inBody.width, width: inBody.width };
 }
 
 function someDefined(n: number, get: (i: number) => unknown): boolean {
