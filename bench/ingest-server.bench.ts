@@ -17,6 +17,7 @@ import { deserialize, serialize } from 'node:v8';
 import { prepareEvent } from '../apps/server/src/rollouts/append-session';
 import { withoutWireColumns } from '../apps/server/src/rollouts/prepare-event';
 import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
+import { embeddingsAfter, embeddingsInBody } from '../apps/server/src/rollouts/event-body';
 import { ndjsonEvents } from '../apps/server/src/rollouts/ndjson-source';
 import { slicesOf } from '../apps/server/src/rollouts/run-projector';
 import { StepSliceRows } from '../apps/server/src/rollouts/step-slice-rows';
@@ -91,9 +92,16 @@ function onePass(lines: string[], runIdBytes: Buffer, runId: string): Times & { 
     const t2b = process.hrtime.bigint();
     times.back += Number(t2b - t2a);
     const rows = new StepSliceRows(runIdBytes, texts);
-    for (const slice of slicesOf(event)) {
-      if (Array.isArray(slice.steps)) rows.objects(PLACE, 0, position, slice.steps);
-      else rows.columns(PLACE, 0, position, slice.steps, slice.count);
+    const slices = slicesOf(event);
+    // Embeddings the log's body keeps are not in the rows: as the projector does.
+    const vectors = embeddingsInBody(
+      prepared.body,
+      slices.reduce((n, sl) => n + sl.count, 0),
+    );
+    for (const slice of slices) {
+      const inBody = vectors && embeddingsAfter(vectors, slice.offset);
+      if (Array.isArray(slice.steps)) rows.objects(PLACE, 0, position, slice.steps, inBody);
+      else rows.columns(PLACE, 0, position, slice.steps, slice.count, inBody);
       steps += slice.count;
     }
     const t3 = process.hrtime.bigint();

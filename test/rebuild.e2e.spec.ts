@@ -13,7 +13,16 @@ import { stepsAppended } from './support/step-by-step-events';
  * again from the events, byte for byte (every row of every projected table, derived ids and
  * times included), and advantages computed afterwards equal those before.
  */
-const PROJECTED = ['texts', 'rollout_groups', 'trajectories', 'steps', 'iterations', 'run_metrics'];
+// step_slices as stored (where embeddings are kept included) and the steps as the view reads them.
+const PROJECTED = [
+  'texts',
+  'rollout_groups',
+  'trajectories',
+  'step_slices',
+  'steps',
+  'iterations',
+  'run_metrics',
+];
 const RUN_SUMMARIES =
   'SELECT id, status, last_seq, last_iteration, embedding_dim, summary, finished_at, projection_version FROM runs ORDER BY id';
 

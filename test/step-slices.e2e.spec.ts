@@ -1,6 +1,8 @@
 import { newEventId, rolloutEvents } from '@creditlab/client';
+import { columnarBatchFromJson, estimate } from '@creditlab/estimators';
 import { serverForFile } from './support/file-server';
 import { sqlQuery } from './support/sql-query';
+import { api, gql } from './support/test-server';
 import { stepsAppended } from './support/step-by-step-events';
 
 /**
@@ -135,6 +137,71 @@ test('an event whose steps all have embeddings keeps them once, as bytes in its 
       run.id,
     ]);
     expect(vectorsOf([one!])).toEqual(asFloat32([steps[37]!]));
+  }
+});
+
+test('embeddings kept in the body read back in place across rows, trajectories (an empty one among them) and readers', async () => {
+  // 8-d vectors, so that a 200-step trajectory needs several rows of numbers; distinct per step.
+  const vector = (t: number, i: number) =>
+    Array.from({ length: 8 }, (_, k) => t * 1000 + i + k / 8);
+  const trajectory = (t: number, n: number) => ({
+    id: `t${t}`,
+    steps: Array.from({ length: n }, (_, i) => ({ ...step(i + t), embedding: vector(t, i) })),
+  });
+  const batch = {
+    format: 'rollout-batch/v1',
+    groups: [
+      { id: 'g0', trajectories: [trajectory(0, 200), trajectory(1, 3), trajectory(2, 90)] },
+      { id: 'g1', trajectories: [trajectory(3, 1), trajectory(4, 170)] },
+    ],
+  };
+  const sent = batch.groups.flatMap((g) => g.trajectories.flatMap((t) => t.steps));
+  for (const columnar of [true, false]) {
+    const run = await ctx.client.createRun({ name: `rows ${columnar}`, env: 'e', method: 'grpo' });
+    const withEmpty = { groups: [{ id: 'empty', trajectories: [{ id: 'e', steps: [] }] }] };
+    await ctx.client.appendEvents(run.id, [
+      // An empty trajectory first in the event: it takes no place in the body's vectors.
+      ...rolloutEvents(0, { groups: [...withEmpty.groups, ...batch.groups] }, 1000, { columnar }),
+    ]);
+    const rows = await query(
+      `SELECT step_count, embedding_at FROM step_slices WHERE run_id = $1
+       ORDER BY group_ord, traj_ord, first_idx`,
+      [run.id],
+    );
+    expect(rows.length).toBeGreaterThan(5); // the long trajectories take several rows each
+    expect(rows.every((r) => r.embedding_at !== null)).toBe(true);
+    const read = await query(
+      `SELECT embedding FROM steps WHERE run_id = $1 ORDER BY group_ord, traj_ord, idx`,
+      [run.id],
+    );
+    expect(vectorsOf(read)).toEqual(asFloat32(sent));
+    // Through GraphQL, the field asked for by a fragment.
+    const res = await gql<{ run: { trajectory: { steps: { embedding: number[] }[] } } }>(
+      ctx.server,
+      `query($id: ID!) { run(id: $id) { trajectory(iteration: 0, id: "t4") { steps { ...V } } } }
+       fragment V on Step { embedding }`,
+      { id: run.id },
+    );
+    expect(res.errors).toBeUndefined();
+    expect(res.data!.run.trajectory.steps.map((s) => s.embedding)).toEqual(
+      asFloat32(batch.groups[1]!.trajectories[1]!.steps),
+    );
+    // BiPACE, the method that reads them, as the library computes it from the batch as sent.
+    const bipace = await api(`${ctx.server.url}/v1/runs/${run.id}/iterations/0/advantages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ method: 'bipace' }),
+    });
+    expect(bipace.status).toBe(200);
+    const doc = (await bipace.json()) as {
+      groups: { trajectories: { advantages: number[] }[] }[];
+    };
+    const direct = estimate(columnarBatchFromJson(batch), 'bipace', {});
+    expect(
+      doc.groups
+        .filter((_, g) => g > 0)
+        .flatMap((g) => g.trajectories.flatMap((t) => t.advantages)),
+    ).toEqual(Array.from(direct.advantages, Math.fround));
   }
 });
 

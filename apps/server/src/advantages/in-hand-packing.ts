@@ -8,7 +8,8 @@ import { byCanonicalPlace, type TrajectoryShape } from './trajectory-shape';
 /**
  * Slice rows one request keeps for packing, at most: beyond it, the request packs nothing itself
  * and the background packer packs its iterations once complete. 64 MiB is about 400k steps without
- * vectors, or 60k with 256-d embeddings: an iteration-sized request fits many times over.
+ * vectors in the rows (embeddings kept in the log's bodies included), or 60k with 256-d embeddings in
+ * them: an iteration-sized request fits many times over.
  */
 const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 

@@ -116,6 +116,9 @@ export function encodeColumnarBody(
  * logBodiesOf's choice (event-digest.ts); their digest stays that of the version 2 or 3 body.
  */
 function withEmbeddingsApart(json: Buffer, vectors: readonly Float32Array[]): Buffer {
+  // Readers find the vectors after the first newline: the JSON must hold none.
+  if (json.includes(NEWLINE))
+    throw new Error('a body with embeddings apart: its JSON has a newline');
   const width = (vectors[0] as Float32Array).byteLength;
   const out = Buffer.allocUnsafe(json.length + 1 + vectors.length * width);
   json.copy(out);
@@ -140,7 +143,16 @@ export interface EmbeddingsInBody {
 export function embeddingsInBody(body: Buffer | null, stepCount: number): EmbeddingsInBody | null {
   if (!body || stepCount === 0 || !hasEmbeddingsApart(body)) return null;
   const at = body.indexOf(NEWLINE) + 1;
-  return { at, width: (body.length - at) / stepCount };
+  const width = (body.length - at) / stepCount;
+  // Anything else is a damaged body: wrong offsets would store wrong vectors without a word.
+  if (at === 0 || !Number.isInteger(width) || width <= 0 || width % 4 !== 0)
+    throw new Error(`a body with embeddings apart does not hold ${stepCount} whole vectors`);
+  return { at, width };
+}
+
+/** Where the embeddings are from the step `steps` after the first of `inBody`. */
+export function embeddingsAfter(inBody: EmbeddingsInBody, steps: number): EmbeddingsInBody {
+  return { at: inBody.at + steps * inBody.width, width: inBody.width };
 }
 
 const NEWLINE = 0x0a;

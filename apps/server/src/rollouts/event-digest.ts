@@ -46,12 +46,21 @@ function sliceStepsOf(event: ValidEvent): StepPayload[][] {
 
 /** Whether the event has steps, each with an embedding, all of one size. */
 function embeddingsOfOneSize(event: ValidEvent): boolean {
-  const vectors =
-    event.type === 'rollouts.appended' && 'columns' in event.data
-      ? (event.data.columns.embedding ?? [])
-      : sliceStepsOf(event).flatMap((steps) => steps.map((s) => s.embedding ?? null));
-  const size = vectors[0]?.length;
-  return size !== undefined && vectors.every((v) => v?.length === size);
+  let size = -1;
+  const sameSize = (v: Float32Array | null | undefined) => {
+    if (!v || (size >= 0 && v.length !== size)) return false;
+    size = v.length;
+    return true;
+  };
+  if (event.type === 'rollouts.appended' && 'columns' in event.data) {
+    const column = event.data.columns.embedding;
+    return column !== undefined && column.length > 0 && column.every(sameSize);
+  }
+  const slices = sliceStepsOf(event);
+  return (
+    slices.some((s) => s.length > 0) &&
+    slices.every((s) => s.every((step) => sameSize(step.embedding)))
+  );
 }
 
 /**

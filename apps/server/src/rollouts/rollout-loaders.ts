@@ -119,45 +119,54 @@ export function createRolloutLoaders(db: Database) {
       { cacheKeyFn: (k) => JSON.stringify(k) },
     ),
 
-    steps: new DataLoader<TrajectoryKey, StepRowOut[], string>(
-      async (trajectories) => {
-        const res = await pool.query<StepRow>(
-          `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq, st.text AS state,
-                  ac.text AS action, s.reward, s.nll, s.token_logprobs, s.embedding, s.value,
-                  ns.text AS next_state, s.next_value, s.extra
-           FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) AS k(run_id, iteration, group_ord, traj_ord)
-           JOIN steps s USING (run_id, iteration, group_ord, traj_ord)
-           JOIN texts st ON st.run_id = s.run_id AND st.id = s.state_id
-           JOIN texts ac ON ac.run_id = s.run_id AND ac.id = s.action_id
-           LEFT JOIN texts ns ON ns.run_id = s.run_id AND ns.id = s.next_state_id
-           ORDER BY s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx`,
-          [
-            trajectories.map((t) => t.runId),
-            trajectories.map((t) => t.iteration),
-            trajectories.map((t) => t.groupPosition),
-            trajectories.map((t) => t.position),
-          ],
-        );
-        const byTrajectory = new Map<string, StepRowOut[]>(
-          trajectories.map((t) => [trajectoryKey(t), []]),
-        );
-        for (const r of res.rows) {
-          const key = trajectoryKey({
-            runId: r.run_id,
-            iteration: r.iteration,
-            groupPosition: r.group_ord,
-            position: r.traj_ord,
-          });
-          byTrajectory.get(key)?.push(toStep(r));
-        }
-        return trajectories.map((t) => byTrajectory.get(trajectoryKey(t)) ?? []);
-      },
-      { cacheKeyFn: trajectoryKey },
-    ),
+    /** A trajectory's steps by index, without their embeddings (most reads: a trajectory's rewards). */
+    steps: stepsLoader(db, { embeddings: false }),
+    /** The same with embeddings, which may be read from the event log's bodies: only when asked for. */
+    stepsWithEmbeddings: stepsLoader(db, { embeddings: true }),
   };
 }
 
 export type RolloutLoaders = ReturnType<typeof createRolloutLoaders>;
+
+/** Steps of many trajectories in one statement, with their texts. */
+function stepsLoader(db: Database, { embeddings }: { embeddings: boolean }) {
+  return new DataLoader<TrajectoryKey, StepRowOut[], string>(
+    async (trajectories) => {
+      const res = await db.pool.query<StepRow>(
+        `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq, st.text AS state,
+                ac.text AS action, s.reward, s.nll, s.token_logprobs,
+                ${embeddings ? 's.embedding' : 'NULL::bytea AS embedding'}, s.value,
+                ns.text AS next_state, s.next_value, s.extra
+         FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) AS k(run_id, iteration, group_ord, traj_ord)
+         JOIN steps s USING (run_id, iteration, group_ord, traj_ord)
+         JOIN texts st ON st.run_id = s.run_id AND st.id = s.state_id
+         JOIN texts ac ON ac.run_id = s.run_id AND ac.id = s.action_id
+         LEFT JOIN texts ns ON ns.run_id = s.run_id AND ns.id = s.next_state_id
+         ORDER BY s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx`,
+        [
+          trajectories.map((t) => t.runId),
+          trajectories.map((t) => t.iteration),
+          trajectories.map((t) => t.groupPosition),
+          trajectories.map((t) => t.position),
+        ],
+      );
+      const byTrajectory = new Map<string, StepRowOut[]>(
+        trajectories.map((t) => [trajectoryKey(t), []]),
+      );
+      for (const r of res.rows) {
+        const key = trajectoryKey({
+          runId: r.run_id,
+          iteration: r.iteration,
+          groupPosition: r.group_ord,
+          position: r.traj_ord,
+        });
+        byTrajectory.get(key)?.push(toStep(r));
+      }
+      return trajectories.map((t) => byTrajectory.get(trajectoryKey(t)) ?? []);
+    },
+    { cacheKeyFn: trajectoryKey },
+  );
+}
 
 /** A task group's place: (run, iteration, position in the iteration). */
 type GroupKey = Pick<RolloutGroup, 'runId' | 'iteration' | 'position'>;

@@ -1,5 +1,16 @@
 import { Inject } from '@nestjs/common';
-import { Args, Context, ID, Int, Mutation, Parent, ResolveField, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  Context,
+  ID,
+  Info,
+  Int,
+  Mutation,
+  Parent,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import GraphQLJSON from 'graphql-type-json';
 import { Caller } from '../access/caller.decorator';
 import type { Principal } from '../access/principal';
@@ -13,6 +24,7 @@ import {
   POSITION_CURSOR,
   toPage,
 } from '../graphql/pagination';
+import { selectsField } from '../graphql/selects-field';
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { Run } from '../runs/run.models';
 import { EventAppender } from './event-appender.service';
@@ -96,8 +108,11 @@ export class TrajectoryResolver {
   async steps(
     @Parent() trajectory: Trajectory,
     @Context('loaders') loaders: RolloutLoaders,
+    @Info() info: GraphQLResolveInfo,
   ): Promise<Step[]> {
-    const steps = await loaders.steps.load(trajectory);
+    // Embeddings may live in the event log's bodies, a read per step: fetched only when selected.
+    const loader = selectsField(info, 'embedding') ? loaders.stepsWithEmbeddings : loaders.steps;
+    const steps = await loader.load(trajectory);
     return steps.map((s) => ({
       ...s,
       runId: trajectory.runId,

@@ -7,7 +7,7 @@ import { storePacked } from '../advantages/iteration-packing';
 import type { PackedIteration } from '../advantages/packed-columns';
 import { uuidBytes } from './binary-copy-rows';
 import { inOrder, type DeferredWrite } from './deferred-write';
-import { embeddingsInBody, type EmbeddingsInBody } from './event-body';
+import { embeddingsAfter, embeddingsInBody, type EmbeddingsInBody } from './event-body';
 import { EVALUATION_SUCCESS, IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
 import { StepSliceRows, type ColumnRange } from './step-slice-rows';
@@ -314,10 +314,7 @@ export class RunProjector {
     vectors: EmbeddingsInBody | null,
   ): void {
     const first = traj.stepCount;
-    const inBody = vectors && {
-      at: vectors.at + slice.offset * vectors.width,
-      width: vectors.width,
-    };
+    const inBody = vectors && embeddingsAfter(vectors, slice.offset);
     if (Array.isArray(slice.steps)) {
       slice.steps.forEach((step, j) => {
         if (step.embedding)

@@ -1,6 +1,7 @@
 import { STEP_FIELDS, type StepColumns, type StepPayload } from '@creditlab/events';
 import type pg from 'pg';
 import { arrayBytes, BinaryCopyRows, type Int8Words } from './binary-copy-rows';
+import { embeddingsAfter, type EmbeddingsInBody } from './event-body';
 import type { TextDictionary, TextIdForms } from './text-dictionary';
 
 /** The `step_slices` columns ingest writes, in the order of its COPY rows. */
@@ -49,15 +50,6 @@ export interface TrajectoryPlace {
 /** Told of each row once written: where it goes, its trajectory's first step index in it, its bytes. */
 export type OnSliceRow = (traj: TrajectoryPlace, first: number, row: Buffer) => void;
 
-/**
- * Where in its event's log body a slice's embeddings are (event-body.ts, version 4): the slice's first
- * step's vector, and each vector's bytes. The rows then hold no embeddings but this, per row.
- */
-export interface EmbeddingsAt {
-  at: number;
-  width: number;
-}
-
 /** Steps `from` to `from + count` of an event's columns (the columnar form). */
 export interface ColumnRange {
   columns: StepColumns;
@@ -82,15 +74,16 @@ export class StepSliceRows {
   ) {}
 
   /**
-   * Steps sent as objects, the first at index `first` of their trajectory; their embeddings, if
-   * `inBody` says where, left in the event's body.
+   * Steps sent as objects, the first at index `first` of their trajectory; their embeddings left in
+   * the event's log body if `inBody` says where they are there (the first step's, event-body.ts):
+   * each row then says where its own are (embedding_at, embedding_width).
    */
   objects(
     traj: TrajectoryPlace,
     first: number,
     seq: number,
     steps: StepPayload[],
-    inBody: EmbeddingsAt | null = null,
+    inBody: EmbeddingsInBody | null = null,
   ): void {
     const extras = steps.map(extraFieldsJson);
     const bytes = (i: number) => {
@@ -116,7 +109,7 @@ export class StepSliceRows {
     seq: number,
     range: ColumnRange,
     count: number,
-    inBody: EmbeddingsAt | null = null,
+    inBody: EmbeddingsInBody | null = null,
   ): void {
     const { columns: c, from } = range;
     const embedding = inBody ? undefined : c.embedding;
@@ -135,7 +128,7 @@ export class StepSliceRows {
     first: number,
     seq: number,
     { steps, extras, variableBytes }: ObjectRow,
-    inBody: EmbeddingsAt | null,
+    inBody: EmbeddingsInBody | null,
   ): void {
     const n = steps.length;
     const step = (i: number) => steps[i] as StepPayload;
@@ -166,7 +159,7 @@ export class StepSliceRows {
     { columns: c, from }: ColumnRange,
     count: number,
     variableBytes: number,
-    inBody: EmbeddingsAt | null,
+    inBody: EmbeddingsInBody | null,
   ): void {
     const ids = this.textIdsOf(c);
     this.start(traj, first, seq, count, variableBytes)
@@ -229,7 +222,7 @@ export class StepSliceRows {
   }
 
   /** embedding_at and embedding_width: NULL unless the event's body holds the row's embeddings. */
-  private embeddingsAt(inBody: EmbeddingsAt | null): void {
+  private embeddingsAt(inBody: EmbeddingsInBody | null): void {
     if (inBody) this.rows.int4(inBody.at).int4(inBody.width);
     else this.rows.null().null();
   }
@@ -292,8 +285,8 @@ interface ObjectRow {
 }
 
 /** Where the embeddings of a row starting `steps` after the slice's first step are. */
-function shifted(inBody: EmbeddingsAt | null, steps: number): EmbeddingsAt | null {
-  return inBody && { at: inBody.at + steps * inBody.width, width: inBody.width };
+function shifted(inBody: EmbeddingsInBody | null, steps: number): EmbeddingsInBody | null {
+  return inBody && embeddingsAfter(inBody, steps);
 }
 
 function someDefined(n: number, get: (i: number) => unknown): boolean {
