@@ -131,7 +131,9 @@ ${rows.join('\n')}
 A method that needs a step field (gaca: NLL, ppo-gae: value, bipace: embeddings) has every exported step
 checked for it before the first byte, so that a step lacking it is a 400 naming that step rather than a file cut
 short. That check for NLL and value on this run, timed alone: ${checkSeconds.map((x) => `${fmt(x, 2)} s`).join(' then ')}. The check
-for embeddings (bipace) reads every embedding once more: on a run of ${embeddingCheck!.steps.toLocaleString('en')} steps with 256-d
+for embeddings (bipace) reads every embedding the step slices hold once more; a slice whose embeddings are in
+its event's log body (an event whose every step has one of one size, as here) has one per step by construction,
+and is not read: on a run of ${embeddingCheck!.steps.toLocaleString('en')} steps with 256-d
 embeddings (\`BENCH_EXPORT_EMBEDDING_STEPS\`, default 100,000) it took ${fmt(embeddingCheck!.check, 2)} s timed alone, and a
 bipace export of that run as CSV (the check included) ${fmt(embeddingCheck!.bipace.seconds, 1)} s.
 `,
