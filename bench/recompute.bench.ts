@@ -27,6 +27,7 @@ import {
 } from '../apps/server/src/jobs/recompute-chunks';
 
 const RUN_STEPS = Number(process.env.BENCH_RECOMPUTE_STEPS ?? 1_000_000);
+const EMBEDDING_STEPS = Number(process.env.BENCH_RECOMPUTE_EMBEDDING_STEPS ?? 200_000);
 const COMPARE_STEPS = Number(process.env.BENCH_COMPARE_STEPS ?? 100_000);
 const ONLINE_ITERATIONS = 5;
 const METHODS = ['gigpo', 'gated-bepo'];
@@ -186,6 +187,34 @@ async function main(): Promise<void> {
       console.log(rows.at(-1));
     }
 
+    // BiPACE, the one method that reads embeddings, on a run that has them (every step a 256-d one, so
+    // its events' log bodies hold them and the slices say where: it reads them from there).
+    const embedded = await ingestRun(
+      client,
+      'recompute bench embeddings',
+      { ...ITERATION, withoutEmbeddings: false, embeddingDim: 256 },
+      EMBEDDING_STEPS,
+    );
+    await waitForPacking(pool, embedded.id, embedded.iterations);
+    const bipaceRead = await timeRead(embedded.sizes, (c) =>
+      binaryRead(pool, embedded.id, c, 'bipace'),
+    );
+    for (const b of bipaceRead.batches.slice(0, 3)) estimate(b, 'bipace'); // warm-up
+    const tb = performance.now();
+    for (const b of bipaceRead.batches) estimate(b, 'bipace');
+    const bipaceLibrary = (performance.now() - tb) / 1000;
+    const bipaceJobs: number[] = [];
+    for (const gamma of [1, ...LATER_JOBS])
+      bipaceJobs.push(await timeRecompute(server.url, embedded.id, 'bipace', { gamma }));
+    const bipaceLater = median(bipaceJobs.slice(1));
+    const bipaceLine = `on a run of ${embedded.steps.toLocaleString('en')} steps in ${embedded.iterations} iterations with 256-d embeddings (\`BENCH_RECOMPUTE_EMBEDDING_STEPS\`, default 200,000): read once ${fmt(bipaceRead.seconds, 2)} s (the step slices, their embeddings from the events' log bodies), library ${fmt(bipaceLibrary, 2)} s, first job ${fmt(bipaceJobs[0] as number, 2)} s, later jobs ${fmt(bipaceLater, 2)} s (${bipaceJobs
+      .slice(1)
+      .map((x) => fmt(x, 2))
+      .join(
+        ', ',
+      )}), ${fmt(embedded.steps / bipaceLater / 1000, 0)}k steps/s; aim (read once + 3 × library) ${fmt(bipaceRead.seconds + 3 * bipaceLibrary, 2)} s`;
+    console.log(`bipace ${bipaceLine}`);
+
     // Online path, as a trainer records: right after appending an iteration, the first call on it
     // (staleness check, read, estimate, store, the advantages.used event), each method in turn;
     // later calls read the stored set.
@@ -292,7 +321,7 @@ Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}; load
         .join(
           ', ',
         )} (1, 5, 15 min; other work shares this machine, so compare figures of the same run).
-Command: \`npm run bench:recompute\` (\`BENCH_RECOMPUTE_STEPS\`, default 1,000,000; \`BENCH_COMPARE_STEPS\`, default 100,000).
+Command: \`npm run bench:recompute\` (\`BENCH_RECOMPUTE_STEPS\`, default 1,000,000; \`BENCH_RECOMPUTE_EMBEDDING_STEPS\`, default 200,000; \`BENCH_COMPARE_STEPS\`, default 100,000).
 A server process with 2 estimator threads and 2 job workers, on an embedded PostgreSQL; synthetic rollouts
 (tasks of G = 8 rollouts of up to 50 steps over 20 recurring states), ingested through the HTTP API first.
 
@@ -361,6 +390,8 @@ statements before and after.
 | method | read once | library | first job | later jobs | steps/s (later) | aim | met (first / later) | peak RSS (RSS when it started) |
 |---|---:|---:|---:|---:|---:|---:|---|---:|
 ${rows.join('\n')}
+
+**BiPACE**, the one method that reads embeddings (packed rows leave them out), ${bipaceLine}.
 
 **Online path, first call** (\`POST /v1/runs/{id}/iterations/{i}/advantages\`, float32 response): the trainer's
 recording path on the iteration it has just appended, each method in turn right after the append — the check
