@@ -33,11 +33,11 @@ import { runSummaryUpdate } from '../apps/server/src/rollouts/run-projector';
 import { STEP_SLICE_COLUMNS } from '../apps/server/src/rollouts/step-slice-rows';
 import { INSERT_TEXTS_SQL } from '../apps/server/src/rollouts/text-dictionary';
 import { fmt, machineLine, writeSection } from './support/bench-report';
+import { createRun } from './support/bench-run';
 import { startBenchServer } from './support/bench-server';
 import { databaseCpu, databaseCpuSince, walPosition, walSince } from './support/database-cost';
 import { writeRequests } from './support/ingest-requests';
 import { postNdjsonStream } from './support/post-ndjson';
-import { ADMIN_KEY } from '../test/support/test-server';
 
 const STEPS = Number(process.env.BENCH_INGEST_DB_STEPS ?? 200_000);
 
@@ -232,16 +232,6 @@ const STEPS_PER_ROW_TABLE = `CREATE TABLE steps_per_row (
   reward double precision NOT NULL, nll double precision, token_logprobs bytea, embedding bytea,
   value double precision, next_state_id bigint, next_value double precision, extra jsonb,
   PRIMARY KEY (run_id, iteration, group_ord, traj_ord, idx))`;
-
-async function createRun(url: string, name: string): Promise<string> {
-  const res = await fetch(`${url}/v1/runs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` },
-    body: JSON.stringify({ name, env: 'synthetic', method: 'gigpo' }),
-  });
-  if (!res.ok) throw new Error(`creating a run: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { id: string }).id;
-}
 
 /** Runs `work` and returns PostgreSQL's CPU and WAL it cost. */
 async function measure(

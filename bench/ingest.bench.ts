@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { fmt, machineLine, writeSection } from './support/bench-report';
+import { createRun } from './support/bench-run';
 import { startBenchServer } from './support/bench-server';
 import { writeRequests, type IngestScenario } from './support/ingest-requests';
 import {
@@ -25,7 +26,6 @@ import {
 } from './support/database-cost';
 import { postNdjsonStream } from './support/post-ndjson';
 import { STATEMENT_CHARS, StatementStats, type StatementCost } from './support/statement-stats';
-import { ADMIN_KEY } from '../test/support/test-server';
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
@@ -148,16 +148,6 @@ async function warmUp(scenarios: Scenario[], serverUrl: string, dir: string): Pr
 }
 
 const WARM_UP_STEPS = 50_000;
-
-async function createRun(serverUrl: string, name: string): Promise<string> {
-  const created = await fetch(`${serverUrl}/v1/runs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` },
-    body: JSON.stringify({ name, env: 'synthetic', method: 'gigpo' }),
-  });
-  if (!created.ok) throw new Error(`creating the run: ${created.status} ${await created.text()}`);
-  return ((await created.json()) as { id: string }).id;
-}
 
 async function timeCopy(
   client: pg.PoolClient,
