@@ -2,7 +2,8 @@
 Measures the Python client (clients/python) against a running server: steps per second through
 `run.log_rollouts` + `run.flush` (encoding, the background sender, HTTP, ingest), against the raw HTTP
 ingest rate of the very same NDJSON requests posted back to back, and bytes per step with embeddings and
-token log-probs as JSON numbers and in the compact encoding (base64 little-endian float32).
+token log-probs as JSON numbers and in the compact encoding (base64 little-endian float32), with the steps
+as objects (the row form) and as columns (the client's default).
 
 Run by bench/python-client.bench.ts, which starts the server and writes docs/benchmarks.md; prints one
 JSON object per scenario on stdout. Arguments: URL API_KEY, then scenarios as LABEL:DIM:STEPS.
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 import creditlab
+from creditlab.columnar import columnar_lines
 from creditlab.events import StepEncoder, rollout_lines
 
 GROUPS, SIZE, MAX_STEPS = 16, 8, 40  # one iteration: 16 tasks × G = 8 rollouts × up to 40 steps
@@ -72,14 +74,20 @@ def through_client(client: creditlab.Client, data: list) -> dict:
     return {"seconds": seconds, "blocked": blocked, "requests": run.stats.requests, "bytes": run.stats.bytes, "events": run.stats.events}
 
 
-def raw_http(url: str, key: str, compact: bool, data: list, max_event_bytes: int, max_request_bytes: int) -> dict:
+def encoded(it: int, groups: list, encoder: StepEncoder, columnar: bool, max_event_bytes: int) -> list:
+    """One iteration's NDJSON lines as the client sends them: as columns if asked and they fit, else as rows."""
+    lines = columnar_lines(it, groups, encoder, max_event_bytes) if columnar else None
+    return lines if lines is not None else rollout_lines(it, groups, encoder, max_event_bytes)
+
+
+def raw_http(url: str, key: str, compact: bool, columnar: bool, data: list, max_event_bytes: int, max_request_bytes: int) -> dict:
     """The same events, encoded beforehand, posted back to back on one connection: ingest alone."""
-    client = creditlab.Client(url, key, compact_floats=compact)
+    client = creditlab.Client(url, key, compact_floats=compact, columnar_steps=columnar)
     run_id = client.create_run(name="bench raw http", env="synthetic", method="grpo").id
     encoder = StepEncoder(compact)
     bodies, body, size = [], [], 0
     for it, groups in enumerate(data):
-        for line in rollout_lines(it, groups, encoder, max_event_bytes):
+        for line in encoded(it, groups, encoder, columnar, max_event_bytes):
             if body and size + len(line) > max_request_bytes:
                 bodies.append(b"".join(body))
                 body, size = [], 0
@@ -105,16 +113,18 @@ def main() -> None:
         label, dim, steps = scenario.split(":")
         data = batches(int(dim), int(steps))
         n = sum(len(t["steps"]) for groups in data for g in groups for t in g["trajectories"])
-        for compact in (False, True) if int(dim) else (False,):
-            result = {"label": label, "dim": int(dim), "steps": n, "compact": compact}
+        # (compact floats, columnar steps): columns carry vectors as base64 only; without vectors the first is moot.
+        forms = ((False, False), (True, False), (True, True)) if int(dim) else ((True, False), (True, True))
+        for compact, columnar in forms:
+            result = {"label": label, "dim": int(dim), "steps": n, "compact": compact, "columnar": columnar}
             try:
-                client = creditlab.Client(url, key, compact_floats=compact)
+                client = creditlab.Client(url, key, compact_floats=compact, columnar_steps=columnar)
                 result["client"] = through_client(client, data)
-                result["raw"] = raw_http(url, key, compact, data, client.max_event_bytes, client.max_request_bytes)
+                result["raw"] = raw_http(url, key, compact, columnar, data, client.max_event_bytes, client.max_request_bytes)
             except creditlab.ApiError as e:
                 result["refused"] = str(e)[:300]
                 encoder = StepEncoder(compact)
-                result["bytesPerStep"] = sum(len(x) for it, g in enumerate(data) for x in rollout_lines(it, g, encoder, 8 << 20)) / n
+                result["bytesPerStep"] = sum(len(x) for it, g in enumerate(data) for x in encoded(it, g, encoder, columnar, 8 << 20)) / n
             print(json.dumps(result), flush=True)
 
 

@@ -3,8 +3,8 @@
  * an embedded PostgreSQL. For synthetic iterations without embeddings and with 256- and 4,096-dimensional
  * ones (plus 24 token log-probs per step), bench/python-client.bench.py measures steps/s through
  * `run.log_rollouts` + `run.flush`, the raw HTTP ingest rate of the very same requests, the time the caller
- * spent inside `log_rollouts`, and bytes per step as JSON numbers and in the compact encoding. Writes its
- * section of docs/benchmarks.md.
+ * spent inside `log_rollouts`, and bytes per step as JSON numbers and in the compact encoding, with the
+ * steps as objects and as columns (the client's default). Writes its section of docs/benchmarks.md.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -28,6 +28,7 @@ interface Result {
   dim: number;
   steps: number;
   compact: boolean;
+  columnar: boolean;
   client?: Timing & { blocked: number };
   raw?: Timing;
   refused?: string;
@@ -68,26 +69,44 @@ function pythonLine(): string {
 
 function row(r: Result): string {
   const encoding = r.dim === 0 ? '—' : r.compact ? 'compact (base64 float32)' : 'JSON numbers';
+  const form = r.columnar ? 'columns' : 'objects';
   if (!r.client || !r.raw) {
     const perStep = `${fmt(r.bytesPerStep ?? 0, 0)} B`;
-    return `| ${r.label} | ${encoding} | ${r.steps.toLocaleString('en')} | ${perStep} | refused by this server | | | |`;
+    return `| ${r.label} | ${form} | ${encoding} | ${r.steps.toLocaleString('en')} | ${perStep} | refused by this server | | | |`;
   }
   const client = r.steps / r.client.seconds;
   const raw = r.steps / r.raw.seconds;
   const rate = (x: number) => Math.round(x).toLocaleString('en');
-  return `| ${r.label} | ${encoding} | ${r.steps.toLocaleString('en')} | ${fmt(r.raw.bytes / r.steps, 0)} B | ${rate(client)} | ${rate(raw)} | ${fmt(client / raw)} | ${fmt((100 * r.client.blocked) / r.client.seconds, 0)} % |`;
+  return `| ${r.label} | ${form} | ${encoding} | ${r.steps.toLocaleString('en')} | ${fmt(r.raw.bytes / r.steps, 0)} B | ${rate(client)} | ${rate(raw)} | ${fmt(client / raw)} | ${fmt((100 * r.client.blocked) / r.client.seconds, 0)} % |`;
 }
 
 /** How much smaller the compact encoding makes a step, per embedding size. */
 function savings(results: Result[]): string {
   const parts = results
-    .filter((r) => r.dim > 0 && r.compact)
+    .filter((r) => r.dim > 0 && r.compact && !r.columnar)
     .map((c) => {
-      const json = results.find((r) => r.dim === c.dim && !r.compact);
+      const json = results.find((r) => r.dim === c.dim && !r.compact && !r.columnar);
       const size = (r?: Result) => (r?.raw ? r.raw.bytes / r.steps : (r?.bytesPerStep ?? NaN));
       return `${fmt(size(json) / size(c), 1)}× smaller at ${c.dim} dimensions`;
     });
   return parts.length ? `The compact encoding makes a step ${parts.join(' and ')}.` : '';
+}
+
+/** Steps as columns against steps as objects (both compact): the server's rate and the caller's time. */
+function formsCompared(results: Result[]): string {
+  const parts = results
+    .filter((r) => r.columnar && r.raw && r.client)
+    .map((c) => {
+      const objects = results.find((r) => r.dim === c.dim && r.compact && !r.columnar);
+      if (!objects?.raw || !objects.client) return '';
+      const rate = (r: Result) => r.steps / (r.raw as Timing).seconds;
+      const busy = (r: Result) => (r.client as Timing & { blocked: number }).blocked / r.steps;
+      return `${c.label}: raw HTTP ${fmt(rate(c) / rate(objects), 2)}× the rate, the caller ${fmt((busy(c) / busy(objects)) * 100, 0)} % of the time in \`log_rollouts\``;
+    })
+    .filter(Boolean);
+  return parts.length
+    ? `Steps as columns (the default) against steps as objects, both compact: ${parts.join('; ')}.`
+    : '';
 }
 
 async function main(): Promise<void> {
@@ -114,15 +133,17 @@ critic value on every step; with embeddings, also 24 token log-probs per step) g
 once per iteration, then \`run.flush()\`: "client" is that whole time (checking and encoding in the caller's
 thread, the background sender, HTTP, the server's ingest into an embedded PostgreSQL). "Raw HTTP" posts the
 very same NDJSON requests, encoded beforehand, back to back on one connection: the server's ingest rate for
-those bytes. "Caller busy" is the share of the client time spent inside \`log_rollouts\` (encoding), the
+those bytes. "Steps as": one JSON object per step (the row form), or each event's steps as columns (the
+client's default, \`Client(columnar_steps=…)\`). "Caller busy" is the share of the client time spent inside \`log_rollouts\` (encoding), the
 time a trainer's loop is held; the rest overlaps with sending. Client, server and PostgreSQL share this machine's
 two cores, so the client's encoding slows the server down here; on a trainer's own machine it would not.
 
-| steps | floats as | steps sent | NDJSON per step | client steps/s | raw HTTP steps/s | client ÷ raw | caller busy |
-|---|---|---:|---:|---:|---:|---:|---:|
+| steps | steps as | floats as | steps sent | NDJSON per step | client steps/s | raw HTTP steps/s | client ÷ raw | caller busy |
+|---|---|---|---:|---:|---:|---:|---:|---:|
 ${results.map(row).join('\n')}
 
 ${savings(results)}
+${formsCompared(results)}
 ${refused ? `\nRows "refused by this server": the server did not accept the compact encoding yet (${refused.refused?.split(':').slice(0, 2).join(':')}); their size per step is computed by the client.\n` : ''}`,
   );
   console.log('wrote docs/benchmarks.md');

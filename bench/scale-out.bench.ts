@@ -188,7 +188,7 @@ contention. The machine's 1-minute load average, sampled at each phase, was
 ${loads.map((l) => fmt(l, 1)).join(', ')} (2 means both cores busy; the load measured here is part of it): the absolute rates
 vary with what else the machine does, from run to run.
 
-**Ingest.** ${CLIENTS} clients at once, each sending iteration-sized NDJSON requests (16 tasks × 8 rollouts of up to
+**Ingest.** ${CLIENTS} clients at once, each sending iteration-sized NDJSON requests, steps as objects (16 tasks × 8 rollouts of up to
 50 steps) one after the other; ${RUNS} runs, each written by two clients taking turns at its iterations, so that with
 two processes two processes append to one run at once. "Runs query" is \`{ runs(first: 20) { … } }\` sent
 meanwhile, one at a time, to the same processes (p50 / p95 / max, number sent); idle, before any load:
@@ -213,7 +213,7 @@ iteration was estimated twice. "Queue turns": pg-boss jobs (a job re-queues itse
 ${jobs.map((b, k) => jobRow(k + 1, b)).join('\n')}
 
 **Memory.** A freshly started API process per row; ${(memory[0]?.steps ?? 0).toLocaleString('en')} steps into one run
-(one client), as iteration-sized requests, or as one request streamed iteration by iteration. Each cell is
+(one client, steps as objects), as iteration-sized requests, or as one request streamed iteration by iteration. Each cell is
 peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent: the peak is \`VmHWM\` of
 \`/proc/<pid>/status\` (the estimator threads are threads of the same process), the heap is
 \`nodejs_heap_size_used_bytes\` from the server's \`/metrics\`. The last row runs the server with V8's heap capped

@@ -16,7 +16,10 @@ test('the backfill recomputes every event’s hash exactly as ingest computed it
   const client = new CreditlabClient({ url: first.url, apiKey: ADMIN_KEY });
   const { id: runId } = await client.createRun({ name: 'old events', env: 'e', method: 'gigpo' });
   const sent: ClientEvent[] = [];
-  fixtureBatches().forEach(([, batch], i) => sent.push(...rolloutEvents(i, batch, 7)));
+  // Steps as objects: events stored before hashes existed predate the columnar form.
+  fixtureBatches().forEach(([, batch], i) =>
+    sent.push(...rolloutEvents(i, batch, 7, { columnar: false })),
+  );
   const step = (reward: number) => ({
     state: 'a room',
     action: 'look',

@@ -61,7 +61,7 @@ test('the same steps sent as columns and as objects are stored, read back and es
   const columns = await ctx.client.createRun({ name: 'columns', env: 'e', method: 'gigpo' });
   for (const [i, batch] of batches.entries()) {
     // 7 steps per event at most: trajectories continue across events in both forms.
-    await ctx.client.appendEvents(rows.id, rolloutEvents(i, batch, 7));
+    await ctx.client.appendEvents(rows.id, rolloutEvents(i, batch, 7, { columnar: false }));
     const columnar = rolloutEvents(i, batch, 7, { columnar: true });
     expect(columnar.every((e) => 'columns' in e.data)).toBe(true);
     await ctx.client.appendEvents(columns.id, columnar);

@@ -118,10 +118,12 @@ describe('on-append (the default)', () => {
     // a few steps (trajectories continued across events), slices longer than one row (64-d vectors),
     // a step per event out of canonical order with the outcomes sent after.
     const requests: ClientEvent[][] = [
-      rolloutEvents(0, syntheticBatchJson(small, 1)),
+      rolloutEvents(0, syntheticBatchJson(small, 1), 2000, { columnar: false }),
       rolloutEvents(1, syntheticBatchJson(full, 2), 2000, { columnar: true }),
-      rolloutEvents(2, syntheticBatchJson(full, 3), 5),
-      rolloutEvents(3, syntheticBatchJson({ ...full, maxSteps: 150 }, 4)),
+      rolloutEvents(2, syntheticBatchJson(full, 3), 5, { columnar: false }),
+      rolloutEvents(3, syntheticBatchJson({ ...full, maxSteps: 150 }, 4), 2000, {
+        columnar: false,
+      }),
       stepByStepEvents(4, syntheticBatchJson(full, 5)),
       rolloutEvents(5, syntheticBatchJson(small, 6), 7, { columnar: true }),
     ];

@@ -31,7 +31,7 @@ const batch = (
 
 /** Every kind of line: steps as objects and as columns (with embeddings), other events, refusals. */
 const texts: (string | null)[] = [
-  ...rolloutEvents(0, batch, 7),
+  ...rolloutEvents(0, batch, 7, { columnar: false }),
   ...rolloutEvents(1, batch, 2000, { columnar: true }),
   {
     id: '6f1c1a8e-0000-4000-8000-000000000001',

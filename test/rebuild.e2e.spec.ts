@@ -44,7 +44,7 @@ beforeAll(async () => {
   const fixtures = await client.createRun({ name: 'fixtures', env: 'fixtures', method: 'gigpo' });
   const batches = fixtureBatches().filter(([name]) => name.startsWith('verl-agent'));
   for (const [i, [, batch]] of batches.entries())
-    await client.appendEvents(fixtures.id, rolloutEvents(i, batch, 11));
+    await client.appendEvents(fixtures.id, rolloutEvents(i, batch, 11, { columnar: false }));
   // The same rollouts with their steps sent as columns (the log keeps them as sent).
   const columnar = await client.createRun({ name: 'columnar', env: 'fixtures', method: 'gigpo' });
   for (const [i, [, batch]] of batches.entries()) {

@@ -32,7 +32,8 @@ export function planRequests(
     for (let k = 0; steps < stepsPerClient; k++) {
       const iteration = k * perRun + Math.floor(c / runs);
       const batch = syntheticBatchJson(BENCH_ITERATION, seed + run * 1000 + iteration);
-      const events = rolloutEvents(iteration, batch, 2000);
+      // Steps as objects, the form bench:scale's figures in docs/benchmarks.md were measured with.
+      const events = rolloutEvents(iteration, batch, 2000, { columnar: false });
       const n = batch.groups.reduce(
         (a, g) => a + g.trajectories.reduce((b, t) => b + t.steps.length, 0),
         0,

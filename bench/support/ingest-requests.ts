@@ -44,7 +44,7 @@ export async function writeRequests(
   const flush = async () => {
     if (groupsInIteration === 0) return;
     const body = Buffer.from(
-      rolloutEvents(iteration++, sink.batch, 2000, { columnar: s.columnar })
+      rolloutEvents(iteration++, sink.batch, 2000, { columnar: s.columnar === true })
         .map((e) => `${JSON.stringify(e)}\n`)
         .join(''),
     );

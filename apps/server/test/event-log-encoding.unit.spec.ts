@@ -83,7 +83,7 @@ test('steps sent as columns come back from the log as the same steps as sent one
     (t) => 4 + t,
     (i) => v1Step(rand, i),
   );
-  const [rows] = rolloutEvents(2, { groups });
+  const [rows] = rolloutEvents(2, { groups }, 2000, { columnar: false });
   const [columns] = rolloutEvents(2, { groups }, 2000, { columnar: true });
   expect(columns!.data).toHaveProperty('columns');
   const fromLog = validated(wireEvent(stored(validated(columns))));
@@ -96,7 +96,7 @@ test('columns whose every step has an embedding of one size: the log keeps the v
     (t) => 2 + t,
     (i) => ({ ...v1Step(rand, i), embedding: Array.from({ length: 5 }, () => rand() - 0.5) }),
   );
-  const [rows] = rolloutEvents(1, { groups });
+  const [rows] = rolloutEvents(1, { groups }, 2000, { columnar: false });
   const columns = validated(rolloutEvents(1, { groups }, 2000, { columnar: true })[0]);
   const canonical = bodyOf(columns) as Buffer;
   const body = logBodiesOf(columns).stored as Buffer;

@@ -89,3 +89,23 @@ def test_a_batch_with_fields_beyond_v1_goes_as_rows():
     step = {"state": "s", "action": "a", "reward": 1, "toolCall": "x"}
     batch = [{"id": "g", "trajectories": [{"id": "t", "steps": [step]}]}]
     assert columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 8 << 20) is None
+
+
+def test_columns_are_the_default_unless_turned_off_or_floats_are_not_compact(monkeypatch, tmp_path):
+    def columnar(**options) -> bool:
+        client = creditlab.Client("http://127.0.0.1:9", "cl_unused", spool_dir=str(tmp_path), **options)
+        try:
+            return client.columnar_steps
+        finally:
+            client.close()
+
+    monkeypatch.delenv("CREDITLAB_COLUMNAR_STEPS", raising=False)
+    monkeypatch.delenv("CREDITLAB_COMPACT_FLOATS", raising=False)
+    assert columnar() is True
+    assert columnar(columnar_steps=False) is False
+    # A server that takes no base64 vectors is older than the columns too.
+    assert columnar(compact_floats=False) is False
+    monkeypatch.setenv("CREDITLAB_COLUMNAR_STEPS", "0")
+    assert columnar() is False
+    monkeypatch.setenv("CREDITLAB_COLUMNAR_STEPS", "1")
+    assert columnar(compact_floats=False) is True

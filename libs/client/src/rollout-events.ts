@@ -23,9 +23,11 @@ export function compactStep<S extends object>(step: S): S {
 
 export interface RolloutEventOptions {
   /**
-   * Send each event's steps as columns (docs/events.md, "Columnar rollouts"): fewer bytes, and the
-   * server handles no object per step. An event whose steps the columns cannot carry (fields
-   * beyond rollout-batch/v1) goes in the row form.
+   * Each event's steps as columns (docs/events.md, "Columnar steps"; the default): fewer bytes, and
+   * about half the server's CPU per step of the row form, one object per step, without embeddings
+   * (docs/benchmarks.md, "Ingest"). An event whose steps the columns cannot carry as they are (fields beyond
+   * rollout-batch/v1, or a field of another type, which the server then refuses naming the step)
+   * goes in the row form. `false`: always the row form, for a server older than the columnar one.
    */
   columnar?: boolean;
 }
@@ -33,8 +35,8 @@ export interface RolloutEventOptions {
 /**
  * One iteration's rollout batch (rollout-batch/v1) as `rollouts.appended`
  * events of at most `maxSteps` steps each: whole trajectories stay together
- * unless one alone is larger, in which case it continues in the next event. Vectors are sent in
- * the compact form (base64 float32).
+ * unless one alone is larger, in which case it continues in the next event. Steps go as columns
+ * unless `options.columnar` is false; vectors in the compact form (base64 float32) either way.
  */
 export function rolloutEvents(
   iteration: number,
@@ -47,7 +49,7 @@ export function rolloutEvents(
   let size = 0;
   const emit = () => {
     if (size === 0) return;
-    const columnar = options.columnar ? stepColumns(groups) : null;
+    const columnar = options.columnar === false ? null : stepColumns(groups);
     events.push({
       id: newEventId(),
       type: 'rollouts.appended',

@@ -22,15 +22,16 @@ export interface ColumnarTrajectory {
 
 /**
  * The groups' steps as the columns of one columnar rollouts.appended (docs/events.md, "Columnar
- * rollouts"), or null when the row form must carry them: a step with fields beyond
- * rollout-batch/v1. A step without nll, value or nextValue has NaN in that column.
+ * steps"), or null when the row form must carry them: a step with fields beyond rollout-batch/v1,
+ * or one the columns would not carry as it is (see columnsCarry). A step without nll, value or
+ * nextValue has NaN in that column.
  */
 export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] }[]): {
   groups: { id: string; trajectories: ColumnarTrajectory[] }[];
   columns: WireStepColumns;
 } | null {
   const steps = groups.flatMap((g) => g.trajectories.flatMap((t) => t.steps));
-  if (steps.some((s) => Object.keys(s).some((k) => !STEP_FIELDS.has(k)))) return null;
+  if (!steps.every(columnsCarry)) return null;
   const texts = new TextTable();
   const columns = encodeStepColumns(steps as EncodableStep[], texts);
   return {
@@ -40,6 +41,32 @@ export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] 
     })),
     columns: { texts: texts.list, ...columns },
   };
+}
+
+/**
+ * Whether the columns carry this step as it is: only rollout-batch/v1's fields, each of the type
+ * that field has. Encoding anything else would change it without a word (a `null` NLL would be
+ * stored as 0, a vector's "0.5" as 0.5) or have it refused under a column's path rather than the
+ * step's (a text reward: "data.columns.reward[17]: must be finite"); in the row form the server
+ * refuses it naming the step and what is wrong.
+ */
+function columnsCarry(step: object): boolean {
+  const s = step as Record<string, unknown>;
+  for (const key of Object.keys(s)) if (!STEP_FIELDS.has(key)) return false;
+  return (
+    typeof s.state === 'string' &&
+    typeof s.action === 'string' &&
+    Number.isFinite(s.reward) &&
+    [s.nll, s.value, s.nextValue].every((x) => x === undefined || Number.isFinite(x)) &&
+    (s.nextState === undefined || typeof s.nextState === 'string') &&
+    [s.tokenLogprobs, s.embedding].every(vectorCarried)
+  );
+}
+
+/** A vector as base64 text, a Float32Array, or a list of numbers (left out: undefined). */
+function vectorCarried(v: unknown): boolean {
+  if (v === undefined || typeof v === 'string' || v instanceof Float32Array) return true;
+  return Array.isArray(v) && v.every((x) => typeof x === 'number');
 }
 
 // Kept where clients import it from (float32Base64 is with rolloutEvents).

@@ -4,16 +4,21 @@ import { compactStep, float32Base64, rolloutEvents } from '../src';
 test('vectors go out as base64 float32 and come back, validated, as the same float32 values', () => {
   const embedding = [0.1, -2.5, 3e-8, 1234.5678];
   const tokenLogprobs = new Float32Array([-0.25, -1.75]);
-  const [event] = rolloutEvents(0, {
-    groups: [
-      {
-        id: 'g',
-        trajectories: [
-          { id: 't', steps: [{ state: 's', action: 'a', reward: 1, embedding, tokenLogprobs }] },
-        ],
-      },
-    ],
-  });
+  const [event] = rolloutEvents(
+    0,
+    {
+      groups: [
+        {
+          id: 'g',
+          trajectories: [
+            { id: 't', steps: [{ state: 's', action: 'a', reward: 1, embedding, tokenLogprobs }] },
+          ],
+        },
+      ],
+    },
+    2000,
+    { columnar: false },
+  );
   const step = (event!.data as { groups: { trajectories: { steps: object[] }[] }[] }).groups[0]!
     .trajectories[0]!.steps[0] as Record<string, unknown>;
   expect(typeof step.embedding).toBe('string');
@@ -58,4 +63,53 @@ test('a group or trajectory field rollout-batch/v1 does not define is refused, n
   );
   const [event] = rolloutEvents(0, batch({ outcome: 'success' }));
   expect(validateEvent(JSON.parse(JSON.stringify(event))).ok).toBe(true);
+});
+
+/** One trajectory's steps as a batch. */
+const oneTrajectory = (steps: object[]) => ({
+  groups: [{ id: 'g', trajectories: [{ id: 't', outcome: 'success', steps }] }],
+});
+
+test('steps go as columns unless columnar is false; both forms validate to the same steps', () => {
+  const steps = [
+    { state: 's0', action: 'a', reward: 0, nll: 0.5, embedding: [1, 2] },
+    { state: 's1', action: 'a', reward: 1, value: 0.25, nextState: 's0', embedding: [3, 4] },
+  ];
+  const [columns] = rolloutEvents(3, oneTrajectory(steps));
+  const [rows] = rolloutEvents(3, oneTrajectory(steps), 2000, { columnar: false });
+  expect(Object.keys(columns!.data)).toEqual(['iteration', 'groups', 'columns']);
+  expect(Object.keys(rows!.data)).toEqual(['iteration', 'groups']);
+  const stepsOf = (event: object) => {
+    const valid = validateEvent(JSON.parse(JSON.stringify(event)));
+    if (!valid.ok) throw new Error(valid.issue.message);
+    return valid.event;
+  };
+  const fromColumns = stepsOf(columns!).data as { columns: { reward: Float64Array } };
+  expect(Array.from(fromColumns.columns.reward)).toEqual([0, 1]);
+  const fromRows = stepsOf(rows!).data as { groups: { trajectories: { steps: object[] }[] }[] };
+  expect(fromRows.groups[0]!.trajectories[0]!.steps).toHaveLength(2);
+});
+
+test('a step the columns would not carry as it is goes as objects, and is refused naming the step', () => {
+  const good = { state: 's', action: 'a', reward: 0 };
+  // Each would be changed by the columns (a null NLL stored as 0) or refused under a column's path.
+  const bad: [object, string][] = [
+    [{ ...good, nll: null }, 'nll'],
+    [{ ...good, reward: '1' }, 'reward'],
+    [{ ...good, value: Number.NaN }, 'value'],
+    [{ ...good, state: 7 }, 'state'],
+    [{ ...good, nextState: 3 }, 'nextState'],
+    [{ ...good, embedding: 5 }, 'embedding'],
+  ];
+  for (const [step, field] of bad) {
+    const [event] = rolloutEvents(0, oneTrajectory([good, step]), 2000, { columnar: true });
+    expect(Object.keys(event!.data)).toEqual(['iteration', 'groups']);
+    const valid = validateEvent(JSON.parse(JSON.stringify(event)));
+    expect(valid.ok ? undefined : valid.issue.path).toBe(
+      `data.groups[0].trajectories[0].steps[1].${field}`,
+    );
+  }
+  // Fields beyond v1 are kept as sent, which only the row form can do.
+  const [extra] = rolloutEvents(0, oneTrajectory([good, { ...good, note: 'kept' }]));
+  expect(Object.keys(extra!.data)).toEqual(['iteration', 'groups']);
 });

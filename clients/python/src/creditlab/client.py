@@ -71,9 +71,10 @@ class Client:
       it, events still in the in-memory queue when the process dies are lost.
     compact_floats: send embeddings and token log-probs as base64 little-endian float32 (3–5× smaller than
       JSON numbers; the server stores float32 anyway). Turn off for a server older than that encoding.
-    columnar_steps: send `log_rollouts` batches with their steps as columns (docs/events.md, "Columnar steps"):
-      fewer bytes, and less work per step for the server. Off unless set (or CREDITLAB_COLUMNAR_STEPS=1), since a
-      server older than that form refuses it. A batch with step fields beyond rollout-batch/v1 goes as rows.
+    columnar_steps: send `log_rollouts` batches with their steps as columns (docs/events.md, "Columnar steps"),
+      the default: fewer bytes, and about half the server's CPU per step of one object per step. A batch with
+      step fields beyond rollout-batch/v1 goes as rows. Turn off (or CREDITLAB_COLUMNAR_STEPS=0) for a server
+      older than that form, which refuses it; off unless set when `compact_floats` is off.
     max_event_bytes / max_request_bytes: the largest NDJSON line and request the client sends; keep them
       under the server's CREDITLAB_MAX_LINE_BYTES / CREDITLAB_MAX_REQUEST_BYTES.
     """
@@ -109,7 +110,8 @@ class Client:
             compact_floats = os.environ.get("CREDITLAB_COMPACT_FLOATS", "1") != "0"
         self.compact_floats = compact_floats
         if columnar_steps is None:
-            columnar_steps = os.environ.get("CREDITLAB_COLUMNAR_STEPS", "0") == "1"
+            # A server that takes no base64 vectors is older than the columns too.
+            columnar_steps = os.environ.get("CREDITLAB_COLUMNAR_STEPS", "1" if compact_floats else "0") != "0"
         self.columnar_steps = columnar_steps
         self.max_event_bytes = max_event_bytes
         self.max_request_bytes = max(max_request_bytes, max_event_bytes)

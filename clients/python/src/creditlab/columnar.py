@@ -98,14 +98,18 @@ class _ColumnarEvent:
                 columns[name] = f64_base64(c[name])
         if any(i >= 0 for i in c["nextState"]):
             columns["nextState"] = c["nextState"]
-        for name in _VECTORS:
-            if any(v is not None for v in c[name]):
-                columns[name] = c[name]
         groups = [
             {"id": gid, "trajectories": [{**head, "stepCount": n} for head, n in trajs]} for gid, trajs in self.groups
         ]
         data = {"iteration": self.iteration, "groups": groups, "columns": columns}
-        return ev._line("rollouts.appended", ev._dumps(data))
+        text = ev._dumps(data)  # ends with the columns' and the data's closing braces
+        # The vector columns last, their base64 appended as is: json.dumps would scan every character of
+        # it for escapes, which made 4096-d embeddings a fifth slower to encode than the row form (that
+        # appends them the same way).
+        spliced = [_base64_list(name, c[name]) for name in _VECTORS if any(v is not None for v in c[name])]
+        if spliced:
+            text = text[:-2] + "".join(spliced) + "}}"
+        return ev._line("rollouts.appended", text)
 
 
 def columnar_lines(
@@ -140,6 +144,11 @@ def columnar_lines(
     if event.groups:
         lines.append(event.render())
     return lines
+
+
+def _base64_list(name: str, items: List[Optional[str]]) -> str:
+    """`,"name":[...]`: base64 texts (which need no escaping) and nulls, as JSON."""
+    return f',"{name}":[' + ",".join("null" if v is None else '"' + v + '"' for v in items) + "]"
 
 
 def _checked(step: Any, encoder: ev.StepEncoder, where: str) -> dict:
