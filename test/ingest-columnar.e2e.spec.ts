@@ -120,7 +120,8 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
     'a non-finite reward',
     (c) => (c.reward = f64([...Array(17).fill(0), Infinity, 0, 0])),
     'reward[17]',
-    /must be finite$/,
+    // Which trajectory's step, as the row form's path would say: 10 steps each.
+    /must be finite \(step 7 of data\.groups\[0\]\.trajectories\[1\]\)$/,
   ],
   ['a NaN reward', (c) => (c.reward = f64([NaN, ...Array(19).fill(0)])), 'reward[0]', /finite/],
   [
@@ -142,7 +143,7 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
     'an embedding of another dimension',
     (c) => ((c.embedding as string[])[5] = Buffer.alloc(12).toString('base64')),
     'embedding[5]',
-    /has 3 dimensions, but this run's embeddings have 4/,
+    /has 3 dimensions, but this run's embeddings have 4 \(step 5 of data\.groups\[0\]\.trajectories\[0\]\)$/,
   ],
   [
     'an embedding not a multiple of 4 bytes',
@@ -157,14 +158,15 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
         'base64',
       )),
     'tokenLogprobs[1]',
-    /value 0 is not a finite number/,
+    /value 0 is not a finite number \(step 1 of data\.groups\[0\]\.trajectories\[0\]\)$/,
   ],
   ['an unknown column', (c) => (c.rewards = 'AAAA'), 'rewards', /unknown column/],
   [
     'a text no step uses (it would be stored for nothing)',
     (c) => (c.texts as string[]).push('never used'),
     'texts[4]',
-    /is no step's state, action or next state/,
+    // A text is no step's: no step is named.
+    /is no step's state, action or next state; send only the texts the steps use$/,
   ],
   ['a text that is not a string', (c) => ((c.texts as unknown[])[1] = 7), 'texts[1]', /string/],
   [

@@ -51,12 +51,17 @@ function expectSameBatch(got: ReadGroup[], want: RolloutBatch): void {
   });
 }
 
-test.each(fixtureBatches())(
-  '%s: rollouts.appended in chunks round-trips exactly',
-  async (name, batch) => {
+/** Each fixture sent with its steps as columns (the clients' default) and as objects. */
+const IN_BOTH_FORMS = fixtureBatches().flatMap(([name, batch]) =>
+  [true, false].map((columnar) => [name, columnar ? 'columns' : 'objects', batch] as const),
+);
+
+test.each(IN_BOTH_FORMS)(
+  '%s: rollouts.appended in chunks, steps as %s, round-trips exactly',
+  async (name, form, batch) => {
     const { id } = await client.createRun({ name, env: 'fixtures', method: 'gigpo' });
     // Small events (≤ 10 steps) so trajectories continue across events and requests.
-    const events = rolloutEvents(3, batch, 10);
+    const events = rolloutEvents(3, batch, 10, { columnar: form === 'columns' });
     const summary = await client.appendEvents(id, events);
     expect(summary.accepted).toBe(events.length);
     expect(summary.lastSeq).toBe(events.length + 1); // run.created is seq 1

@@ -114,7 +114,10 @@ async function iterationStep(run: Run, it: number): Promise<IterationReport> {
   const { sink, runId, config, learner } = run;
   const t0 = performance.now();
   const groups = await run.source.rollouts(it, learner.policy);
-  await sink.appendEvents(runId, rolloutEvents(it, { groups: groups.map(wireGroup) }));
+  // Steps as objects: each carries its taskSeed (replay needs it), a field beyond rollout-batch/v1
+  // that only the row form keeps; in-process runs read step objects too.
+  const rollouts = rolloutEvents(it, { groups: groups.map(wireGroup) }, 2000, { columnar: false });
+  await sink.appendEvents(runId, rollouts);
   const { advantages } = await sink.advantages(runId, it, config.method, config.methodParams);
   const { batch, advantageRms } = ppoBatch(groups, advantages, config);
   const metrics = { ...learner.update(batch, it), ...rolloutStats(groups), advantageRms };

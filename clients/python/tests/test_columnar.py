@@ -109,3 +109,23 @@ def test_columns_are_the_default_unless_turned_off_or_floats_are_not_compact(mon
     assert columnar() is False
     monkeypatch.setenv("CREDITLAB_COLUMNAR_STEPS", "1")
     assert columnar(compact_floats=False) is True
+
+
+def test_a_columnar_line_is_the_json_dumps_writes_with_its_vectors_appended_as_they_are():
+    batch = batch_with_gaps()  # token log-probs on every other step: nulls between them
+    for line in columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 1 << 20):
+        event = json.loads(line)
+        assert None in event["data"]["columns"]["tokenLogprobs"]
+        again = json.dumps(event, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        assert line == again
+
+
+def test_events_stay_under_the_limit_when_ids_are_escaped_in_json():
+    # 200 CJK characters are 1,200 bytes of JSON (\uXXXX each): counted as 200, 30 one-step groups
+    # made a 14 kB line under a 4,000-byte limit.
+    groups = [
+        {"id": f"{g}" + "群" * 200, "trajectories": [{"id": f"t{g}", "steps": [{"state": "s", "action": "a", "reward": 0.0}]}]}
+        for g in range(30)
+    ]
+    lines = columnar.columnar_lines(0, groups, creditlab.events.StepEncoder(True), 4000)
+    assert len(lines) > 1 and all(len(line) <= 4000 for line in lines), [len(x) for x in lines]

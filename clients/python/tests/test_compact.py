@@ -12,7 +12,10 @@ from conftest import conformance_fixtures, load
 
 
 def logged_and_read_back(server, tmp_path, compact: bool, batch: dict):
-    client = creditlab.Client(*server, spool_dir=str(tmp_path / str(compact)), compact_floats=compact)
+    # Steps as objects either way, so that only the vectors' encoding differs (columns carry base64 only).
+    client = creditlab.Client(
+        *server, spool_dir=str(tmp_path / str(compact)), compact_floats=compact, columnar_steps=False
+    )
     run = client.create_run(name=f"compact={compact}", env="fixtures", method="bipace")
     run.log_rollouts(0, batch)
     run.finish()

@@ -46,9 +46,9 @@ export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] 
 /**
  * Whether the columns carry this step as it is: only rollout-batch/v1's fields, each of the type
  * that field has. Encoding anything else would change it without a word (a `null` NLL would be
- * stored as 0, a vector's "0.5" as 0.5) or have it refused under a column's path rather than the
- * step's (a text reward: "data.columns.reward[17]: must be finite"); in the row form the server
- * refuses it naming the step and what is wrong.
+ * stored as 0; a list holding "0.5", given to stepColumns directly, as 0.5: rolloutEvents has
+ * made vectors base64 before) or have it refused for what the encoding made of it (a text reward
+ * as "must be finite"); in the row form the server refuses the field itself, naming the step.
  */
 function columnsCarry(step: object): boolean {
   const s = step as Record<string, unknown>;

@@ -1,5 +1,6 @@
 import { validateEvent } from '@creditlab/events';
 import { compactStep, float32Base64, rolloutEvents } from '../src';
+import type { StepColumns } from '@creditlab/events';
 
 test('vectors go out as base64 float32 and come back, validated, as the same float32 values', () => {
   const embedding = [0.1, -2.5, 3e-8, 1234.5678];
@@ -72,22 +73,44 @@ const oneTrajectory = (steps: object[]) => ({
 
 test('steps go as columns unless columnar is false; both forms validate to the same steps', () => {
   const steps = [
-    { state: 's0', action: 'a', reward: 0, nll: 0.5, embedding: [1, 2] },
-    { state: 's1', action: 'a', reward: 1, value: 0.25, nextState: 's0', embedding: [3, 4] },
+    { state: 's0', action: 'a', reward: 0, nll: 0.5, embedding: [1, 2], tokenLogprobs: [-0.5] },
+    { state: 's1', action: 'b', reward: 1, value: 0.25, nextState: 's0', embedding: [3, 4] },
+    { state: 's0', action: 'b', reward: -2, nextValue: 0.75, embedding: new Float32Array([5, 6]) },
   ];
   const [columns] = rolloutEvents(3, oneTrajectory(steps));
   const [rows] = rolloutEvents(3, oneTrajectory(steps), 2000, { columnar: false });
   expect(Object.keys(columns!.data)).toEqual(['iteration', 'groups', 'columns']);
   expect(Object.keys(rows!.data)).toEqual(['iteration', 'groups']);
-  const stepsOf = (event: object) => {
-    const valid = validateEvent(JSON.parse(JSON.stringify(event)));
-    if (!valid.ok) throw new Error(valid.issue.message);
-    return valid.event;
+  const valid = (event: object) => {
+    const checked = validateEvent(JSON.parse(JSON.stringify(event)));
+    if (!checked.ok) throw new Error(checked.issue.message);
+    return checked.event.data as unknown as {
+      groups: { trajectories: { steps: Record<string, unknown>[] }[] }[];
+      columns: StepColumns;
+    };
   };
-  const fromColumns = stepsOf(columns!).data as { columns: { reward: Float64Array } };
-  expect(Array.from(fromColumns.columns.reward)).toEqual([0, 1]);
-  const fromRows = stepsOf(rows!).data as { groups: { trajectories: { steps: object[] }[] }[] };
-  expect(fromRows.groups[0]!.trajectories[0]!.steps).toHaveLength(2);
+  // Every field of every step, from the columns, as the row form gives it.
+  const c = valid(columns!).columns;
+  const fromColumns = Array.from({ length: c.n }, (_, i) => {
+    const step: Record<string, unknown> = {
+      state: c.texts[c.state[i]!],
+      action: c.texts[c.action[i]!],
+      reward: c.reward[i],
+    };
+    for (const name of ['nll', 'value', 'nextValue'] as const)
+      if (c[name] && !Number.isNaN(c[name][i])) step[name] = c[name][i];
+    if (c.nextState && c.nextState[i]! >= 0) step.nextState = c.texts[c.nextState[i]!];
+    for (const name of ['tokenLogprobs', 'embedding'] as const)
+      if (c[name]?.[i]) step[name] = Array.from(c[name][i]!);
+    return step;
+  });
+  const fromRows = valid(rows!).groups[0]!.trajectories[0]!.steps.map((s) =>
+    Object.fromEntries(
+      Object.entries(s).map(([k, v]) => [k, v instanceof Float32Array ? Array.from(v) : v]),
+    ),
+  );
+  expect(fromColumns).toEqual(fromRows);
+  expect(fromRows).toHaveLength(3);
 });
 
 test('a step the columns would not carry as it is goes as objects, and is refused naming the step', () => {

@@ -160,9 +160,36 @@ function validateColumnarRollouts(id: string, value: unknown): EventValidation {
     return { ok: true, event: { id, type: 'rollouts.appended', data } };
   } catch (e) {
     if (!(e instanceof ColumnIssue)) throw e;
+    const [column, index] = e.path;
+    const ofStep = column !== 'texts' && typeof index === 'number'; // texts are not per step
+    const step = ofStep ? stepOfColumns(skeleton.data.groups, index) : '';
     return {
       ok: false,
-      issue: { path: formatPath(['data', 'columns', ...e.path]), message: e.message },
+      issue: { path: formatPath(['data', 'columns', ...e.path]), message: e.message + step },
     };
   }
+}
+
+/** ` (step 5 of data.groups[0].trajectories[2])`: a step of a columnar event, as a refusal names it. */
+export const stepNote = (step: number, trajectoryPath: string) =>
+  ` (step ${step} of ${trajectoryPath})`;
+
+/**
+ * Which trajectory's step the `index`-th entry of an event's columns is, as a note for a refusal:
+ * ` (step 5 of data.groups[0].trajectories[2])`, or nothing if no trajectory holds it. A column's
+ * index counts across the whole event (up to thousands of steps): the note says where the step is
+ * as the row form's path would.
+ */
+export function stepOfColumns(
+  groups: readonly { trajectories: readonly { stepCount: number }[] }[],
+  index: number,
+): string {
+  let from = 0;
+  for (const [gi, g] of groups.entries())
+    for (const [ti, t] of g.trajectories.entries()) {
+      if (index < from + t.stepCount)
+        return stepNote(index - from, `data.groups[${gi}].trajectories[${ti}]`);
+      from += t.stepCount;
+    }
+  return '';
 }

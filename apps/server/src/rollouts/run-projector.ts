@@ -1,5 +1,5 @@
 import type { Outcome } from '@creditlab/estimators';
-import type { StepPayload, ValidEvent } from '@creditlab/events';
+import { stepNote, type StepPayload, type ValidEvent } from '@creditlab/events';
 import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { InHandPacking, type PackingJob, type PackingOutcome } from '../advantages/in-hand-packing';
@@ -318,7 +318,10 @@ export class RunProjector {
     if (Array.isArray(slice.steps)) {
       slice.steps.forEach((step, j) => {
         if (step.embedding)
-          this.checkEmbedding(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
+          this.checkEmbedding(position, step.embedding, () => [
+            `${slice.path}.steps[${j}].embedding`,
+            '',
+          ]);
         traj.return += step.reward;
       });
       rows.objects(traj, first, seq, slice.steps, inBody);
@@ -333,19 +336,32 @@ export class RunProjector {
     if (embedding)
       for (let i = from; i < end; i++) {
         const vector = embedding[i];
-        if (vector) this.checkEmbedding(position, `data.columns.embedding[${i}]`, vector);
+        if (vector)
+          this.checkEmbedding(position, vector, () => [
+            `data.columns.embedding[${i}]`,
+            stepNote(i - from, slice.path),
+          ]);
       }
     rows.columns(traj, first, seq, slice.steps, slice.count, inBody);
   }
 
-  /** One embedding's dimension against the run's (fixed by the first one stored). */
-  private checkEmbedding(position: number, path: string, embedding: Float32Array): void {
+  /**
+   * One embedding's dimension against the run's (fixed by the first one stored). `where` gives its
+   * path and, for a column's entry, which trajectory's step it is: made only for a refusal, since
+   * this runs for every step.
+   */
+  private checkEmbedding(
+    position: number,
+    embedding: Float32Array,
+    where: () => [path: string, note: string],
+  ): void {
     this.state.embeddingDim ??= embedding.length;
     if (embedding.length !== this.state.embeddingDim) {
+      const [path, note] = where();
       this.fail(
         position,
         path,
-        `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}`,
+        `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}${note}`,
       );
     }
   }

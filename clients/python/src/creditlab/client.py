@@ -72,9 +72,11 @@ class Client:
     compact_floats: send embeddings and token log-probs as base64 little-endian float32 (3–5× smaller than
       JSON numbers; the server stores float32 anyway). Turn off for a server older than that encoding.
     columnar_steps: send `log_rollouts` batches with their steps as columns (docs/events.md, "Columnar steps"),
-      the default: fewer bytes, and about half the server's CPU per step of one object per step. A batch with
+      the default: fewer bytes, and about half the server's CPU per step of one object per step (without
+      embeddings; a quarter less with 256-d ones). A batch with
       step fields beyond rollout-batch/v1 goes as rows. Turn off (or CREDITLAB_COLUMNAR_STEPS=0) for a server
-      older than that form, which refuses it; off unless set when `compact_floats` is off.
+      older than that form, which refuses it (only "0" turns it off, as for CREDITLAB_COMPACT_FLOATS); off
+      unless set when `compact_floats` is off.
     max_event_bytes / max_request_bytes: the largest NDJSON line and request the client sends; keep them
       under the server's CREDITLAB_MAX_LINE_BYTES / CREDITLAB_MAX_REQUEST_BYTES.
     """

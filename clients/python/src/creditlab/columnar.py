@@ -52,7 +52,7 @@ class _ColumnarEvent:
 
     def open_group(self, gid: str) -> None:
         self.groups.append([gid, []])
-        self.size += len(gid) + 30
+        self.size += len(ev._dumps(gid)) + 30  # as written: escapes can make an id several times longer
 
     def open_trajectory(self, head: dict) -> None:
         self.groups[-1][1].append([head, 0])
