@@ -28,8 +28,14 @@ export interface RolloutEventOptions {
    * (docs/benchmarks.md, "Ingest"). An event whose steps the columns cannot carry as they are (fields beyond
    * rollout-batch/v1, or a field of another type, which the server then refuses naming the step)
    * goes in the row form. `false`: always the row form, for a server older than the columnar one.
+   * Unset: columns, unless the environment has CREDITLAB_COLUMNAR_STEPS=0 (as for the Python client).
    */
   columnar?: boolean;
+}
+
+/** Whether steps go as columns when the caller does not say: yes unless CREDITLAB_COLUMNAR_STEPS=0. */
+export function columnarByDefault(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.CREDITLAB_COLUMNAR_STEPS !== '0';
 }
 
 /**
@@ -49,7 +55,7 @@ export function rolloutEvents(
   let size = 0;
   const emit = () => {
     if (size === 0) return;
-    const columnar = options.columnar === false ? null : stepColumns(groups);
+    const columnar = (options.columnar ?? columnarByDefault()) ? stepColumns(groups) : null;
     events.push({
       id: newEventId(),
       type: 'rollouts.appended',

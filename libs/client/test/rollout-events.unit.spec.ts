@@ -1,5 +1,5 @@
 import { validateEvent } from '@creditlab/events';
-import { compactStep, float32Base64, rolloutEvents } from '../src';
+import { columnarByDefault, compactStep, float32Base64, rolloutEvents } from '../src';
 import type { StepColumns } from '@creditlab/events';
 
 test('vectors go out as base64 float32 and come back, validated, as the same float32 values', () => {
@@ -135,4 +135,22 @@ test('a step the columns would not carry as it is goes as objects, and is refuse
   // Fields beyond v1 are kept as sent, which only the row form can do.
   const [extra] = rolloutEvents(0, oneTrajectory([good, { ...good, note: 'kept' }]));
   expect(Object.keys(extra!.data)).toEqual(['iteration', 'groups']);
+});
+
+test('CREDITLAB_COLUMNAR_STEPS=0 makes objects the default, as for the Python client', () => {
+  expect(columnarByDefault({})).toBe(true);
+  expect(columnarByDefault({ CREDITLAB_COLUMNAR_STEPS: '1' })).toBe(true);
+  expect(columnarByDefault({ CREDITLAB_COLUMNAR_STEPS: '0' })).toBe(false);
+  const batch = oneTrajectory([{ state: 's', action: 'a', reward: 1 }]);
+  const before = process.env.CREDITLAB_COLUMNAR_STEPS;
+  process.env.CREDITLAB_COLUMNAR_STEPS = '0';
+  try {
+    expect(Object.keys(rolloutEvents(0, batch)[0]!.data)).toEqual(['iteration', 'groups']);
+    expect(Object.keys(rolloutEvents(0, batch, 2000, { columnar: true })[0]!.data)).toContain(
+      'columns',
+    );
+  } finally {
+    if (before === undefined) delete process.env.CREDITLAB_COLUMNAR_STEPS;
+    else process.env.CREDITLAB_COLUMNAR_STEPS = before;
+  }
 });
