@@ -10,14 +10,29 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /**
  * The bytes of `text` if it is standard base64, else undefined. Node's decoder alone would take
  * anything (it skips what it cannot read, and reads the URL-safe alphabet too), so the text is
- * checked: first against the decoder's own bytes encoded back, which is the text every base64
- * encoder writes, then, for text written otherwise (no padding, say), against the pattern. Native
- * encoding and one string comparison cost a tenth of the pattern, which took a quarter of the
- * server's CPU per ingested step with a 256-d embedding (11 µs per 1 KB vector on this machine).
+ * checked (isStandardBase64).
  */
 export function decodeBase64(text: string): Buffer | undefined {
   const bytes = Buffer.from(text, 'base64');
-  return bytes.toString('base64') === text || BASE64.test(text) ? bytes : undefined;
+  return isStandardBase64(text, bytes.length) ? bytes : undefined;
+}
+
+/**
+ * Whether `text`, which Node's decoder read as `decoded` bytes, is standard base64 (the pattern
+ * BASE64). Text as every encoder writes it (whole groups of 4 characters, at most two '=' at the
+ * end) is told by its length: each character the decoder skipped (outside the alphabet, a '=' before
+ * the end) would have made fewer bytes than such text has, so the count is exact when only the
+ * URL-safe '-' and '_', which it reads, are absent. Two searches of the text instead of encoding
+ * the bytes back and comparing strings (about 1 µs per 1 KB vector here, a fifth of preparing a
+ * columnar event with 256-d embeddings), and far less than the pattern (11 µs), which is kept for
+ * text written otherwise (no padding, say).
+ */
+function isStandardBase64(text: string, decoded: number): boolean {
+  const length = text.length;
+  if (length % 4 !== 0) return BASE64.test(text);
+  const padding =
+    length === 0 ? 0 : text[length - 1] !== '=' ? 0 : text[length - 2] === '=' ? 2 : 1;
+  return decoded === (length / 4) * 3 - padding && !text.includes('-') && !text.includes('_');
 }
 
 /**
@@ -45,8 +60,7 @@ export class Base64Arena {
   decode(text: string): Buffer | undefined {
     const from = this.used;
     const length = this.arena.write(text, from, 'base64');
-    const ok = this.arena.toString('base64', from, from + length) === text || BASE64.test(text);
-    if (!ok) return undefined;
+    if (!isStandardBase64(text, length)) return undefined;
     this.used += length;
     return this.arena.subarray(from, from + length);
   }

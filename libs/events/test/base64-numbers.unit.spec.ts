@@ -45,7 +45,7 @@ describe('decodeBase64', () => {
     let accepted = 0;
     for (let k = 0; k < 20_000; k++) {
       let text = '';
-      const length = random(13);
+      const length = random(25);
       for (let i = 0; i < length; i++)
         text += alphabet[random(4) === 0 ? random(alphabet.length) : random(11)];
       const bytes = decodeBase64(text);
