@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import numpy as np
 
 import creditlab
-from creditlab.columnar import columnar_lines
-from creditlab.events import StepEncoder, rollout_lines
+from creditlab.columnar import batch_lines
+from creditlab.events import StepEncoder
 
 GROUPS, SIZE, MAX_STEPS = 16, 8, 40  # one iteration: 16 tasks × G = 8 rollouts × up to 40 steps
 
@@ -74,12 +74,6 @@ def through_client(client: creditlab.Client, data: list) -> dict:
     return {"seconds": seconds, "blocked": blocked, "requests": run.stats.requests, "bytes": run.stats.bytes, "events": run.stats.events}
 
 
-def encoded(it: int, groups: list, encoder: StepEncoder, columnar: bool, max_event_bytes: int) -> list:
-    """One iteration's NDJSON lines as the client sends them: as columns if asked and they fit, else as rows."""
-    lines = columnar_lines(it, groups, encoder, max_event_bytes) if columnar else None
-    return lines if lines is not None else rollout_lines(it, groups, encoder, max_event_bytes)
-
-
 def raw_http(url: str, key: str, compact: bool, columnar: bool, data: list, max_event_bytes: int, max_request_bytes: int) -> dict:
     """The same events, encoded beforehand, posted back to back on one connection: ingest alone."""
     client = creditlab.Client(url, key, compact_floats=compact, columnar_steps=columnar)
@@ -87,7 +81,7 @@ def raw_http(url: str, key: str, compact: bool, columnar: bool, data: list, max_
     encoder = StepEncoder(compact)
     bodies, body, size = [], [], 0
     for it, groups in enumerate(data):
-        for line in encoded(it, groups, encoder, columnar, max_event_bytes):
+        for line in batch_lines(it, groups, encoder, max_event_bytes, columnar):
             if body and size + len(line) > max_request_bytes:
                 bodies.append(b"".join(body))
                 body, size = [], 0
@@ -124,7 +118,7 @@ def main() -> None:
             except creditlab.ApiError as e:
                 result["refused"] = str(e)[:300]
                 encoder = StepEncoder(compact)
-                result["bytesPerStep"] = sum(len(x) for it, g in enumerate(data) for x in encoded(it, g, encoder, columnar, 8 << 20)) / n
+                result["bytesPerStep"] = sum(len(x) for it, g in enumerate(data) for x in batch_lines(it, g, encoder, 8 << 20, columnar)) / n
             print(json.dumps(result), flush=True)
 
 

@@ -53,9 +53,10 @@ export function rolloutEvents(
   const events: ClientEvent[] = [];
   let groups: { id: string; trajectories: RowTrajectory[] }[] = [];
   let size = 0;
+  const asColumns = options.columnar ?? columnarByDefault(); // the environment read once per batch
   const emit = () => {
     if (size === 0) return;
-    const columnar = (options.columnar ?? columnarByDefault()) ? stepColumns(groups) : null;
+    const columnar = asColumns ? stepColumns(groups) : null;
     events.push({
       id: newEventId(),
       type: 'rollouts.appended',

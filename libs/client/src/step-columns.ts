@@ -57,11 +57,16 @@ function columnsCarry(step: object): boolean {
     typeof s.state === 'string' &&
     typeof s.action === 'string' &&
     Number.isFinite(s.reward) &&
-    [s.nll, s.value, s.nextValue].every((x) => x === undefined || Number.isFinite(x)) &&
+    optionalNumber(s.nll) &&
+    optionalNumber(s.value) &&
+    optionalNumber(s.nextValue) &&
     (s.nextState === undefined || typeof s.nextState === 'string') &&
-    [s.tokenLogprobs, s.embedding].every(vectorCarried)
+    vectorCarried(s.tokenLogprobs) &&
+    vectorCarried(s.embedding)
   );
 }
+
+const optionalNumber = (x: unknown) => x === undefined || Number.isFinite(x);
 
 /** A vector as base64 text, a Float32Array, or a list of numbers (left out: undefined). */
 function vectorCarried(v: unknown): boolean {

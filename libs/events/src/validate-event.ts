@@ -180,7 +180,7 @@ export const stepNote = (step: number, trajectoryPath: string) =>
  * index counts across the whole event (up to thousands of steps): the note says where the step is
  * as the row form's path would.
  */
-export function stepOfColumns(
+function stepOfColumns(
   groups: readonly { trajectories: readonly { stepCount: number }[] }[],
   index: number,
 ): string {

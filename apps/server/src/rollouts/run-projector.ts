@@ -317,11 +317,8 @@ export class RunProjector {
     const inBody = vectors && embeddingsAfter(vectors, slice.offset);
     if (Array.isArray(slice.steps)) {
       slice.steps.forEach((step, j) => {
-        if (step.embedding)
-          this.checkEmbedding(position, step.embedding, () => [
-            `${slice.path}.steps[${j}].embedding`,
-            '',
-          ]);
+        if (step.embedding && !this.ofRunDimension(step.embedding))
+          this.wrongDimension(position, `${slice.path}.steps[${j}].embedding`, step.embedding);
         traj.return += step.reward;
       });
       rows.objects(traj, first, seq, slice.steps, inBody);
@@ -336,34 +333,35 @@ export class RunProjector {
     if (embedding)
       for (let i = from; i < end; i++) {
         const vector = embedding[i];
-        if (vector)
-          this.checkEmbedding(position, vector, () => [
+        if (vector && !this.ofRunDimension(vector))
+          this.wrongDimension(
+            position,
             `data.columns.embedding[${i}]`,
+            vector,
             stepNote(i - from, slice.path),
-          ]);
+          );
       }
     rows.columns(traj, first, seq, slice.steps, slice.count, inBody);
   }
 
-  /**
-   * One embedding's dimension against the run's (fixed by the first one stored). `where` gives its
-   * path and, for a column's entry, which trajectory's step it is: made only for a refusal, since
-   * this runs for every step.
-   */
-  private checkEmbedding(
-    position: number,
-    embedding: Float32Array,
-    where: () => [path: string, note: string],
-  ): void {
+  /** Whether an embedding has the run's dimension (fixed by the first one stored). */
+  private ofRunDimension(embedding: Float32Array): boolean {
     this.state.embeddingDim ??= embedding.length;
-    if (embedding.length !== this.state.embeddingDim) {
-      const [path, note] = where();
-      this.fail(
-        position,
-        path,
-        `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}${note}`,
-      );
-    }
+    return embedding.length === this.state.embeddingDim;
+  }
+
+  /** Refuses an embedding of another dimension; `note` says which step a column's entry is. */
+  private wrongDimension(
+    position: number,
+    path: string,
+    embedding: Float32Array,
+    note = '',
+  ): never {
+    return this.fail(
+      position,
+      path,
+      `has ${embedding.length} dimensions, but this run's embeddings have ${this.state.embeddingDim}${note}`,
+    );
   }
 
   private finishTrajectory(

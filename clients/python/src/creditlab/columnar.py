@@ -146,6 +146,14 @@ def columnar_lines(
     return lines
 
 
+def batch_lines(
+    iteration: int, groups: Any, encoder: ev.StepEncoder, max_event_bytes: int, columnar: bool
+) -> List[bytes]:
+    """A `log_rollouts` batch's NDJSON lines: as columns if asked and they carry it, else as rows."""
+    lines = columnar_lines(iteration, groups, encoder, max_event_bytes) if columnar else None
+    return lines if lines is not None else ev.rollout_lines(iteration, groups, encoder, max_event_bytes)
+
+
 def _base64_list(name: str, items: List[Optional[str]]) -> str:
     """`,"name":[...]`: base64 texts (which need no escaping) and nulls, as JSON."""
     return f',"{name}":[' + ",".join("null" if v is None else '"' + v + '"' for v in items) + "]"

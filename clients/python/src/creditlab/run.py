@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from . import events as ev
 from .advantages import from_document
-from .columnar import columnar_lines
+from .columnar import batch_lines
 from .errors import CreditlabError, InvalidInput
 from .sender import OfflineSink
 
@@ -55,11 +55,7 @@ class Run:
     def log_rollouts(self, iteration: int, groups: Any) -> None:
         """A batch of rollouts: rollout-batch/v1 groups (or the whole document); split into as many events as the size limit needs."""
         it = ev.iteration(iteration)
-        lines = None
-        if self._client.columnar_steps:
-            lines = columnar_lines(it, groups, self._encoder, self._client.max_event_bytes)
-        if lines is None:
-            lines = ev.rollout_lines(it, groups, self._encoder, self._client.max_event_bytes)
+        lines = batch_lines(it, groups, self._encoder, self._client.max_event_bytes, self._client.columnar_steps)
         counts = self._counts(it)
         for group in groups["groups"] if isinstance(groups, Mapping) else groups:
             for traj in group["trajectories"]:
