@@ -1,4 +1,12 @@
-import { float64Base64, newEventId, rolloutEvents } from '@creditlab/client';
+import {
+  CreditlabApiError,
+  CreditlabClient,
+  float64Base64,
+  newEventId,
+  rolloutEvents,
+} from '@creditlab/client';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { ClientEvent } from '@creditlab/events';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { rowCounts } from './support/row-counts';
@@ -237,4 +245,69 @@ test('a columnar event sent again is a duplicate; its id with other columns is a
   expect(conflict.status).toBe(409);
   expect(await conflict.json()).toMatchObject({ line: 1, path: 'id' });
   expect(await rowCounts(ctx.server.databaseUrl)).toEqual(before);
+});
+
+test('a server older than columnar steps refuses them with advice the client adds', async () => {
+  // A server before 2026-12-01 validated trajectories in the row form only, so it read a columnar
+  // trajectory as one without steps. This server refuses a row-form trajectory without steps in the
+  // same words: its answer, replayed by a stand-in for the older server, is what the client sees.
+  const { id } = await ctx.client.createRun({ name: 'older server', env: 'e', method: 'gigpo' });
+  const noSteps = {
+    id: newEventId(),
+    type: 'rollouts.appended',
+    data: { iteration: 0, groups: [{ id: 'g', trajectories: [{ id: 'a' }] }] },
+  } as ClientEvent;
+  const metrics = {
+    id: newEventId(),
+    type: 'metrics.logged',
+    data: { iteration: 0, metrics: { loss: 1 } },
+  } as ClientEvent;
+  const own = await ctx.client.appendEvents(id, [metrics, noSteps]).catch((e: unknown) => e);
+  expect(own).toBeInstanceOf(CreditlabApiError);
+  const refusal = own as CreditlabApiError;
+  expect(refusal.body).toMatchObject({ line: 2, path: 'data.groups[0].trajectories[0].steps' });
+  // Not sent as columns: the server's message alone.
+  expect(refusal.message).not.toMatch(/columns/);
+
+  const older = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(refusal.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(refusal.body));
+    });
+  });
+  await new Promise<void>((resolve) => older.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = older.address() as AddressInfo;
+    const client = new CreditlabClient({
+      url: `http://127.0.0.1:${port}`,
+      apiKey: 'k',
+      retries: 0,
+    });
+    const batch = syntheticBatchJson({ groups: 1, groupSize: 2, maxSteps: 3 }, 1);
+    const columnar = rolloutEvents(0, batch, 100);
+    expect('columns' in columnar[0]!.data).toBe(true);
+    const e = await client.appendEvents(id, [metrics, ...columnar]).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(CreditlabApiError);
+    expect((e as CreditlabApiError).message).toMatch(
+      /^400 INVALID_EVENT: line 2: data\.groups\[0\]\.trajectories\[0\]\.steps: required array is missing \(the event on this line sends its steps as columns, which servers before 2026-12-01 do not read: update the server, or send steps as objects .*CREDITLAB_COLUMNAR_STEPS=0/,
+    );
+    // The same answer to a request whose line 2 holds objects gets no advice.
+    const rows = rolloutEvents(0, batch, 100, { columnar: false });
+    const plain = await client.appendEvents(id, [metrics, ...rows]).catch((x: unknown) => x);
+    expect((plain as CreditlabApiError).message).not.toMatch(/columns/);
+  } finally {
+    await new Promise((resolve) => older.close(resolve));
+  }
+
+  // This server's own refusals of columnar events keep their words: one with a `steps` path.
+  const mixed = columnarEvent();
+  (mixed.data as unknown as { groups: { trajectories: object[] }[] }).groups[0]!.trajectories[0] = {
+    id: 'a',
+    stepCount: 10,
+    steps: [],
+  };
+  const current = await ctx.client.appendEvents(id, [mixed]).catch((x: unknown) => x);
+  expect((current as CreditlabApiError).body).toMatchObject({ reason: 'unknown field' });
+  expect((current as CreditlabApiError).message).not.toMatch(/servers before/);
 });

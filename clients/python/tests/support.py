@@ -16,6 +16,15 @@ from typing import List, Optional
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def send_json(handler, status: int, body: bytes) -> None:
+    """Answers an http.server request with `status` and the JSON `body`."""
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

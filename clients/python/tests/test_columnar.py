@@ -6,14 +6,22 @@ split by size continue their trajectory; a bad step is refused at the call, nami
 
 from __future__ import annotations
 
+import http.server
 import json
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+import uuid
 
 import numpy as np
 import pytest
 
 import creditlab
 from creditlab import columnar
-from conftest import conformance_fixtures, load
+from conftest import cli_env, conformance_fixtures, load
+from support import send_json
 
 STEPS_QUERY = """query($id: ID!) { run(id: $id) { groups(iteration: 0, first: 100) { nodes { id trajectories {
   id outcome steps { state action reward nll value nextState nextValue embedding tokenLogprobs } } } } } }"""
@@ -129,3 +137,94 @@ def test_events_stay_under_the_limit_when_ids_are_escaped_in_json():
     ]
     lines = columnar.columnar_lines(0, groups, creditlab.events.StepEncoder(True), 4000)
     assert len(lines) > 1 and all(len(line) <= 4000 for line in lines), [len(x) for x in lines]
+
+
+class _OlderServer:
+    """A stand-in for a server older than columnar steps (before 2026-12-01): it creates runs, and answers every
+    events request with `refusal`, the answer such a server gives a trajectory sent as columns."""
+
+    def __init__(self, refusal: dict):
+        refusal_bytes = json.dumps(refusal).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.path == "/v1/runs":
+                    status, answer = 201, json.dumps({"id": json.loads(body)["id"]}).encode()
+                else:
+                    status, answer = 400, refusal_bytes
+                send_json(self, status, answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_an_older_server_refusing_columns_gets_advice(server, tmp_path):
+    # A server before 2026-12-01 validated trajectories in the row form only, so it read a columnar trajectory
+    # as one without steps. This server refuses a row-form trajectory without steps in the same words: its
+    # answer, replayed by a stand-in for the older server, is what the client sees.
+    url, key = server
+    run = json.dumps({"name": "older", "env": "e", "method": "gigpo"}).encode()
+    request = urllib.request.Request(f"{url}/v1/runs", run)
+    request.add_header("authorization", f"Bearer {key}")
+    request.add_header("content-type", "application/json")
+    run_id = json.loads(urllib.request.urlopen(request).read())["id"]
+    metrics = {"id": str(uuid.uuid4()), "type": "metrics.logged", "data": {"iteration": 0, "metrics": {"loss": 1}}}
+    no_steps = {"id": str(uuid.uuid4()), "type": "rollouts.appended"}
+    no_steps["data"] = {"iteration": 0, "groups": [{"id": "g", "trajectories": [{"id": "a"}]}]}
+    body = "".join(json.dumps(e) + "\n" for e in (metrics, no_steps)).encode()
+    request = urllib.request.Request(f"{url}/v1/runs/{run_id}/events", body)
+    request.add_header("authorization", f"Bearer {key}")
+    request.add_header("content-type", "application/x-ndjson")
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(request)
+    refusal = json.loads(answer.value.read())
+    assert answer.value.code == 400 and refusal["path"] == "data.groups[0].trajectories[0].steps"
+
+    batch = load(conformance_fixtures("spec")[0])["batch"]
+    older = _OlderServer(refusal)
+    try:
+        for columnar_steps, advised in ((True, True), (False, False)):
+            spool_dir = str(tmp_path / f"s{columnar_steps}")
+            client = creditlab.Client(older.url, "k", spool_dir=spool_dir, columnar_steps=columnar_steps)
+            run = client.create_run(name="older", env="e", method="gigpo")
+            run.log({"loss": 1.0}, iteration=0)
+            run.log_rollouts(0, batch)
+            with pytest.raises(creditlab.ApiError) as refused:
+                run.flush()
+            message = str(refused.value)
+            refused_words = "400 INVALID_EVENT: line 2: data.groups[0].trajectories[0].steps: required array is missing"
+            assert message.startswith(refused_words), message
+            assert ("servers before 2026-12-01 do not read" in message) == advised, message
+            assert (refused.value.advice is not None) == advised
+            if advised:
+                assert "Client(columnar_steps=False)" in message and "CREDITLAB_COLUMNAR_STEPS=0" in message
+            run._finish_at_exit = False
+            client.close()
+
+        # A spool written with columns, uploaded by `creditlab sync`: the same advice, exit status 1.
+        spool = tmp_path / "offline"
+        offline = creditlab.Client(older.url, "k", mode="offline", spool_dir=str(spool))
+        with offline.create_run(name="offline", env="e", method="gigpo") as run:
+            run.log({"loss": 1.0}, iteration=0)
+            run.log_rollouts(0, batch)
+        env = cli_env(CREDITLAB_URL=older.url, CREDITLAB_API_KEY="k")
+        synced = subprocess.run(
+            [sys.executable, "-m", "creditlab", "sync", str(spool)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert "servers before 2026-12-01 do not read" in synced.stderr, synced.stderr
+        assert synced.returncode == 1
+    finally:
+        older.close()

@@ -10,6 +10,7 @@ import pytest
 
 from creditlab.errors import ApiError
 from creditlab.transport import Transport
+from support import send_json
 
 
 class _ClosesAfterEachAnswer(BaseHTTPRequestHandler):
@@ -63,12 +64,7 @@ class _Answers503(BaseHTTPRequestHandler):
 
     def do_GET(self):
         type(self).requests += 1
-        body = ('{"error": "%s", "message": "stopped"}' % type(self).error).encode()
-        self.send_response(503)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 503, ('{"error": "%s", "message": "stopped"}' % type(self).error).encode())
 
     def log_message(self, *args):
         pass

@@ -3,8 +3,13 @@ export class CreditlabApiError extends Error {
   constructor(
     readonly status: number,
     readonly body: Record<string, unknown>,
+    /** What the client adds to the server's message when it can tell more (see olderServerAdvice). */
+    readonly advice?: string,
   ) {
-    super(`${status} ${String(body.error ?? '')}: ${String(body.message ?? JSON.stringify(body))}`);
+    super(
+      `${status} ${String(body.error ?? '')}: ${String(body.message ?? JSON.stringify(body))}` +
+        (advice ? ` (${advice})` : ''),
+    );
   }
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
 import { Kind, parse } from 'graphql';
 import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
+import { olderServerAdvice } from './step-columns';
 import { resolveConnection } from '@creditlab/credentials';
 
 export interface ClientOptions {
@@ -129,6 +130,8 @@ export class CreditlabClient {
         contentType: 'application/x-ndjson',
         body,
         idempotent: true,
+      }).catch((e: unknown) => {
+        throw olderServerAdvice(e, batch);
       });
       const r = (await res.json()) as { accepted: number; duplicates: number; lastSeq: number };
       total.sent += batch.length;

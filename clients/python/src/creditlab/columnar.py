@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import array
 import base64
+import json
+import re
 import sys
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .arrays import HAS_NUMPY, np
-from .errors import InvalidInput
+from .errors import ApiError, InvalidInput
 from . import events as ev
 
 _FIELDS = frozenset(
@@ -180,3 +182,31 @@ def _checked(step: Any, encoder: ev.StepEncoder, where: str) -> dict:
         if required not in out:
             raise InvalidInput(f"{where}.{required}: required field is missing")
     return out
+
+
+# How a server older than the columnar form (before 2026-12-01) refuses a trajectory sent as columns: it reads
+# one with no steps (the same words as a trajectory sent with neither steps nor columns).
+_STEPS_MISSING = re.compile(r"data\.groups\[\d+\]\.trajectories\[\d+\]\.steps")
+_STEPS_MISSING_REASON = "required array is missing"
+
+
+def older_server_advice(error: ApiError, lines: Sequence[bytes]) -> ApiError:
+    """The refusal `error` of a request of `lines`, with advice if it is that of a server older than columnar
+    steps refusing one: nothing in the server's own message says why."""
+    if error.status != 400 or not isinstance(error.line, int) or not isinstance(error.path, str):
+        return error
+    if not _STEPS_MISSING.fullmatch(error.path) or error.reason != _STEPS_MISSING_REASON:
+        return error
+    if not 1 <= error.line <= len(lines):
+        return error
+    try:
+        data = json.loads(lines[error.line - 1]).get("data")
+    except (ValueError, AttributeError):
+        return error
+    if not isinstance(data, dict) or "columns" not in data:
+        return error
+    return error.with_advice(
+        "the event on this line sends its steps as columns, which servers before 2026-12-01 do not read: "
+        "update the server, or send steps as objects (Client(columnar_steps=False), or "
+        "CREDITLAB_COLUMNAR_STEPS=0 in the environment; events spooled as columns need the newer server)"
+    )

@@ -20,16 +20,24 @@ class ServerUnavailable(CreditlabError):
 class ApiError(CreditlabError):
     """An answer the server gave on purpose (4xx, or 5xx after the retries): its status and JSON body."""
 
-    def __init__(self, status: int, body: dict, method: str = "", path: str = ""):
+    def __init__(self, status: int, body: dict, method: str = "", path: str = "", advice: Optional[str] = None):
         self.status = status
         self.body = body
         self.error: Optional[str] = body.get("error") if isinstance(body, dict) else None
         self.line: Optional[int] = body.get("line") if isinstance(body, dict) else None
         self.path: Optional[str] = body.get("path") if isinstance(body, dict) else None
         self.reason: Optional[str] = body.get("reason") if isinstance(body, dict) else None
+        # What the client adds to the server's message when it can tell more (columnar.older_server_advice).
+        self.advice = advice
+        self._request = (method, path)
         message = body.get("message") if isinstance(body, dict) else None
         where = f" ({method} {path.split('?')[0]})" if method else ""
-        super().__init__(f"{status} {self.error or ''}: {message or body}{where}".replace("  ", " "))
+        told = f" ({advice})" if advice else ""
+        super().__init__(f"{status} {self.error or ''}: {message or body}{told}{where}".replace("  ", " "))
+
+    def with_advice(self, advice: str) -> "ApiError":
+        """The same answer, with the client's advice after the server's message."""
+        return ApiError(self.status, self.body, *self._request, advice=advice)
 
 
 class GraphQLError(CreditlabError):

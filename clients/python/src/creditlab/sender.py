@@ -16,6 +16,7 @@ import threading
 from collections import deque
 from typing import Callable, List, Optional
 
+from .columnar import older_server_advice
 from .errors import ApiError, CreditlabError, ServerUnavailable
 from .spool import Spool
 from .sync import upload
@@ -251,6 +252,8 @@ class Sender:
                 content_type="application/x-ndjson",
                 on_retry=self._count_retry,
             ).json()
+        except ApiError as e:
+            raise older_server_advice(e, lines) from None
         finally:
             self.stats.in_flight = False
         s = self.stats

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import NamedTuple, Optional
 
+from .columnar import older_server_advice
+from .errors import ApiError
 from .spool import Spool
 from .transport import Transport
 
@@ -34,14 +36,17 @@ def upload(
         run_id = meta.get("serverId") or meta["runId"]
         events = accepted = duplicates = 0
         for batch, end in spool.pending(max_request_bytes):
-            res = transport.request(
-                "POST",
-                f"/v1/runs/{run_id}/events",
-                b"".join(batch),
-                content_type="application/x-ndjson",
-                on_retry=on_retry,
-                budget=budget,
-            ).json()
+            try:
+                res = transport.request(
+                    "POST",
+                    f"/v1/runs/{run_id}/events",
+                    b"".join(batch),
+                    content_type="application/x-ndjson",
+                    on_retry=on_retry,
+                    budget=budget,
+                ).json()
+            except ApiError as e:
+                raise older_server_advice(e, batch) from None
             spool.mark_sent(end)
             events += len(batch)
             accepted += res.get("accepted", 0)
