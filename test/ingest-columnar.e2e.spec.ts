@@ -285,17 +285,22 @@ test('a server older than columnar steps refuses them with advice the client add
       retries: 0,
     });
     const batch = syntheticBatchJson({ groups: 1, groupSize: 2, maxSteps: 3 }, 1);
-    const columnar = rolloutEvents(0, batch, 100);
+    const columnar = rolloutEvents(0, batch, 100, { columnar: true });
     expect('columns' in columnar[0]!.data).toBe(true);
     const e = await client.appendEvents(id, [metrics, ...columnar]).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(CreditlabApiError);
-    expect((e as CreditlabApiError).message).toMatch(
-      /^400 INVALID_EVENT: line 2: data\.groups\[0\]\.trajectories\[0\]\.steps: required array is missing \(the event on this line sends its steps as columns, which servers before 2026-12-01 do not read: update the server, or send steps as objects .*CREDITLAB_COLUMNAR_STEPS=0/,
+    const advised = e as CreditlabApiError;
+    // The server's answer is kept whole; the advice follows its message.
+    expect([advised.status, advised.body]).toEqual([refusal.status, refusal.body]);
+    expect(advised.advice).toMatch(/^the event on this line sends its steps as columns/);
+    expect(advised.message).toMatch(
+      /^400 INVALID_EVENT: line 2: data\.groups\[0\]\.trajectories\[0\]\.steps: required array is missing; the event on this line sends its steps as columns, which servers before 2026-12-01 do not read: update the server, or send steps as objects .*CREDITLAB_COLUMNAR_STEPS=0/,
     );
     // The same answer to a request whose line 2 holds objects gets no advice.
     const rows = rolloutEvents(0, batch, 100, { columnar: false });
     const plain = await client.appendEvents(id, [metrics, ...rows]).catch((x: unknown) => x);
-    expect((plain as CreditlabApiError).message).not.toMatch(/columns/);
+    expect((plain as CreditlabApiError).message).toBe(refusal.message);
+    expect((plain as CreditlabApiError).advice).toBeUndefined();
   } finally {
     await new Promise((resolve) => older.close(resolve));
   }
@@ -308,6 +313,9 @@ test('a server older than columnar steps refuses them with advice the client add
     steps: [],
   };
   const current = await ctx.client.appendEvents(id, [mixed]).catch((x: unknown) => x);
-  expect((current as CreditlabApiError).body).toMatchObject({ reason: 'unknown field' });
+  expect((current as CreditlabApiError).body).toMatchObject({
+    path: 'data.groups[0].trajectories[0].steps',
+    reason: 'unknown field',
+  });
   expect((current as CreditlabApiError).message).not.toMatch(/servers before/);
 });

@@ -143,17 +143,17 @@ class _OlderServer:
     """A stand-in for a server older than columnar steps (before 2026-12-01): it creates runs, and answers every
     events request with `refusal`, the answer such a server gives a trajectory sent as columns."""
 
-    def __init__(self, refusal: dict):
-        refusal_bytes = json.dumps(refusal).encode()
+    def __init__(self) -> None:
+        self.refusal: dict = {}
+        older = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 if self.path == "/v1/runs":
-                    status, answer = 201, json.dumps({"id": json.loads(body)["id"]}).encode()
+                    send_json(self, 201, json.dumps({"id": json.loads(body)["id"]}).encode())
                 else:
-                    status, answer = 400, refusal_bytes
-                send_json(self, status, answer)
+                    send_json(self, 400, json.dumps(older.refusal).encode())
 
             def log_message(self, *args):
                 pass
@@ -167,55 +167,71 @@ class _OlderServer:
         self.httpd.server_close()
 
 
+def _refusal(server, events: list) -> dict:
+    """This server's answer to `events`, posted as one request to a new run: a 400 is expected."""
+    url, key = server
+
+    def post(path: str, body: bytes, content_type: str):
+        headers = {"authorization": f"Bearer {key}", "content-type": content_type}
+        return urllib.request.urlopen(urllib.request.Request(f"{url}{path}", body, headers), timeout=60)
+
+    run = json.dumps({"name": "older", "env": "e", "method": "gigpo"}).encode()
+    run_id = json.loads(post("/v1/runs", run, "application/json").read())["id"]
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        ndjson = "".join(json.dumps(e) + "\n" for e in events).encode()
+        post(f"/v1/runs/{run_id}/events", ndjson, "application/x-ndjson")
+    assert answer.value.code == 400
+    return json.loads(answer.value.read())
+
+
 def test_an_older_server_refusing_columns_gets_advice(server, tmp_path):
     # A server before 2026-12-01 validated trajectories in the row form only, so it read a columnar trajectory
     # as one without steps. This server refuses a row-form trajectory without steps in the same words: its
-    # answer, replayed by a stand-in for the older server, is what the client sees.
-    url, key = server
-    run = json.dumps({"name": "older", "env": "e", "method": "gigpo"}).encode()
-    request = urllib.request.Request(f"{url}/v1/runs", run)
-    request.add_header("authorization", f"Bearer {key}")
-    request.add_header("content-type", "application/json")
-    run_id = json.loads(urllib.request.urlopen(request).read())["id"]
+    # answers, replayed by a stand-in for the older server, are what the client sees.
     metrics = {"id": str(uuid.uuid4()), "type": "metrics.logged", "data": {"iteration": 0, "metrics": {"loss": 1}}}
     no_steps = {"id": str(uuid.uuid4()), "type": "rollouts.appended"}
     no_steps["data"] = {"iteration": 0, "groups": [{"id": "g", "trajectories": [{"id": "a"}]}]}
-    body = "".join(json.dumps(e) + "\n" for e in (metrics, no_steps)).encode()
-    request = urllib.request.Request(f"{url}/v1/runs/{run_id}/events", body)
-    request.add_header("authorization", f"Bearer {key}")
-    request.add_header("content-type", "application/x-ndjson")
-    with pytest.raises(urllib.error.HTTPError) as answer:
-        urllib.request.urlopen(request)
-    refusal = json.loads(answer.value.read())
-    assert answer.value.code == 400 and refusal["path"] == "data.groups[0].trajectories[0].steps"
+    at_line_1 = _refusal(server, [no_steps])
+    at_line_2 = _refusal(server, [metrics, no_steps])
+    for refusal, line in ((at_line_1, 1), (at_line_2, 2)):
+        assert refusal["line"] == line and refusal["path"] == "data.groups[0].trajectories[0].steps", refusal
+    advice = "servers before 2026-12-01 do not read"
 
     batch = load(conformance_fixtures("spec")[0])["batch"]
-    older = _OlderServer(refusal)
+    older = _OlderServer()
     try:
+        # The sender: one log_rollouts call of this batch is one event, sent alone (nothing was logged before it).
+        older.refusal = at_line_1
         for columnar_steps, advised in ((True, True), (False, False)):
             spool_dir = str(tmp_path / f"s{columnar_steps}")
             client = creditlab.Client(older.url, "k", spool_dir=spool_dir, columnar_steps=columnar_steps)
             run = client.create_run(name="older", env="e", method="gigpo")
-            run.log({"loss": 1.0}, iteration=0)
             run.log_rollouts(0, batch)
+            assert run.stats.logged == 1
             with pytest.raises(creditlab.ApiError) as refused:
                 run.flush()
-            message = str(refused.value)
-            refused_words = "400 INVALID_EVENT: line 2: data.groups[0].trajectories[0].steps: required array is missing"
-            assert message.startswith(refused_words), message
-            assert ("servers before 2026-12-01 do not read" in message) == advised, message
-            assert (refused.value.advice is not None) == advised
+            e = refused.value
+            message = str(e)
+            assert message.startswith(f"400 INVALID_EVENT: {at_line_1['message']}"), message
+            assert (advice in message) == advised, message
+            assert (e.advice is not None) == advised
+            # The server's answer is kept whole.
+            kept = (e.status, e.body, e.line, e.path, e.reason)
+            assert kept == (400, at_line_1, 1, at_line_1["path"], at_line_1["reason"])
             if advised:
                 assert "Client(columnar_steps=False)" in message and "CREDITLAB_COLUMNAR_STEPS=0" in message
             run._finish_at_exit = False
             client.close()
 
-        # A spool written with columns, uploaded by `creditlab sync`: the same advice, exit status 1.
+        # A spool written with columns, uploaded by `creditlab sync` in one request, in order: the metrics line
+        # first, the rollouts on line 2 (then run.finished). The same advice, exit status 1.
+        older.refusal = at_line_2
         spool = tmp_path / "offline"
-        offline = creditlab.Client(older.url, "k", mode="offline", spool_dir=str(spool))
+        offline = creditlab.Client(older.url, "k", mode="offline", spool_dir=str(spool), columnar_steps=True)
         with offline.create_run(name="offline", env="e", method="gigpo") as run:
             run.log({"loss": 1.0}, iteration=0)
             run.log_rollouts(0, batch)
+        assert run.stats.logged == 3
         env = cli_env(CREDITLAB_URL=older.url, CREDITLAB_API_KEY="k")
         synced = subprocess.run(
             [sys.executable, "-m", "creditlab", "sync", str(spool)],
@@ -224,7 +240,7 @@ def test_an_older_server_refusing_columns_gets_advice(server, tmp_path):
             text=True,
             timeout=120,
         )
-        assert "servers before 2026-12-01 do not read" in synced.stderr, synced.stderr
+        assert advice in synced.stderr, synced.stderr
         assert synced.returncode == 1
     finally:
         older.close()

@@ -8,7 +8,7 @@ export class CreditlabApiError extends Error {
   ) {
     super(
       `${status} ${String(body.error ?? '')}: ${String(body.message ?? JSON.stringify(body))}` +
-        (advice ? ` (${advice})` : ''),
+        (advice ? `; ${advice}` : ''),
     );
   }
 }

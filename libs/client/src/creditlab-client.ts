@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
 import { Kind, parse } from 'graphql';
 import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
-import { olderServerAdvice } from './step-columns';
+import { olderServerAdvice } from './older-server';
 import { resolveConnection } from '@creditlab/credentials';
 
 export interface ClientOptions {

@@ -207,6 +207,6 @@ def older_server_advice(error: ApiError, lines: Sequence[bytes]) -> ApiError:
         return error
     return error.with_advice(
         "the event on this line sends its steps as columns, which servers before 2026-12-01 do not read: "
-        "update the server, or send steps as objects (Client(columnar_steps=False), or "
-        "CREDITLAB_COLUMNAR_STEPS=0 in the environment; events spooled as columns need the newer server)"
+        "update the server, or send steps as objects with Client(columnar_steps=False) or "
+        "CREDITLAB_COLUMNAR_STEPS=0 in the environment (events already spooled as columns need the newer server)"
     )

@@ -32,12 +32,12 @@ class ApiError(CreditlabError):
         self._request = (method, path)
         message = body.get("message") if isinstance(body, dict) else None
         where = f" ({method} {path.split('?')[0]})" if method else ""
-        told = f" ({advice})" if advice else ""
+        told = f"; {advice}" if advice else ""
         super().__init__(f"{status} {self.error or ''}: {message or body}{told}{where}".replace("  ", " "))
 
     def with_advice(self, advice: str) -> "ApiError":
         """The same answer, with the client's advice after the server's message."""
-        return ApiError(self.status, self.body, *self._request, advice=advice)
+        return type(self)(self.status, self.body, *self._request, advice=advice)
 
 
 class GraphQLError(CreditlabError):
