@@ -72,12 +72,12 @@ function row(r: Result): string {
   const form = r.columnar ? 'columns' : 'objects';
   if (!r.client || !r.raw) {
     const perStep = `${fmt(r.bytesPerStep ?? 0, 0)} B`;
-    return `| ${r.label} | ${form} | ${encoding} | ${r.steps.toLocaleString('en')} | ${perStep} | refused by this server | | | |`;
+    return `| ${r.label} | ${form} | ${encoding} | ${r.steps.toLocaleString('en')} | ${perStep} | refused by this server | | | | |`;
   }
   const client = r.steps / r.client.seconds;
   const raw = r.steps / r.raw.seconds;
   const rate = (x: number) => Math.round(x).toLocaleString('en');
-  return `| ${r.label} | ${form} | ${encoding} | ${r.steps.toLocaleString('en')} | ${fmt(r.raw.bytes / r.steps, 0)} B | ${rate(client)} | ${rate(raw)} | ${fmt(client / raw)} | ${fmt((100 * r.client.blocked) / r.client.seconds, 0)} % |`;
+  return `| ${r.label} | ${form} | ${encoding} | ${r.steps.toLocaleString('en')} | ${fmt(r.raw.bytes / r.steps, 0)} B | ${rate(client)} | ${rate(raw)} | ${fmt(client / raw)} | ${r.client.requests} / ${r.raw.requests} | ${fmt((100 * r.client.blocked) / r.client.seconds, 0)} % |`;
 }
 
 /** How much smaller the compact encoding makes a step, per embedding size. */
@@ -132,14 +132,16 @@ Synthetic iterations (16 tasks × G = 8 rollouts × 20–40 steps, observations 
 critic value on every step; with embeddings, also 24 token log-probs per step) go through \`run.log_rollouts\`
 once per iteration, then \`run.flush()\`: "client" is that whole time (checking and encoding in the caller's
 thread, the background sender, HTTP, the server's ingest into an embedded PostgreSQL). "Raw HTTP" posts the
-very same NDJSON requests, encoded beforehand, back to back on one connection: the server's ingest rate for
-those bytes. "Steps as": one JSON object per step (the row form), or each event's steps as columns (the
+same events, encoded beforehand and packed into requests of up to \`max_request_bytes\` (32 MiB) as the sender
+packs a backlog, back to back on one connection: the server's ingest rate for those bytes. "Requests" are the
+client's (the sender posts what has queued since its last request, so iterations logged faster than the server
+stores them share a request) and raw HTTP's. "Steps as": one JSON object per step (the row form), or each event's steps as columns (the
 client's default, \`Client(columnar_steps=…)\`). "Caller busy" is the share of the client time spent inside \`log_rollouts\` (encoding), the
 time a trainer's loop is held; the rest overlaps with sending. Client, server and PostgreSQL share this machine's
 two cores, so the client's encoding slows the server down here; on a trainer's own machine it would not.
 
-| steps | steps as | floats as | steps sent | NDJSON per step | client steps/s | raw HTTP steps/s | client ÷ raw | caller busy |
-|---|---|---|---:|---:|---:|---:|---:|---:|
+| steps | steps as | floats as | steps sent | NDJSON per step | client steps/s | raw HTTP steps/s | client ÷ raw | requests: client / raw | caller busy |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|
 ${results.map(row).join('\n')}
 
 ${savings(results)}
