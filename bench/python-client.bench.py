@@ -1,9 +1,9 @@
 """
 Measures the Python client (clients/python) against a running server: steps per second through
 `run.log_rollouts` + `run.flush` (encoding, the background sender, HTTP, ingest), against the raw HTTP
-ingest rate of the very same NDJSON requests posted back to back, and bytes per step with embeddings and
-token log-probs as JSON numbers and in the compact encoding (base64 little-endian float32), with the steps
-as objects (the row form) and as columns (the client's default).
+ingest rate of the same events packed into requests of up to max_request_bytes, posted back to back, and
+bytes per step with embeddings and token log-probs as JSON numbers and in the compact encoding (base64
+little-endian float32), with the steps as objects (the row form) and as columns (the client's default).
 
 Run by bench/python-client.bench.ts, which starts the server and writes docs/benchmarks.md; prints one
 JSON object per scenario on stdout. Arguments: URL API_KEY, then scenarios as LABEL:DIM:STEPS.

@@ -2,7 +2,8 @@
  * `npx tsx bench/python-client.bench.ts`: the Python client (clients/python) against a server process on
  * an embedded PostgreSQL. For synthetic iterations without embeddings and with 256- and 4,096-dimensional
  * ones (plus 24 token log-probs per step), bench/python-client.bench.py measures steps/s through
- * `run.log_rollouts` + `run.flush`, the raw HTTP ingest rate of the very same requests, the time the caller
+ * `run.log_rollouts` + `run.flush`, the raw HTTP ingest rate of the same events packed into requests of up
+ * to max_request_bytes, the request counts of both, the time the caller
  * spent inside `log_rollouts`, and bytes per step as JSON numbers and in the compact encoding, with the
  * steps as objects and as columns (the client's default). Writes its section of docs/benchmarks.md.
  */

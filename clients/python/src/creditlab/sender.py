@@ -16,10 +16,9 @@ import threading
 from collections import deque
 from typing import Callable, List, Optional
 
-from .columnar import older_server_advice
 from .errors import ApiError, CreditlabError, ServerUnavailable
 from .spool import Spool
-from .sync import upload
+from .sync import post_events, upload
 from .transport import Transport
 
 log = logging.getLogger("creditlab")
@@ -245,15 +244,7 @@ class Sender:
     def _post(self, lines: List[bytes], size: int) -> None:
         self.stats.in_flight = True
         try:
-            res = self.transport.request(
-                "POST",
-                f"/v1/runs/{self.run_id}/events",
-                b"".join(lines),
-                content_type="application/x-ndjson",
-                on_retry=self._count_retry,
-            ).json()
-        except ApiError as e:
-            raise older_server_advice(e, lines) from None
+            res = post_events(self.transport, self.run_id, lines, on_retry=self._count_retry)
         finally:
             self.stats.in_flight = False
         s = self.stats

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import NamedTuple, Optional
+from typing import List, NamedTuple, Optional
 
 from .columnar import older_server_advice
 from .errors import ApiError
@@ -36,22 +36,30 @@ def upload(
         run_id = meta.get("serverId") or meta["runId"]
         events = accepted = duplicates = 0
         for batch, end in spool.pending(max_request_bytes):
-            try:
-                res = transport.request(
-                    "POST",
-                    f"/v1/runs/{run_id}/events",
-                    b"".join(batch),
-                    content_type="application/x-ndjson",
-                    on_retry=on_retry,
-                    budget=budget,
-                ).json()
-            except ApiError as e:
-                raise older_server_advice(e, batch) from None
+            res = post_events(transport, run_id, batch, on_retry=on_retry, budget=budget)
             spool.mark_sent(end)
             events += len(batch)
             accepted += res.get("accepted", 0)
             duplicates += res.get("duplicates", 0)
         return SyncResult(run_id, events, accepted, duplicates)
+
+
+def post_events(
+    transport: Transport, run_id: str, lines: List[bytes], on_retry=None, budget: Optional[float] = None
+) -> dict:
+    """One request of NDJSON `lines` to a run's events (the sender's and sync's): the server's answer. A refusal
+    an older server gives columns it cannot read comes with advice (columnar.older_server_advice)."""
+    try:
+        return transport.request(
+            "POST",
+            f"/v1/runs/{run_id}/events",
+            b"".join(lines),
+            content_type="application/x-ndjson",
+            on_retry=on_retry,
+            budget=budget,
+        ).json()
+    except ApiError as e:
+        raise older_server_advice(e, lines) from None
 
 
 def pending_bytes(spool: Spool) -> int:
