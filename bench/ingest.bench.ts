@@ -25,7 +25,9 @@ import {
   walSince,
 } from './support/database-cost';
 import { postNdjsonStream } from './support/post-ndjson';
+import { appendBreakdown, scrapeMetrics, type AppendBreakdown } from './support/server-metrics';
 import { STATEMENT_CHARS, StatementStats, type StatementCost } from './support/statement-stats';
+import { APPEND_PHASES } from '../apps/server/src/rollouts/append-clock';
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
@@ -57,6 +59,8 @@ interface Result extends Scenario {
   distinctTexts: number;
   /** The database's costliest statements during the HTTP ingest (empty without pg_stat_statements). */
   statements: StatementCost[];
+  /** Where the requests' time went, from the server's /metrics before and after the HTTP ingest. */
+  breakdown: AppendBreakdown;
 }
 
 /** Text-format COPY escaping (backslash, tab, newline, carriage return). */
@@ -204,10 +208,12 @@ async function runScenario(
   await stats.reset();
   const cpu0 = await cpuSeconds(serverPid);
   const dbCpu0 = await databaseCpu(pgDir);
+  const metrics0 = await scrapeMetrics(serverUrl);
   const t0 = performance.now();
   for (const f of files)
     await postFile(`${serverUrl}/v1/runs/${id}/events`, f, (await stat(f)).size);
   const httpSeconds = (performance.now() - t0) / 1000;
+  const breakdown = appendBreakdown(metrics0, await scrapeMetrics(serverUrl));
   const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
   const httpDatabaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu0);
   const httpWalBytes = await walSince(db, wal);
@@ -274,6 +280,7 @@ async function runScenario(
       storedCopySeconds: stored.seconds,
       distinctTexts,
       statements,
+      breakdown,
     };
   } finally {
     client.release();
@@ -393,6 +400,38 @@ ${lines.join('\n')}
 `;
 }
 
+/** Milliseconds, to a precision that suits their size (a request of 1,500 steps or of 32 MiB). */
+const ms = (seconds: number) => {
+  const x = seconds * 1000;
+  return fmt(x, x >= 100 ? 0 : x >= 10 ? 1 : 2);
+};
+
+/**
+ * Where each scenario's requests spent their time, in milliseconds per request: the appender's
+ * phases (creditlab_append_phase_seconds), the rest of the server's handling, and the time between
+ * one answer and the next request's end (the benchmark posting it, and the network).
+ */
+function breakdownSection(results: Result[]): string {
+  const rows = results.map((r) => {
+    const b = r.breakdown;
+    const wall = r.httpSeconds / r.requests;
+    return `| ${r.label} | ${r.steps.toLocaleString('en')} | ${b.requests} | ${ms(wall)} | ${APPEND_PHASES.map((p) => ms(b.phases[p])).join(' | ')} | ${ms(b.http - b.append)} | ${ms(wall - b.http)} |`;
+  });
+  return `
+Where a request's time went, in milliseconds per request (means over the scenario's requests), from the
+server's own clock (\`creditlab_append_phase_seconds\` on \`/metrics\`, scraped before and after the HTTP ingest;
+[the phases](architecture.md#where-an-append-spends-its-time)): the phases split the time in the appender with
+nothing counted twice, so PostgreSQL writing one chunk while the next is projected counts as projection, and
+the writes show only where the request waits for them. "Rest of handling" is the server's HTTP handling
+outside the appender (routing, the key, the answer); "between requests" is the rest of the wall time: the
+benchmark posting the next body from its file and the network.
+
+| scenario | steps | requests | per request | ${APPEND_PHASES.join(' | ')} | rest of handling | between requests |
+|---|---:|---:|---:|${APPEND_PHASES.map(() => '---:').join('|')}|---:|---:|
+${rows.join('\n')}
+`;
+}
+
 /** The cells of the packing columns: lag, then CPU per step until packed (n/a when nothing packs at ingest). */
 function packingCells(r: Result, us: (seconds: number, steps: number) => string): string {
   if (!r.packing) return 'n/a | n/a | n/a';
@@ -462,7 +501,7 @@ that was, and the server's and PostgreSQL's CPU per step from the first request 
 | scenario | steps | HTTP: server CPU | HTTP: database CPU | HTTP: WAL | packed after | until packed: server CPU | until packed: database CPU | logical COPY: database CPU | logical COPY: WAL |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${costs.join('\n')}
-${statementsSection(results)}`,
+${breakdownSection(results)}${statementsSection(results)}`,
   );
   console.log('wrote docs/benchmarks.md');
 }

@@ -22,6 +22,12 @@ import {
   type RunCheck,
 } from './support/concurrent-ingest';
 import { runJobBatch, type JobBatchResult } from './support/job-batch';
+import {
+  appendBreakdown,
+  scrapeMetrics,
+  summed,
+  type AppendBreakdown,
+} from './support/server-metrics';
 import { idleLatency, probeLatency, summarise, type Latencies } from './support/latency-probe';
 import {
   ingestMeasuringMemory,
@@ -73,6 +79,8 @@ interface IngestPhase {
   checks: RunCheck[];
   afterRetry: RunCheck[];
   runIds: string[];
+  /** Where the clients' requests spent their time, from the API processes' /metrics. */
+  breakdown: AppendBreakdown;
 }
 
 async function ingestPhase(label: string, urls: string[], seed: number): Promise<IngestPhase> {
@@ -80,11 +88,14 @@ async function ingestPhase(label: string, urls: string[], seed: number): Promise
   const plan = planRequests(CLIENTS, RUNS, STEPS_PER_CLIENT, seed);
   const runIds: string[] = [];
   for (let r = 0; r < RUNS; r++) runIds.push(await createRun(urls[0] as string, `${label} ${r}`));
+  const scrapeAll = async () => summed(await Promise.all(urls.map(scrapeMetrics)));
+  const before = await scrapeAll();
   const probe = probeLatency(urls);
   // Clients 0–3 on the first process, 4–7 on the next: the two clients of a run on different ones.
   const urlOf = (c: number) => urls[Math.floor(c / RUNS) % urls.length] as string;
   const seconds = await runClients(plan, runIds, urlOf);
   const latency = summarise(await probe.stop());
+  const breakdown = appendBreakdown(before, await scrapeAll());
   for (const id of runIds) await finishRun(urls[0] as string, id);
   const sentTo = (r: number) => plan.flat().filter((q) => q.run === r);
   const checks = await Promise.all(
@@ -103,7 +114,17 @@ async function ingestPhase(label: string, urls: string[], seed: number): Promise
   const afterRetry = await Promise.all(
     runIds.map((id, r) => checkRun((db as BenchDatabase).pool, id, sentTo(r), true)),
   );
-  return { label, processes: urls.length, steps, seconds, latency, checks, afterRetry, runIds };
+  return {
+    label,
+    processes: urls.length,
+    steps,
+    seconds,
+    latency,
+    checks,
+    afterRetry,
+    runIds,
+    breakdown,
+  };
 }
 
 type Memory = MemoryResult & { label: string };
@@ -147,7 +168,9 @@ const once = (p: IngestPhase) =>
 
 function ingestRow(p: IngestPhase): string {
   const events = p.checks.reduce((n, c) => n + c.eventsSent, 0);
-  return `| ${p.processes} | ${CLIENTS} clients, ${RUNS} runs | ${p.steps.toLocaleString('en')} (${events} events) | ${fmt(p.seconds, 1)} s | ${fmt(p.steps / p.seconds / 1000, 1)}k | ${ms(p.latency)} | ${once(p)} |`;
+  const b = p.breakdown;
+  const perRequest = (seconds: number) => fmt(seconds * 1000, 1);
+  return `| ${p.processes} | ${CLIENTS} clients, ${RUNS} runs | ${p.steps.toLocaleString('en')} (${events} events) | ${fmt(p.seconds, 1)} s | ${fmt(p.steps / p.seconds / 1000, 1)}k | ${ms(p.latency)} | ${perRequest(b.append)} / ${perRequest(b.phases.lock)} / ${perRequest(b.phases.connect)} ms (${b.requests}) | ${once(p)} |`;
 }
 
 function jobRow(workers: number, b: JobBatchResult): string {
@@ -195,10 +218,13 @@ meanwhile, one at a time, to the same processes (p50 / p95 / max, number sent); 
 ${ms(idle)}. "Exactly once": for every run, each event sent is stored once (by its id), the run holds no
 other events than \`run.created\` and \`run.finished\`, seq runs 1..n without a gap and equals the run's
 \`last_seq\`, and the steps stored equal the steps sent; checked again after the first request of every run
-was sent a second time, to the other process (a client's retry): nothing was added.
+was sent a second time, to the other process (a client's retry): nothing was added. "Appends" is where the
+clients' requests spent their time in the server (\`creditlab_append_phase_seconds\` of the API processes, means
+per request, number of requests): all of it, then the part spent waiting for the run's lock (the other client of
+the run appending) and for a connection of the ingest pool.
 
-| API processes | load | steps | wall time | steps/s | runs query p50 / p95 / max | exactly once |
-|---:|---|---:|---:|---:|---:|---|
+| API processes | load | steps | wall time | steps/s | runs query p50 / p95 / max | appends: in all / run's lock / connection | exactly once |
+|---:|---|---:|---:|---:|---:|---:|---|
 ${phases.map(ingestRow).join('\n')}
 
 **Recompute jobs.** One GiGPO job per run (the ${phases.length * RUNS} runs above, every iteration), queued through an API

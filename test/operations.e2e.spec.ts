@@ -2,6 +2,7 @@ import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { once } from 'node:events';
 import WebSocket from 'ws';
+import { APPEND_PHASES } from '../apps/server/src/rollouts/append-clock';
 import { rowCounts } from './support/row-counts';
 import { metric, startTestServer, ADMIN_KEY, api } from './support/test-server';
 
@@ -38,6 +39,18 @@ test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
     ).toBe(1);
     const text = await (await fetch(`${server.url}/metrics`)).text();
     expect(text).toMatch(/^creditlab_recompute_queue_depth \d+$/m);
+
+    // Every accepted append observes every phase once, and the phases split its time (no overlap).
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    const appends = value('creditlab_append_seconds_count');
+    expect(appends).toBeGreaterThanOrEqual(1);
+    const phase = (p: string, what: 'count' | 'sum') =>
+      value(`creditlab_append_phase_seconds_${what}\\{phase="${p}"\\}`);
+    for (const p of APPEND_PHASES) expect(phase(p, 'count')).toBe(appends);
+    const phases = APPEND_PHASES.reduce((total, p) => total + phase(p, 'sum'), 0);
+    expect(phases).toBeLessThanOrEqual(value('creditlab_append_seconds_sum') + 1e-6);
+    for (const p of ['read', 'lock', 'project', 'write', 'commit'] as const)
+      expect(phase(p, 'sum')).toBeGreaterThan(0);
   } finally {
     await server.stop();
   }

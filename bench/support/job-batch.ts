@@ -1,13 +1,12 @@
 import type pg from 'pg';
 import { gql } from '../../test/support/test-server';
+import { scrapeMetrics } from './server-metrics';
 
 /** The iterations each process has estimated under `method`, from its /metrics. */
 export async function estimatedIterations(url: string, method: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`creditlab_estimator_seconds_count{method="${method}"}`));
-  return line ? Number(line.split(' ')[1]) : 0;
+  return (
+    (await scrapeMetrics(url)).get(`creditlab_estimator_seconds_count{method="${method}"}`) ?? 0
+  );
 }
 
 export interface JobBatchResult {

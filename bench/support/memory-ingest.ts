@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { syntheticBatchJson } from '../../libs/estimators/test/support/synthetic-rollouts';
 import type { ServerProcess } from '../../test/support/test-server';
 import { appendNdjson, createRun } from './concurrent-ingest';
+import { scrapeMetrics } from './server-metrics';
 import { postNdjsonStream } from './post-ndjson';
 import { procStatusBytes } from './process-memory';
 import { BENCH_ITERATION } from './synthetic-ingest';
@@ -27,9 +28,7 @@ export interface MemoryResult {
 
 /** The V8 heap in use (prom-client's default metric on /metrics). */
 async function heapUsed(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('nodejs_heap_size_used_bytes '));
-  return Number(line?.split(' ')[1]);
+  return Number((await scrapeMetrics(url)).get('nodejs_heap_size_used_bytes'));
 }
 
 async function sample(server: ServerProcess, steps: number): Promise<MemorySample> {

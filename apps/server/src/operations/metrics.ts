@@ -36,6 +36,13 @@ export class Metrics {
     buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60],
     registers: [this.registry],
   });
+  readonly appendPhaseSeconds = new Histogram({
+    name: 'creditlab_append_phase_seconds',
+    help: 'Where accepted append requests spent their time, by phase (append-clock.ts); every request observes every phase, so sum/count is the mean per request',
+    labelNames: ['phase'],
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.2, 1, 5],
+    registers: [this.registry],
+  });
 
   readonly httpSeconds = new Histogram({
     name: 'creditlab_http_request_seconds',

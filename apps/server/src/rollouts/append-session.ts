@@ -2,6 +2,7 @@ import type { ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { sameEvent } from './event-digest';
+import type { AppendClock } from './append-clock';
 import type { EventOrigin } from './event-origin';
 import { eventsInsert, type EventRow } from './events-insert';
 import { checkEvent, isIssue, type PreparedEvent } from './prepare-event';
@@ -87,6 +88,8 @@ export class AppendSession {
     private readonly from: 'client' | 'server',
     /** Pack the iterations the request writes whole, in its transaction (in-hand-packing.ts). */
     packInHand?: PackInHand,
+    /** Where the request's time goes, for the metrics (appends inside a caller's transaction are not timed). */
+    private readonly clock?: AppendClock,
   ) {
     this.projector = new RunProjector(
       client,
@@ -125,7 +128,8 @@ export class AppendSession {
   async finish(): Promise<AppendResult & { steps: number }> {
     await this.flush();
     await this.writes;
-    await this.projector.finish();
+    this.clock?.lap('write');
+    await this.projector.finish(this.clock);
     return {
       accepted: this.accepted,
       duplicates: this.duplicates,
@@ -146,7 +150,9 @@ export class AppendSession {
     this.pendingSteps = 0;
     this.pendingBytes = 0;
     const before = this.writes;
+    this.clock?.lap('read');
     const batch = await this.dropStoredDuplicates(pending);
+    this.clock?.lap('check');
     if (batch.length > 0) {
       let status = this.projector.summary.status;
       let seq = this.projector.summary.lastSeq;
@@ -168,7 +174,9 @@ export class AppendSession {
       this.writing = true;
       this.accepted += batch.length;
     }
+    this.clock?.lap('project');
     await before;
+    this.clock?.lap('write');
   }
 
   /** Lets the writes queued finish (ignoring their outcome), so that a rollback comes after them. */

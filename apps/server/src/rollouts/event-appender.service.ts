@@ -12,6 +12,7 @@ import {
   type AppendResult,
   type IncomingEvent,
 } from './append-session';
+import { AppendClock } from './append-clock';
 import type { PackInHand } from './run-projector';
 import { BODY_LINES, serverEvent, type EventOrigin } from './event-origin';
 import { ndjsonEvents, ndjsonLines } from './ndjson-source';
@@ -95,8 +96,11 @@ export class EventAppender implements OnModuleDestroy {
     alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
     const timer = this.metrics.appendSeconds.startTimer();
+    const clock = new AppendClock();
     try {
-      const result = await this.appendInTransaction(runId, events, origin, alsoWrite);
+      const result = await this.appendInTransaction(runId, events, origin, alsoWrite, clock);
+      for (const [phase, seconds] of clock.seconds())
+        this.metrics.appendPhaseSeconds.observe({ phase }, seconds);
       this.metrics.ingestedEvents.inc(result.accepted);
       this.metrics.ingestedSteps.inc(result.steps);
       this.metrics.duplicateEvents.inc(result.duplicates);
@@ -158,14 +162,17 @@ export class EventAppender implements OnModuleDestroy {
     events: AsyncIterable<() => PreparedEvent>,
     origin: EventOrigin,
     alsoWrite: AlsoWrite | undefined,
+    clock: AppendClock,
   ): Promise<AppendResult & { steps: number }> {
     if (!isUuid(runId)) throw runNotFound(runId);
     const source = events[Symbol.asyncIterator]();
     const first = await source.next();
+    clock.lap('read');
     const client = await this.db.ingestPool.connect().catch(async (e: unknown) => {
       await source.return?.(); // stops the body's reader and its idle watch
       throw e;
     });
+    clock.lap('connect');
     let session: AppendSession | undefined;
     try {
       // The transaction begins and the run is locked while the first event is checked; a missing
@@ -173,7 +180,9 @@ export class EventAppender implements OnModuleDestroy {
       const locking = beginAndLockRun(client, runId);
       locking.catch(() => undefined); // awaited below
       const prepared = first.done ? undefined : attempt(first.value);
+      clock.lap('read');
       const locked = await locking;
+      clock.lap('lock');
       if (!locked) throw runNotFound(runId);
       session = new AppendSession(
         client,
@@ -184,6 +193,7 @@ export class EventAppender implements OnModuleDestroy {
         origin,
         'client',
         this.packInHand,
+        clock,
       );
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())
@@ -192,6 +202,7 @@ export class EventAppender implements OnModuleDestroy {
       await alsoWrite?.(client);
       if (result.accepted > 0) await notifyRun(client, runId); // subscribers hear of it at commit
       await client.query('COMMIT');
+      clock.lap('commit');
       return result;
     } catch (e) {
       // A chunk may still be writing: let it finish so that nothing lands after the rollback.

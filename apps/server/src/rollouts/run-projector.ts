@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { InHandPacking, type PackingJob, type PackingOutcome } from '../advantages/in-hand-packing';
 import { storePacked } from '../advantages/iteration-packing';
 import type { PackedIteration } from '../advantages/packed-columns';
+import type { AppendClock } from './append-clock';
 import { uuidBytes } from './binary-copy-rows';
 import { inOrder, type DeferredWrite } from './deferred-write';
 import { embeddingsAfter, embeddingsInBody, type EmbeddingsInBody } from './event-body';
@@ -196,11 +197,13 @@ export class RunProjector {
    * After every chunk's write: writes the groups and trajectories, the run's summary columns, and the
    * iterations in hand not packed yet.
    */
-  async finish(): Promise<void> {
+  async finish(clock?: AppendClock): Promise<void> {
     await this.rollouts.takeWrite()();
     await this.client.query(runSummaryUpdate(this.runId, this.state));
+    clock?.lap('rollouts');
     const packed = this.packInHand(this.packing?.iterations ?? [], { here: true });
     await storePacked(this.client, this.runId, await packed);
+    clock?.lap('pack');
   }
 
   /**

@@ -1,0 +1,49 @@
+/**
+ * The phases of an append request, in the order a request meets them. A request's wall time in the
+ * appender, from the start of reading its body to its commit, is split among them with nothing left over and nothing
+ * counted twice: the request's path is one chain of awaits, and each phase is the stretch of that
+ * chain since the one before ended. Work that overlaps a phase (PostgreSQL writing one chunk while
+ * the next is projected, the first event checked while the run's lock is taken) counts where the
+ * request was waiting.
+ */
+export const APPEND_PHASES = [
+  /** Waiting for events and checking them: the body's bytes, JSON parsing, validation (here or on the preparing thread). */
+  'read',
+  /** Waiting for a connection of the ingest pool (more appenders than connections wait here). */
+  'connect',
+  /** BEGIN and the run's row lock (appenders to one run take turns here). */
+  'lock',
+  /** Looking up which of a chunk's event ids are stored already (retries). */
+  'check',
+  /** Projecting a chunk into rows: groups and trajectories looked up, steps placed, log rows built. */
+  'project',
+  /** Waiting for a chunk's writes (texts, steps, iterations, the log) to finish. */
+  'write',
+  /** Writing the groups and trajectories and the run's summary. */
+  'rollouts',
+  /** Packing for recompute the iterations the request left in hand (CREDITLAB_PACK_ITERATIONS=on-append). */
+  'pack',
+  /** Rows the server adds to the request (a checkpoint's bytes), notifying subscribers, and COMMIT. */
+  'commit',
+] as const;
+
+export type AppendPhase = (typeof APPEND_PHASES)[number];
+
+/** Where one append request's time went (creditlab_append_phase_seconds). */
+export class AppendClock {
+  private last = performance.now();
+  private readonly spent = new Float64Array(APPEND_PHASES.length);
+
+  /** Counts the time since the last lap (or the clock's start) as `phase`'s. */
+  lap(phase: AppendPhase): void {
+    const now = performance.now();
+    const at = APPEND_PHASES.indexOf(phase);
+    this.spent[at] = (this.spent[at] ?? 0) + (now - this.last);
+    this.last = now;
+  }
+
+  /** Seconds per phase, every phase (0 for one the request did not meet). */
+  seconds(): [AppendPhase, number][] {
+    return APPEND_PHASES.map((phase, at) => [phase, (this.spent[at] ?? 0) / 1000]);
+  }
+}
