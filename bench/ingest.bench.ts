@@ -198,8 +198,9 @@ const postFile = (url: string, file: string, size: number) =>
 
 /**
  * Each scenario is sent this many times (BENCH_INGEST_PASSES, default 1), each time into a new run
- * with its ceilings measured right after; the report shows the pass with the median ratio, and the
- * range over the passes: one pass's ceiling can swing by half on a shared machine.
+ * with its ceilings measured right after; the report shows the pass with the median ratio (of an
+ * even number, the lower of the middle two), and the range over the passes: one pass's ceiling can
+ * swing by half on a shared machine.
  */
 const PASSES = Number(process.env.BENCH_INGEST_PASSES ?? 1);
 if (!Number.isInteger(PASSES) || PASSES < 1)
@@ -249,14 +250,14 @@ async function httpPass(
   await checkpoint(db);
   const wal = await walPosition(db);
   await stats.reset();
+  // Scraped outside the timed span and its CPU (the scrape after it comes once the packing is waited for).
+  const metrics0 = await scrapeMetrics(serverUrl);
   const cpu0 = await cpuSeconds(serverPid);
   const dbCpu0 = await databaseCpu(pgDir);
-  const metrics0 = await scrapeMetrics(serverUrl);
   const t0 = performance.now();
   for (const f of files)
     await postFile(`${serverUrl}/v1/runs/${runId}/events`, f, (await stat(f)).size);
   const httpSeconds = (performance.now() - t0) / 1000;
-  const breakdown = appendBreakdown(metrics0, await scrapeMetrics(serverUrl));
   const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
   const httpDatabaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu0);
   const httpWalBytes = await walSince(db, wal);
@@ -269,6 +270,7 @@ async function httpPass(
       databaseCpuSeconds: await databaseCpuSince(pgDir, dbCpu0),
     };
   }
+  const breakdown = appendBreakdown(metrics0, await scrapeMetrics(serverUrl));
   const statements = await stats.top(STATEMENTS_SHOWN);
   const count = async (table: string) =>
     Number(
@@ -413,7 +415,7 @@ server itself wrote (one row per slice of a trajectory's steps, text ids, not te
 A scenario may be run several times (\`BENCH_INGEST_PASSES\`), each time into a new run with both ceilings
 measured right after: one pass's figures swing on a machine shared with other work (the logical COPY of one
 scenario has measured 220k and 378k steps/s on two runs of the same day), so with several passes a row shows the pass
-with the median HTTP ÷ logical ratio, and the ratio's range over the passes in parentheses.`;
+with the median HTTP ÷ logical ratio (of an even number of passes, the lower of the middle two), and the ratio's range over the passes in parentheses.`;
 
 const SAME_WORKLOAD = (database: string) =>
   `The workload, the two ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;
@@ -467,6 +469,7 @@ ${lines.join('\n')}
 
 /** Milliseconds, to a precision that suits their size (a request of 1,500 steps or of 32 MiB). */
 const ms = (seconds: number) => {
+  if (Number.isNaN(seconds)) return 'n/a';
   const x = seconds * 1000;
   return fmt(x, x >= 100 ? 0 : x >= 10 ? 1 : 2);
 };

@@ -1,6 +1,10 @@
 import { APPEND_PHASES, type AppendPhase } from '../../apps/server/src/rollouts/append-clock';
 
-/** A server's /metrics, series by series: `name{labels}` as Prometheus writes it → its value. */
+/**
+ * A server's /metrics, series by series: `name{labels}` as Prometheus writes it → its value. The
+ * value is the line's last field: prom-client writes no timestamps, and `Number` reads its `NaN`
+ * (though not `+Inf`, which no series read here holds).
+ */
 export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const series = new Map<string, number>();
@@ -20,8 +24,14 @@ export function summed(scrapes: Map<string, number>[]): Map<string, number> {
   return total;
 }
 
-/** Where the append requests between two scrapes spent their time, in seconds per request. */
+/**
+ * Where the append requests between two scrapes spent their time, in seconds per request (NaN when
+ * there were none). Each mean is over the requests its metric counts: the phases over the accepted
+ * appends, the appender over all appends, HTTP over the answers 200 of the events route; the
+ * benchmarks send no request that is refused, so the three are the same requests there.
+ */
 export interface AppendBreakdown {
+  /** Accepted append requests. */
   requests: number;
   /** Mean per request of each phase (creditlab_append_phase_seconds). */
   phases: Record<AppendPhase, number>;
@@ -38,17 +48,22 @@ export function appendBreakdown(
   after: Map<string, number>,
 ): AppendBreakdown {
   const since = (series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
-  const requests = since('creditlab_append_seconds_count');
-  const mean = (series: string) => since(series) / requests;
+  const mean = (sum: string, count: string) => {
+    const n = since(count);
+    return n > 0 ? since(sum) / n : Number.NaN;
+  };
+  const phase = (p: string, what: 'sum' | 'count') =>
+    `creditlab_append_phase_seconds_${what}{phase="${p}"}`;
   const phases = Object.fromEntries(
-    APPEND_PHASES.map((p) => [p, mean(`creditlab_append_phase_seconds_sum{phase="${p}"}`)]),
+    APPEND_PHASES.map((p) => [p, mean(phase(p, 'sum'), phase(p, 'count'))]),
   ) as Record<AppendPhase, number>;
   return {
-    requests,
+    requests: since(phase(APPEND_PHASES[0], 'count')),
     phases,
-    append: mean('creditlab_append_seconds_sum'),
-    http:
-      since(`creditlab_http_request_seconds_sum{${EVENTS_ROUTE}}`) /
-      since(`creditlab_http_request_seconds_count{${EVENTS_ROUTE}}`),
+    append: mean('creditlab_append_seconds_sum', 'creditlab_append_seconds_count'),
+    http: mean(
+      `creditlab_http_request_seconds_sum{${EVENTS_ROUTE}}`,
+      `creditlab_http_request_seconds_count{${EVENTS_ROUTE}}`,
+    ),
   };
 }

@@ -13,15 +13,15 @@ export const APPEND_PHASES = [
   'connect',
   /** BEGIN and the run's row lock (appenders to one run take turns here). */
   'lock',
-  /** Looking up which of a chunk's event ids are stored already (retries). */
+  /** Looking up which of a chunk's event ids are stored already (retries; after the first chunk, on the main pool). */
   'check',
-  /** Projecting a chunk into rows: groups and trajectories looked up, steps placed, log rows built. */
+  /** Projecting a chunk into rows: groups and trajectories looked up (queued behind the writes), steps placed, log rows built. */
   'project',
   /** Waiting for a chunk's writes (texts, steps, iterations, the log) to finish. */
   'write',
   /** Writing the groups and trajectories and the run's summary. */
   'rollouts',
-  /** Packing for recompute the iterations the request left in hand (CREDITLAB_PACK_ITERATIONS=on-append). */
+  /** Packing for recompute, at the end, the iterations still in hand (CREDITLAB_PACK_ITERATIONS=on-append). */
   'pack',
   /** Rows the server adds to the request (a checkpoint's bytes), notifying subscribers, and COMMIT. */
   'commit',
@@ -31,12 +31,17 @@ export type AppendPhase = (typeof APPEND_PHASES)[number];
 
 /** Where one append request's time went (creditlab_append_phase_seconds). */
 export class AppendClock {
-  private last = performance.now();
+  private last: number;
   private readonly spent = new Float64Array(APPEND_PHASES.length);
+
+  /** `now` gives milliseconds (a test gives its own clock). */
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.last = now();
+  }
 
   /** Counts the time since the last lap (or the clock's start) as `phase`'s. */
   lap(phase: AppendPhase): void {
-    const now = performance.now();
+    const now = this.now();
     const at = APPEND_PHASES.indexOf(phase);
     this.spent[at] = (this.spent[at] ?? 0) + (now - this.last);
     this.last = now;
