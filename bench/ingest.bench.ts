@@ -197,12 +197,12 @@ const postFile = (url: string, file: string, size: number) =>
   postNdjsonStream(url, createReadStream(file), size);
 
 /**
- * Each scenario is sent this many times (BENCH_INGEST_PASSES, default 1), each time into a new run
+ * Each scenario is sent this many times (BENCH_INGEST_PASSES, default 3), each time into a new run
  * with its ceilings measured right after; the report shows the pass with the median ratio (of an
  * even number, the lower of the middle two), and the range over the passes: one pass's ceiling can
  * swing by half on a shared machine.
  */
-const PASSES = Number(process.env.BENCH_INGEST_PASSES ?? 1);
+const PASSES = Number(process.env.BENCH_INGEST_PASSES ?? 3);
 if (!Number.isInteger(PASSES) || PASSES < 1)
   throw new Error(
     `BENCH_INGEST_PASSES: a whole number of at least 1, got "${process.env.BENCH_INGEST_PASSES}"`,
@@ -412,9 +412,9 @@ figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows 
 server itself wrote (one row per slice of a trajectory's steps, text ids, not texts) into a copy of its
 \`step_slices\` table with its primary key: what the steps projection alone would cost.
 
-A scenario may be run several times (\`BENCH_INGEST_PASSES\`), each time into a new run with both ceilings
-measured right after: one pass's figures swing on a machine shared with other work (the logical COPY of one
-scenario has measured 220k and 378k steps/s on two runs of the same day), so with several passes a row shows the pass
+Each scenario is run several times (\`BENCH_INGEST_PASSES\`, three by default), each time into a new run with both
+ceilings measured right after: one pass's figures swing on a machine shared with other work (the logical COPY of one
+scenario has measured 220k and 378k steps/s on two runs of the same day), so a row shows the pass
 with the median HTTP ÷ logical ratio (of an even number of passes, the lower of the middle two), and the ratio's range over the passes in parentheses.`;
 
 const SAME_WORKLOAD = (database: string) =>
@@ -555,7 +555,7 @@ async function main(): Promise<void> {
 ## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB; \`BENCH_INGEST_PASSES\`, default 1).
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB; \`BENCH_INGEST_PASSES\`, default 3).
 
 ${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 
