@@ -11,6 +11,7 @@ import { readFile, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { CreditlabClient } from '@creditlab/client';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { fmt, machineLine, writeSection } from './support/bench-report';
@@ -28,6 +29,7 @@ import { postNdjsonStream } from './support/post-ndjson';
 import { appendBreakdown, scrapeMetrics, type AppendBreakdown } from './support/server-metrics';
 import { STATEMENT_CHARS, StatementStats, type StatementCost } from './support/statement-stats';
 import { APPEND_PHASES } from '../apps/server/src/rollouts/append-clock';
+import { ADMIN_KEY } from '../test/support/test-server';
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? '100000,1000000').split(',').map(Number);
 const EMBEDDED_STEPS = Number(process.env.BENCH_INGEST_EMBEDDING_STEPS ?? 200_000);
@@ -196,6 +198,22 @@ async function packingDone(db: pg.Pool, runId: string): Promise<void> {
 const postFile = (url: string, file: string, size: number) =>
   postNdjsonStream(url, createReadStream(file), size);
 
+/** Each file as one request, one after the other; returns how many requests that was. */
+async function postFiles(url: string, files: string[]): Promise<number> {
+  for (const f of files) await postFile(url, f, (await stat(f)).size);
+  return files.length;
+}
+
+/**
+ * Each iteration's file handed to the TypeScript client's background sender as soon as it is read,
+ * as a trainer faster than the server would log them; returns the requests the sender made.
+ */
+async function throughSender(serverUrl: string, runId: string, files: string[]): Promise<number> {
+  const sender = new CreditlabClient({ url: serverUrl, apiKey: ADMIN_KEY }).sender(runId);
+  for (const f of files) await sender.logNdjson(await readFile(f, 'utf8'));
+  return (await sender.close()).requests;
+}
+
 /**
  * Each scenario is sent this many times (BENCH_INGEST_PASSES, default 3), each time into a new run
  * with its ceilings measured right after; the report shows the pass with the median ratio (of an
@@ -209,7 +227,7 @@ if (!Number.isInteger(PASSES) || PASSES < 1)
   );
 
 /** What one pass measured: the HTTP ingest of a scenario into a new run, then its ceilings. */
-type Pass = Omit<Result, keyof Scenario | 'requests' | 'bytes' | 'ratios'>;
+type Pass = Omit<Result, keyof Scenario | 'bytes' | 'ratios'>;
 
 const ratioOf = (p: Pass) => p.logicalCopySeconds / p.httpSeconds;
 
@@ -233,7 +251,7 @@ async function runScenario(
   for (const f of [...files, logicalFile]) await rm(f);
   const byRatio = [...passes].sort((a, b) => ratioOf(a) - ratioOf(b));
   const median = byRatio[Math.floor((byRatio.length - 1) / 2)] as Pass;
-  return { ...s, ...median, requests: files.length, bytes, ratios: passes.map(ratioOf) };
+  return { ...s, ...median, bytes, ratios: passes.map(ratioOf) };
 }
 
 /** The scenario's requests sent into a new run, one after the other, and what that cost. */
@@ -255,8 +273,9 @@ async function httpPass(
   const cpu0 = await cpuSeconds(serverPid);
   const dbCpu0 = await databaseCpu(pgDir);
   const t0 = performance.now();
-  for (const f of files)
-    await postFile(`${serverUrl}/v1/runs/${runId}/events`, f, (await stat(f)).size);
+  const requests = s.sender
+    ? await throughSender(serverUrl, runId, files)
+    : await postFiles(`${serverUrl}/v1/runs/${runId}/events`, files);
   const httpSeconds = (performance.now() - t0) / 1000;
   const serverCpuSeconds = (await cpuSeconds(serverPid)) - cpu0;
   const httpDatabaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu0);
@@ -278,6 +297,7 @@ async function httpPass(
     );
   return {
     runId,
+    requests,
     steps: await count('steps'),
     distinctTexts: await count('texts'),
     httpSeconds,
@@ -353,16 +373,23 @@ const FORMS = (process.env.BENCH_INGEST_FORMS ?? 'rows,columnar').split(',');
 
 /**
  * How the steps go into requests, in this order: `iteration` (one request per iteration, as a
- * trainer sends each when it ends) or a size such as `32MiB` (iterations together up to that size,
- * as both clients send a backlog: the Python client's max_request_bytes is 32 MiB by default).
+ * trainer sends each when it ends and waits for the answer), a size such as `32MiB` (iterations
+ * together up to that size, as both clients send a backlog: the Python client's max_request_bytes
+ * is 32 MiB by default), or `sender` (each iteration handed to the TypeScript client's background
+ * sender, which makes the requests).
  */
-const REQUESTS = (process.env.BENCH_INGEST_REQUESTS ?? 'iteration,32MiB').split(',').map((r) => {
-  if (r === 'iteration') return undefined;
-  const mib = /^(\d+)MiB$/.exec(r);
-  if (!mib)
-    throw new Error(`BENCH_INGEST_REQUESTS: "iteration" or a size such as 32MiB, got "${r}"`);
-  return Number(mib[1]) * 2 ** 20;
-});
+const REQUESTS = (process.env.BENCH_INGEST_REQUESTS ?? 'iteration,32MiB,sender')
+  .split(',')
+  .map((r): Pick<Scenario, 'requestBytes' | 'sender'> => {
+    if (r === 'iteration') return {};
+    if (r === 'sender') return { sender: true };
+    const mib = /^(\d+)MiB$/.exec(r);
+    if (!mib)
+      throw new Error(
+        `BENCH_INGEST_REQUESTS: "iteration", "sender" or a size such as 32MiB, got "${r}"`,
+      );
+    return { requestBytes: Number(mib[1]) * 2 ** 20 };
+  });
 
 const mibLabel = (bytes: number) => `${fmt(bytes / 2 ** 20, 0)} MiB requests`;
 
@@ -374,12 +401,13 @@ function scenarios(): Scenario[] {
   // In the order given, so that either form can go first (the later one meets a larger database).
   const every = (s: Scenario): Scenario[] =>
     FORMS.flatMap((form) =>
-      REQUESTS.map((requestBytes) => {
+      REQUESTS.map(({ requestBytes, sender }) => {
         const columnar = form === 'columnar';
         const label = [s.label];
         if (columnar) label.push('columnar');
         if (requestBytes !== undefined) label.push(mibLabel(requestBytes));
-        return { ...s, label: label.join(', '), columnar, requestBytes };
+        if (sender) label.push("client's sender");
+        return { ...s, label: label.join(', '), columnar, requestBytes, sender };
       }),
     );
   return [
@@ -395,10 +423,13 @@ const WORKLOAD = (
 200 characters, NLL, critic value and sometimes token log-probs on every step; embeddings sent as base64
 float32, as both clients send them) is written as NDJSON and streamed through
 \`POST /v1/runs/{id}/events\` of a server process on ${database}, one request after the other
-(each all-or-nothing): one request per iteration of 16 tasks (about 1,500 steps), as a trainer sends each iteration
-when it ends, or, in scenarios marked "… MiB requests", iterations together in requests of up to that size, as both
-clients send a backlog (the Python client's \`max_request_bytes\`, 32 MiB by default; the TypeScript client's
-\`appendEvents\`, 500 events per request). "HTTP" is end to end: parsing, validation, the text dictionary,
+(each all-or-nothing): one request per iteration of 16 tasks (about 1,500 steps), as a trainer that sends each
+iteration when it ends and waits for the answer; in scenarios marked "… MiB requests", iterations together in
+requests of up to that size, as a backlog is sent (an import, \`creditlab sync\`); in scenarios marked "client's
+sender", each iteration handed in turn to the TypeScript client's background sender (\`client.sender(runId).log\`,
+as a trainer that goes on with its next iteration), which sends what queued while its last request was out, up
+to 32 MiB per request, as the Python client's sender does: here, iterations come faster than the server stores
+them, so its requests grow. "HTTP" is end to end: parsing, validation, the text dictionary,
 groups and trajectories, the event log and the COPY of the steps, commit. Scenarios marked "columnar" send
 the same steps with each event's steps as columns ([columnar steps](events.md#columnar-steps)) instead of one
 JSON object per step. Each form is sent once first, untimed (50,000 steps into a run of its own: a lab's server
@@ -443,7 +474,8 @@ const STATEMENTS_SHOWN = 12;
  */
 function statementsSection(results: Result[]): string {
   const plain = results.filter(
-    (r) => r.embeddingDim === 0 && r.requestBytes === undefined && r.statements.length > 0,
+    (r) =>
+      r.embeddingDim === 0 && r.requestBytes === undefined && !r.sender && r.statements.length > 0,
   );
   const r = plain.filter((x) => x.columnar).sort((a, b) => b.steps - a.steps)[0] ?? plain.at(-1);
   if (!r)
@@ -555,7 +587,7 @@ async function main(): Promise<void> {
 ## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB; \`BENCH_INGEST_PASSES\`, default 3).
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB,sender; \`BENCH_INGEST_PASSES\`, default 3).
 
 ${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 

@@ -21,6 +21,11 @@ export interface IngestScenario {
    * clients send a backlog; undefined for one request per iteration, as a trainer sends each one.
    */
   requestBytes?: number;
+  /**
+   * One request body per iteration, handed in turn to the TypeScript client's background sender
+   * (`client.sender(runId)`), which joins what queued while its last request was out.
+   */
+  sender?: boolean;
 }
 
 /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
 import { Kind, parse } from 'graphql';
 import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
+import { EventSender, type EventSenderOptions } from './event-sender';
 import { olderServerAdvice } from './older-server';
 import { resolveConnection } from '@creditlab/credentials';
 
@@ -39,6 +40,14 @@ export interface AppendProgress {
   accepted: number;
   duplicates: number;
   lastSeq: number;
+}
+
+/** The server's answer to one append request, and how many times the client retried it. */
+export interface AppendAnswer {
+  accepted: number;
+  duplicates: number;
+  lastSeq: number;
+  retries: number;
 }
 
 export interface AppendSummary extends AppendProgress {
@@ -123,23 +132,16 @@ export class CreditlabClient {
     let batch: ClientEvent[] = [];
     const send = async () => {
       if (batch.length === 0) return;
-      const body = batch.map((e) => JSON.stringify(e)).join('\n') + '\n';
-      // Idempotent: the server stores each event id once, so a retried batch adds nothing twice.
-      const { res, retries } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/events`, {
-        method: 'POST',
-        contentType: 'application/x-ndjson',
-        body,
-        idempotent: true,
-      }).catch((e: unknown) => {
-        throw olderServerAdvice(e, batch);
-      });
-      const r = (await res.json()) as { accepted: number; duplicates: number; lastSeq: number };
+      const r = await this.postEvents(
+        runId,
+        batch.map((e) => JSON.stringify(e)),
+      );
       total.sent += batch.length;
       total.accepted += r.accepted;
       total.duplicates += r.duplicates;
       total.lastSeq = r.lastSeq;
       total.requests++;
-      total.retries += retries;
+      total.retries += r.retries;
       batch = [];
       onProgress?.({
         sent: total.sent,
@@ -154,6 +156,32 @@ export class CreditlabClient {
     }
     await send();
     return total;
+  }
+
+  /**
+   * One append request of events already encoded, one JSON event per line (all-or-nothing on the
+   * server), retried like every append: the server stores each event id once, so a retried request
+   * adds nothing twice.
+   */
+  async postEvents(runId: string, lines: readonly string[]): Promise<AppendAnswer> {
+    const { res, retries } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+      method: 'POST',
+      contentType: 'application/x-ndjson',
+      body: lines.join('\n') + '\n',
+      idempotent: true,
+    }).catch((e: unknown) => {
+      throw olderServerAdvice(e, lines);
+    });
+    return { ...((await res.json()) as Omit<AppendAnswer, 'retries'>), retries };
+  }
+
+  /**
+   * A background sender of `runId`'s events: `log` queues and returns, and what has queued while the
+   * last request was out goes in the next one (up to `maxRequestBytes`), in the order logged. For a
+   * trainer that should not wait on the server at each iteration; see EventSender.
+   */
+  sender(runId: string, options: EventSenderOptions = {}): EventSender {
+    return new EventSender((lines) => this.postEvents(runId, lines), runId, options);
   }
 
   /**

@@ -1,4 +1,3 @@
-import type { ClientEvent } from '@creditlab/events';
 import { CreditlabApiError } from './client-errors';
 
 /**
@@ -9,15 +8,15 @@ const STEPS_MISSING = /^data\.groups\[\d+\]\.trajectories\[\d+\]\.steps$/;
 const STEPS_MISSING_REASON = 'required array is missing';
 
 /**
- * The refusal `e` of a request of `events` (one per line, in order), with advice if it is that of a
+ * The refusal `e` of a request of `lines` (its NDJSON lines, in order), with advice if it is that of a
  * server older than columnar steps refusing one: nothing in the server's own message says why.
  */
-export function olderServerAdvice(e: unknown, events: readonly ClientEvent[]): unknown {
+export function olderServerAdvice(e: unknown, lines: readonly string[]): unknown {
   if (!(e instanceof CreditlabApiError) || e.status !== 400) return e;
   const { line, path, reason } = e.body;
   if (typeof line !== 'number' || typeof path !== 'string') return e;
   if (!STEPS_MISSING.test(path) || reason !== STEPS_MISSING_REASON) return e;
-  const data = events[line - 1]?.data;
+  const data = eventData(lines[line - 1]);
   if (data === null || typeof data !== 'object' || !('columns' in data)) return e;
   return new CreditlabApiError(
     e.status,
@@ -26,4 +25,13 @@ export function olderServerAdvice(e: unknown, events: readonly ClientEvent[]): u
       'update the server, or send steps as objects (rolloutEvents(…, { columnar: false }), or ' +
       'CREDITLAB_COLUMNAR_STEPS=0 in the environment)',
   );
+}
+
+/** The `data` of an NDJSON line, if it parses. */
+function eventData(line: string | undefined): unknown {
+  try {
+    return line === undefined ? undefined : (JSON.parse(line) as { data?: unknown }).data;
+  } catch {
+    return undefined; // the server named a line the client sent: it parses, unless given as text
+  }
 }
