@@ -210,7 +210,7 @@ async function postFiles(url: string, files: string[]): Promise<number> {
  */
 async function throughSender(serverUrl: string, runId: string, files: string[]): Promise<number> {
   const sender = new CreditlabClient({ url: serverUrl, apiKey: ADMIN_KEY }).sender(runId);
-  for (const f of files) await sender.logNdjson(await readFile(f, 'utf8'));
+  for (const f of files) await sender.logNdjson(await readFile(f));
   return (await sender.close()).requests;
 }
 

@@ -27,7 +27,8 @@ function recordingClient(gate?: { open: Promise<void> }) {
     apiKey: ADMIN_KEY,
     retries: 0,
     fetch: async (input, init) => {
-      if (String(input).endsWith('/events')) bodies.push(String(init?.body));
+      if (String(input).endsWith('/events'))
+        bodies.push(Buffer.from(init?.body as Uint8Array).toString());
       const res = await fetch(input, init);
       if (gate && String(input).endsWith('/events')) await gate.open;
       return res;
@@ -174,7 +175,9 @@ test('events logged again (same ids) through another sender are counted as dupli
   await first.log(events);
   await first.close();
   const again = client.sender(runId);
-  await again.logNdjson(events.map((e) => JSON.stringify(e)).join('\n') + '\n\n');
+  // As a file of them would be read: bytes, CRLF line ends, a blank line.
+  const file = Buffer.from(events.map((e) => JSON.stringify(e)).join('\r\n') + '\r\n\r\n');
+  await again.logNdjson(file);
   expect(await again.close()).toMatchObject({
     logged: events.length,
     accepted: 0,

@@ -134,7 +134,7 @@ export class CreditlabClient {
       if (batch.length === 0) return;
       const r = await this.postEvents(
         runId,
-        batch.map((e) => JSON.stringify(e)),
+        batch.map((e) => Buffer.from(JSON.stringify(e))),
       );
       total.sent += batch.length;
       total.accepted += r.accepted;
@@ -163,11 +163,11 @@ export class CreditlabClient {
    * server), retried like every append: the server stores each event id once, so a retried request
    * adds nothing twice.
    */
-  async postEvents(runId: string, lines: readonly string[]): Promise<AppendAnswer> {
+  async postEvents(runId: string, lines: readonly Uint8Array[]): Promise<AppendAnswer> {
     const { res, retries } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/events`, {
       method: 'POST',
       contentType: 'application/x-ndjson',
-      body: lines.join('\n') + '\n',
+      body: ndjsonBody(lines),
       idempotent: true,
     }).catch((e: unknown) => {
       throw olderServerAdvice(e, lines);
@@ -374,6 +374,20 @@ function onlyQueries(document: string): boolean {
   } catch {
     return false; // the server will say what is wrong with it, once
   }
+}
+
+/** NDJSON lines (UTF-8, without their newlines) as one request body, each line ending in a newline. */
+function ndjsonBody(lines: readonly Uint8Array[]): Uint8Array {
+  let size = 0;
+  for (const line of lines) size += line.length + 1;
+  const body = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const line of lines) {
+    body.set(line, at);
+    body[at + line.length] = 0x0a;
+    at += line.length + 1;
+  }
+  return body;
 }
 
 /** A fresh event id (UUID v4). */

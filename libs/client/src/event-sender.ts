@@ -29,13 +29,13 @@ export interface SenderStats {
   lastSeq: number;
 }
 
-/** One `log` call's events, encoded, and how far the requests have taken them. */
+/** One `log` call's events, one NDJSON line each (UTF-8, no newline), and how far requests took them. */
 interface Logged {
-  lines: string[];
-  /** Bytes of each line in the request body, its newline included. */
-  sizes: number[];
+  lines: Uint8Array[];
   next: number;
 }
+
+const NEWLINE = 0x0a;
 
 /**
  * The background sender of one run's events, for a trainer that should not wait on the server at
@@ -73,7 +73,7 @@ export class EventSender {
   private waitingForRoom: (() => void)[] = [];
 
   constructor(
-    private readonly post: (lines: string[]) => Promise<AppendAnswer>,
+    private readonly post: (lines: Uint8Array[]) => Promise<AppendAnswer>,
     readonly runId: string,
     options: EventSenderOptions = {},
   ) {
@@ -89,15 +89,15 @@ export class EventSender {
    * the server has caught up that far.
    */
   async log(events: Iterable<ClientEvent>): Promise<void> {
-    return this.enqueue(Array.from(events, (e) => JSON.stringify(e)));
+    return this.enqueue(Array.from(events, (e) => Buffer.from(JSON.stringify(e))));
   }
 
   /**
    * Queues events already encoded as NDJSON (one JSON event per line; blank lines are skipped),
-   * such as a file of them: they go as they are, and the server checks them.
+   * such as a file of them read as it is: they go as they are, and the server checks them.
    */
-  async logNdjson(ndjson: string): Promise<void> {
-    return this.enqueue(ndjson.split('\n').filter((line) => line.trim() !== ''));
+  async logNdjson(ndjson: string | Uint8Array): Promise<void> {
+    return this.enqueue(ndjsonLines(typeof ndjson === 'string' ? Buffer.from(ndjson) : ndjson));
   }
 
   /** Resolves once every event logged before the call is stored; rejects if the sender stopped. */
@@ -127,14 +127,13 @@ export class EventSender {
     return this.stats.logged - this.stats.events;
   }
 
-  private async enqueue(lines: string[]): Promise<void> {
+  private async enqueue(lines: Uint8Array[]): Promise<void> {
     if (this.closed) throw new Error(`the sender of run ${this.runId} is closed`);
     this.throwIfStopped();
     if (lines.length === 0) return;
     // Queued before waiting for room, so that calls keep their order however their waits end.
-    const sizes = lines.map((line) => Buffer.byteLength(line) + 1);
-    this.queue.push({ lines, sizes, next: 0 });
-    this.queuedBytes += sizes.reduce((a, b) => a + b, 0);
+    this.queue.push({ lines, next: 0 });
+    for (const line of lines) this.queuedBytes += line.length + 1;
     this.stats.logged += lines.length;
     // On the next turn of the event loop, so that events logged together go in one request.
     if (!this.sending) {
@@ -174,16 +173,16 @@ export class EventSender {
   }
 
   /** The next request's lines: queued events, in order, up to maxRequestBytes (one at least). */
-  private take(): { lines: string[]; bytes: number } {
-    const lines: string[] = [];
+  private take(): { lines: Uint8Array[]; bytes: number } {
+    const lines: Uint8Array[] = [];
     let bytes = 0;
     while (this.queue.length > 0) {
       const logged = this.queue[0] as Logged;
       while (logged.next < logged.lines.length) {
-        const size = logged.sizes[logged.next] as number;
-        if (lines.length > 0 && bytes + size > this.maxRequestBytes) break;
-        lines.push(logged.lines[logged.next] as string);
-        bytes += size;
+        const line = logged.lines[logged.next] as Uint8Array;
+        if (lines.length > 0 && bytes + line.length + 1 > this.maxRequestBytes) break;
+        lines.push(line);
+        bytes += line.length + 1;
         logged.next++;
       }
       if (logged.next < logged.lines.length) break;
@@ -210,4 +209,25 @@ export class EventSender {
   private throwIfStopped(): void {
     if (this.failure) throw this.failure.error;
   }
+}
+
+/** The non-blank lines of NDJSON bytes, as views of them (no copy). */
+function ndjsonLines(bytes: Uint8Array): Uint8Array[] {
+  const lines: Uint8Array[] = [];
+  for (let start = 0; start < bytes.length;) {
+    let end = bytes.indexOf(NEWLINE, start);
+    if (end < 0) end = bytes.length;
+    if (!blank(bytes, start, end)) lines.push(bytes.subarray(start, end));
+    start = end + 1;
+  }
+  return lines;
+}
+
+/** Whether bytes[start, end) is only JSON whitespace (a carriage return of CRLF included). */
+function blank(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let k = start; k < end; k++) {
+    const b = bytes[k];
+    if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
+  }
+  return true;
 }

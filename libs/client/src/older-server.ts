@@ -11,7 +11,7 @@ const STEPS_MISSING_REASON = 'required array is missing';
  * The refusal `e` of a request of `lines` (its NDJSON lines, in order), with advice if it is that of a
  * server older than columnar steps refusing one: nothing in the server's own message says why.
  */
-export function olderServerAdvice(e: unknown, lines: readonly string[]): unknown {
+export function olderServerAdvice(e: unknown, lines: readonly Uint8Array[]): unknown {
   if (!(e instanceof CreditlabApiError) || e.status !== 400) return e;
   const { line, path, reason } = e.body;
   if (typeof line !== 'number' || typeof path !== 'string') return e;
@@ -27,10 +27,16 @@ export function olderServerAdvice(e: unknown, lines: readonly string[]): unknown
   );
 }
 
-/** The `data` of an NDJSON line, if it parses. */
-function eventData(line: string | undefined): unknown {
+/** The `data` of an NDJSON line (UTF-8), if it parses. */
+function eventData(line: Uint8Array | undefined): unknown {
   try {
-    return line === undefined ? undefined : (JSON.parse(line) as { data?: unknown }).data;
+    return line === undefined
+      ? undefined
+      : (
+          JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.length).toString()) as {
+            data?: unknown;
+          }
+        ).data;
   } catch {
     return undefined; // the server named a line the client sent: it parses, unless given as text
   }
