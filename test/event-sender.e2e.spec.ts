@@ -3,7 +3,10 @@ import type { ClientEvent } from '@creditlab/events';
 import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 import { ADMIN_KEY, gql, startTestServer, type ServerProcess } from './support/test-server';
 
-/** The TypeScript client's background sender against a real server: order, joining, limits, refusals. */
+/**
+ * The TypeScript client's background sender against a real server: joining, order, limits,
+ * back-pressure, outages and refusals.
+ */
 let server: ServerProcess;
 beforeAll(async () => {
   server = await startTestServer();
@@ -16,25 +19,55 @@ const SHAPE = { groups: 4, groupSize: 4, maxSteps: 12, statesPerGroup: 6 };
 const iteration = (i: number): ClientEvent[] =>
   rolloutEvents(i, syntheticBatchJson(SHAPE, 500 + i), 2000);
 
-/** The events of a request body as the server received them: one per line. */
-const linesOf = (body: unknown): string[] => String(body).split('\n').filter(Boolean);
+/** A metrics.logged event of iteration i. */
+const metricsEvent = (i: number): ClientEvent =>
+  ({
+    id: crypto.randomUUID(),
+    type: 'metrics.logged',
+    data: { iteration: i, metrics: { loss: 1 / (i + 1) } },
+  }) as ClientEvent;
 
-/** A client whose requests reach the real server and are recorded; with `gate`, answers wait for it. */
-function recordingClient(gate?: { open: Promise<void> }) {
+const ndjsonBytes = (events: ClientEvent[]) =>
+  events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)) + 1, 0);
+
+/** The events of a request body: one per line. */
+const linesOf = (body: string): string[] => body.split('\n').filter(Boolean);
+
+/** Holds the answers of append requests while closed (the requests reach the server meanwhile). */
+class Gate {
+  private opened = Promise.resolve();
+  private release = () => undefined as void;
+  close(): void {
+    this.opened = new Promise((resolve) => (this.release = resolve));
+  }
+  open(): void {
+    this.release();
+  }
+  passed(): Promise<void> {
+    return this.opened;
+  }
+}
+
+/**
+ * A client whose append requests reach the real server and are recorded, their answers held while
+ * `gate` is closed; `unreachable()` says when a request should fail as if the network were down.
+ */
+function recordingClient(gate = new Gate(), unreachable: () => boolean = () => false) {
   const bodies: string[] = [];
   const client = new CreditlabClient({
     url: server.url,
     apiKey: ADMIN_KEY,
     retries: 0,
     fetch: async (input, init) => {
-      if (String(input).endsWith('/events'))
-        bodies.push(Buffer.from(init?.body as Uint8Array).toString());
+      if (!String(input).endsWith('/events')) return fetch(input, init);
+      if (unreachable()) throw new TypeError('fetch failed');
+      bodies.push(Buffer.from(init?.body as Uint8Array).toString());
       const res = await fetch(input, init);
-      if (gate && String(input).endsWith('/events')) await gate.open;
+      await gate.passed();
       return res;
     },
   });
-  return { client, bodies };
+  return { client, bodies, gate };
 }
 
 async function newRun(client: CreditlabClient, name: string): Promise<string> {
@@ -42,35 +75,36 @@ async function newRun(client: CreditlabClient, name: string): Promise<string> {
 }
 
 /** The events the run's senders stored (not the run's own first event), in seq order. */
-async function storedEvents(runId: string): Promise<{ id: string; iteration: number | null }[]> {
+async function storedIds(runId: string): Promise<string[]> {
   const res = await gql<{
-    run: {
-      events: { nodes: { id: string; seq: number; type: string; iteration: number | null }[] };
-    };
-  }>(server, `{ run(id: "${runId}") { events(first: 1000) { nodes { id seq type iteration } } } }`);
+    run: { events: { nodes: { id: string; seq: number; type: string }[] } };
+  }>(server, `{ run(id: "${runId}") { events(first: 1000) { nodes { id seq type } } } }`);
   const nodes = res.data!.run.events.nodes;
   expect(nodes.map((n) => n.seq)).toEqual(nodes.map((_, k) => k + 1)); // gap-free
   expect(nodes[0]?.type).toBe('RUN_CREATED');
-  return nodes.slice(1).map(({ id, iteration }) => ({ id, iteration }));
+  return nodes.slice(1).map((n) => n.id);
 }
 
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+const ids = (events: ClientEvent[]) => events.map((e) => e.id);
 
 test('iterations logged while a request is out go together in the next one, every event once and in order', async () => {
-  const { client, bodies } = recordingClient();
+  const { client, bodies, gate } = recordingClient();
   const runId = await newRun(client, 'sender-joins');
   const sender = client.sender(runId);
+  expect(client.sender(runId)).toBe(sender); // the run's one sender
   const logged = Array.from({ length: 10 }, (_, i) => iteration(i));
-  await sender.log(logged[0] as ClientEvent[]);
-  await nextTurn(); // the sender's turn: iteration 0 goes out alone
+  gate.close();
+  await sender.log(logged[0]!); // goes out alone: nothing else was queued
   expect(bodies).toHaveLength(1);
-  for (const events of logged.slice(1)) await sender.log(events); // while 0's request is out
+  for (const events of logged.slice(1)) await sender.log(events); // while 0's answer is held
+  expect(bodies).toHaveLength(1);
+  gate.open();
   const stats = await sender.close();
 
   const all = logged.flat();
   expect(bodies.map((b) => linesOf(b).length)).toEqual([
-    (logged[0] as ClientEvent[]).length,
-    all.length - (logged[0] as ClientEvent[]).length,
+    logged[0]!.length,
+    all.length - logged[0]!.length,
   ]);
   expect(stats).toMatchObject({
     logged: all.length,
@@ -81,63 +115,128 @@ test('iterations logged while a request is out go together in the next one, ever
     lastSeq: all.length + 1, // after the run's own first event
   });
   expect(stats.bytes).toBe(bodies.reduce((n, b) => n + Buffer.byteLength(b), 0));
-  expect((await storedEvents(runId)).map((e) => e.id)).toEqual(all.map((e) => e.id));
+  expect(await storedIds(runId)).toEqual(ids(all));
   await expect(sender.log(iteration(10))).rejects.toThrow(/closed/);
+  expect(client.sender(runId)).not.toBe(sender); // closed: a new one for the run
 });
 
-test('no request is larger than maxRequestBytes unless one event alone is', async () => {
+test('requests progress while the caller computes without yielding, other than awaiting log', async () => {
   const { client, bodies } = recordingClient();
+  const runId = await newRun(client, 'sender-busy-caller');
+  const sender = client.sender(runId);
+  const logged = Array.from({ length: 6 }, (_, i) => iteration(i));
+  for (const events of logged) {
+    const until = Date.now() + 30;
+    while (Date.now() < until); // a training step that never awaits
+    await sender.log(events);
+  }
+  expect(bodies.length).toBeGreaterThanOrEqual(1); // sent before the caller flushed
+  await sender.close();
+  expect(await storedIds(runId)).toEqual(ids(logged.flat()));
+});
+
+test('requests hold whole log calls up to maxRequestBytes; a larger call or event is split, not refused', async () => {
+  const { client, bodies, gate } = recordingClient();
   const runId = await newRun(client, 'sender-limit');
-  const logged = Array.from({ length: 12 }, (_, i) => iteration(i));
-  const eventBytes = logged.flat().map((e) => Buffer.byteLength(JSON.stringify(e)) + 1);
-  const limit = Math.round(2.5 * Math.max(...eventBytes));
+  // Each call: a small event, then an iteration's rollouts (a request split by events alone would
+  // take the small one and leave the large one for the next).
+  const logged = Array.from({ length: 12 }, (_, i) => [metricsEvent(i), ...iteration(i)]);
+  const limit = Math.round(2.5 * Math.max(...logged.map(ndjsonBytes)));
   const sender = client.sender(runId, { maxRequestBytes: limit });
+  gate.close();
+  await sender.log(iteration(99)); // out alone, answer held, while the twelve queue
   for (const events of logged) await sender.log(events);
+  gate.open();
   await sender.flush();
 
-  expect(bodies.length).toBeGreaterThan(1);
+  const joined = bodies.slice(1).map(linesOf);
+  expect(joined.length).toBeGreaterThan(1);
   for (const body of bodies) expect(Buffer.byteLength(body)).toBeLessThanOrEqual(limit);
-  // Each request is as full as the next event allows: joined greedily, in order.
-  const sent = bodies.map(linesOf);
-  sent.slice(0, -1).forEach((lines, k) => {
-    const next = Buffer.byteLength((sent[k + 1] as string[])[0] as string) + 1;
-    expect(Buffer.byteLength(bodies[k] as string) + next).toBeGreaterThan(limit);
-  });
-  expect(sent.flat().map((l) => (JSON.parse(l) as ClientEvent).id)).toEqual(
-    logged.flat().map((e) => e.id),
-  );
-  expect((await storedEvents(runId)).length).toBe(logged.flat().length);
+  // Each request holds whole calls, as many as fit: the next would have passed the limit.
+  let at = 0;
+  for (const lines of joined) {
+    let count = 0;
+    while (logged.slice(at, at + count).flat().length < lines.length) count++;
+    expect(lines).toEqual(
+      logged
+        .slice(at, at + count)
+        .flat()
+        .map((e) => JSON.stringify(e)),
+    );
+    const bytes = ndjsonBytes(logged.slice(at, at + count).flat());
+    at += count;
+    if (at < logged.length) expect(bytes + ndjsonBytes(logged[at]!)).toBeGreaterThan(limit);
+  }
+  expect(at).toBe(logged.length);
+  const stored = await storedIds(runId);
+  expect(stored.slice(-logged.flat().length)).toEqual(ids(logged.flat()));
+  await sender.close();
 
-  // One event larger than the limit goes alone rather than not at all.
+  // One call larger than the limit is split between requests; an event larger than it goes alone.
+  const big = [...iteration(20), ...iteration(21), ...iteration(22)];
   const tiny = client.sender(runId, { maxRequestBytes: 64 });
-  await tiny.log(iteration(12));
-  expect((await tiny.flush()).requests).toBe(iteration(12).length);
+  await tiny.log(big);
+  expect(await tiny.close()).toMatchObject({ requests: big.length, accepted: big.length });
 });
 
 test('log waits while more than maxQueueBytes is queued, until the server catches up', async () => {
-  let open!: () => void;
-  const gate = { open: new Promise<void>((resolve) => (open = resolve)) };
-  const { client } = recordingClient(gate);
+  const { client, gate } = recordingClient();
   const runId = await newRun(client, 'sender-backpressure');
-  const first = iteration(0);
-  const size = first.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)) + 1, 0);
+  const [first, second, third] = [iteration(0), iteration(1), iteration(2)];
+  const size = Math.max(ndjsonBytes(first), ndjsonBytes(second));
+  expect(ndjsonBytes(second) + ndjsonBytes(third)).toBeGreaterThan(size);
   const sender = client.sender(runId, { maxRequestBytes: size, maxQueueBytes: size });
-  await sender.log(first); // queued: not more than the limit
-  await nextTurn(); // iteration 0 is out, its answer held at the gate
-  await sender.log(iteration(1)); // fits in the emptied queue
+  gate.close();
+  await sender.log(first); // out at once, its answer held
+  await sender.log(second); // queued: within the limit
   let returned = false;
-  const third = sender.log(iteration(2)).then(() => (returned = true));
-  for (let k = 0; k < 20; k++) await nextTurn();
-  expect(returned).toBe(false); // two iterations queued, one allowed
-  expect(sender.pending).toBe(first.length + iteration(1).length + iteration(2).length);
-  open();
-  await third;
-  expect(returned).toBe(true);
-  expect((await sender.close()).events).toBe(sender.stats.logged);
+  const waiting = sender.log(third).then(() => (returned = true));
+  for (let k = 0; k < 20; k++) await new Promise((resolve) => setImmediate(resolve));
+  expect(returned).toBe(false); // two iterations queued, more than the limit
+  expect(sender.pending).toBe(first.length + second.length + third.length);
+  gate.open();
+  await waiting;
+  expect((await sender.close()).events).toBe(first.length + second.length + third.length);
 });
 
-test('a refused request stops the sender: flush and log throw the refusal, nothing after it is stored', async () => {
-  const { client, bodies } = recordingClient();
+test('while the server cannot be reached the events stay queued and go once it is back, in order', async () => {
+  let failures = 3;
+  const { client } = recordingClient(undefined, () => failures-- > 0);
+  const runId = await newRun(client, 'sender-outage');
+  const warnings: string[] = [];
+  const sender = client.sender(runId, {
+    retryIntervalMs: 100,
+    onWarning: (m) => warnings.push(m),
+  });
+  const logged = [iteration(0), iteration(1), iteration(2)];
+  for (const events of logged) await sender.log(events);
+  await expect(sender.flush(10)).rejects.toThrow(/not stored in time: \d+ of \d+ logged are not/);
+  const stats = await sender.flush(); // the sender went on
+  expect(stats).toMatchObject({ events: logged.flat().length, retries: 3 });
+  expect(warnings).toHaveLength(2);
+  expect(warnings[0]).toMatch(/not sent \(TypeError: fetch failed\); they stay queued/);
+  expect(warnings[1]).toMatch(/server is back/);
+  expect(await storedIds(runId)).toEqual(ids(logged.flat()));
+  await sender.close();
+});
+
+test('close with a time limit gives up on a server that stays away, saying what was not stored', async () => {
+  const { client } = recordingClient(undefined, () => true);
+  const runId = await newRun(client, 'sender-gone');
+  const sender = client.sender(runId, { retryIntervalMs: 60_000, onWarning: () => undefined });
+  const events = iteration(0);
+  await sender.log(events);
+  const t0 = Date.now();
+  await expect(sender.close(200)).rejects.toThrow(
+    new RegExp(`${events.length} of ${events.length} logged are not`),
+  );
+  expect(Date.now() - t0).toBeLessThan(30_000); // not the 60 s wait: it was ended
+  await expect(sender.log(iteration(1))).rejects.toThrow(/closed/);
+  expect(sender.pending).toBe(events.length);
+});
+
+test('a refused request stops the sender: the refusal names the event, nothing after it is sent', async () => {
+  const { client, bodies, gate } = recordingClient();
   const runId = await newRun(client, 'sender-refused');
   const sender = client.sender(runId);
   const good = iteration(0);
@@ -148,40 +247,48 @@ test('a refused request stops the sender: flush and log throw the refusal, nothi
   const bad = rolloutEvents(1, syntheticBatchJson(SHAPE, 501), 2000, { columnar: false });
   const data = bad[0]!.data as { groups: { trajectories: { steps: { reward: unknown }[] }[] }[] };
   data.groups[0]!.trajectories[0]!.steps[0]!.reward = 'high';
-  await sender.log(bad);
-  await sender.log(iteration(2)); // joins the bad request: refused with it
+  gate.close();
+  await sender.log(bad); // out alone, its answer held
+  await sender.log(iteration(2)); // queued behind it
+  gate.open();
   const refusal = await sender.flush().then(
     () => undefined,
     (e: unknown) => e,
   );
   expect(refusal).toBeInstanceOf(CreditlabApiError);
-  expect((refusal as CreditlabApiError).status).toBe(400);
-  expect((refusal as CreditlabApiError).body).toMatchObject({ line: 1 });
-  expect((refusal as CreditlabApiError).message).toMatch(/reward/);
+  expect(refusal).toMatchObject({ status: 400, body: { line: 1 } });
+  expect((refusal as Error).message).toMatch(/reward/);
+  expect((refusal as Error).message).toContain(
+    `the refused line is event ${bad[0]!.id} (number ${good.length + 1} of the events logged to this sender)`,
+  );
   await expect(sender.log(iteration(3))).rejects.toBe(refusal);
   await expect(sender.close()).rejects.toBe(refusal);
 
-  expect(bodies).toHaveLength(2);
-  const stored = await storedEvents(runId);
-  expect(stored.map((e) => e.id)).toEqual(good.map((e) => e.id));
+  expect(bodies).toHaveLength(2); // iteration 2 was never sent
+  expect(await storedIds(runId)).toEqual(ids(good));
   expect(sender.pending).toBe(bad.length + iteration(2).length); // the refused call logged nothing
+  expect(client.sender(runId)).not.toBe(sender);
 });
 
-test('events logged again (same ids) through another sender are counted as duplicates, stored once', async () => {
-  const { client } = recordingClient();
-  const runId = await newRun(client, 'sender-again');
-  const events = iteration(0);
+test('NDJSON as bytes: line ends as the server reads them, a byte-order mark, blank lines; sent again, duplicates', async () => {
+  const { client, bodies } = recordingClient();
+  const runId = await newRun(client, 'sender-ndjson');
+  const events = [...iteration(0), ...iteration(1), ...iteration(2)];
   const first = client.sender(runId);
   await first.log(events);
   await first.close();
+  const lines = events.map((e) => JSON.stringify(e));
+  const file = Buffer.concat([
+    Buffer.from([0xef, 0xbb, 0xbf]),
+    Buffer.from(`${lines[0]}\r\n \t\r\n${lines[1]}\r\u00a0\n${lines[2]}`),
+  ]);
   const again = client.sender(runId);
-  // As a file of them would be read: bytes, CRLF line ends, a blank line.
-  const file = Buffer.from(events.map((e) => JSON.stringify(e)).join('\r\n') + '\r\n\r\n');
   await again.logNdjson(file);
   expect(await again.close()).toMatchObject({
     logged: events.length,
     accepted: 0,
     duplicates: events.length,
   });
-  expect(await storedEvents(runId)).toHaveLength(events.length);
+  expect(linesOf(bodies.at(-1)!)).toEqual(lines); // the blank lines and the mark left out
+  expect(await storedIds(runId)).toEqual(ids(events));
 });

@@ -66,6 +66,8 @@ export class CreditlabClient {
   private readonly retries: number;
   private readonly retryDelayMs: number;
   private readonly fetch: typeof fetch;
+  /** Each run's open sender. */
+  private readonly senders = new Map<string, EventSender>();
 
   constructor(private readonly options: ClientOptions) {
     this.batchSize = options.batchSize ?? 500;
@@ -176,12 +178,25 @@ export class CreditlabClient {
   }
 
   /**
-   * A background sender of `runId`'s events: `log` queues and returns, and what has queued while the
-   * last request was out goes in the next one (up to `maxRequestBytes`), in the order logged. For a
-   * trainer that should not wait on the server at each iteration; see EventSender.
+   * The background sender of `runId`'s events: `log` queues and returns, and what has queued while
+   * the last request was out goes in the next one (up to `maxRequestBytes`), in the order logged. For
+   * a trainer that should not wait on the server at each iteration; see EventSender. The same sender
+   * is returned for the run until it is closed or stopped (`options` apply when it is made), so
+   * that two parts of a program logging to one run keep one order.
    */
   sender(runId: string, options: EventSenderOptions = {}): EventSender {
-    return new EventSender((lines) => this.postEvents(runId, lines), runId, options);
+    const open = this.senders.get(runId);
+    if (open) return open;
+    const made: EventSender = new EventSender(
+      (lines) => this.postEvents(runId, lines),
+      runId,
+      options,
+      () => {
+        if (this.senders.get(runId) === made) this.senders.delete(runId);
+      },
+    );
+    this.senders.set(runId, made);
+    return made;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { ClientEvent } from '@creditlab/events';
+import { CreditlabApiError } from './client-errors';
 import type { AppendAnswer } from './creditlab-client';
 
 const MiB = 2 ** 20;
@@ -11,6 +12,17 @@ export interface EventSenderOptions {
   maxRequestBytes?: number;
   /** Encoded events it holds before `log` waits for the server to catch up: 512 MiB by default. */
   maxQueueBytes?: number;
+  /**
+   * While the server cannot be reached (the client's own retries spent on network errors, 5xx or
+   * 429 answers), how long to wait before sending the same request again: 10 s by default. The
+   * events stay queued meanwhile, so `log` waits once `maxQueueBytes` of them are.
+   */
+  retryIntervalMs?: number;
+  /**
+   * Told when the server cannot be reached and when it is back; by default a Node warning
+   * (`process.emitWarning`, type CreditlabWarning).
+   */
+  onWarning?: (message: string) => void;
 }
 
 /** What a sender did so far. */
@@ -24,30 +36,34 @@ export interface SenderStats {
   /** Of those events, how many the server stored, and how many it had stored before (a retry's). */
   accepted: number;
   duplicates: number;
+  /** Requests sent again: by the client after a failure, and by the sender after an outage. */
   retries: number;
   /** The run's last sequence number after the last request. */
   lastSeq: number;
 }
 
-/** One `log` call's events, one NDJSON line each (UTF-8, no newline), and how far requests took them. */
+/** One `log` call's events, one NDJSON line each (UTF-8, no line end), and how far requests took them. */
 interface Logged {
   lines: Uint8Array[];
+  bytes: number;
   next: number;
 }
 
-const NEWLINE = 0x0a;
-
 /**
  * The background sender of one run's events, for a trainer that should not wait on the server at
- * every iteration. `log` encodes the events and returns; requests go out one at a time, each with
- * everything that queued while the one before was out (up to `maxRequestBytes`), so a trainer
- * slower than the server has each iteration sent alone, as it ends, and one faster than the server
- * has its iterations joined into fewer, larger requests, which the server ingests at a higher rate
+ * every iteration (`client.sender(runId)`). `log` encodes the events, queues them and returns;
+ * requests go out one at a time, each with everything that queued while the one before was out (up
+ * to `maxRequestBytes`, whole `log` calls unless one alone is larger), so a trainer slower than the
+ * server has each iteration sent alone, as it ends, and one faster than the server has its
+ * iterations joined into fewer, larger requests, which the server ingests at a higher rate
  * (docs/events.md, "Throughput"). Events reach the server in the order logged.
  *
- * A request the server refuses (or that fails once its retries are spent) stops the sender: the
- * events from that request on are not sent, and `log`, `flush` and `close` throw the error.
- * Nothing is lost by a retry either way: the server stores each event id once.
+ * Await `log`: each call gives Node's event loop a turn, which is when requests make progress in a
+ * caller that otherwise computes without yielding, and its wait is what bounds the queue's memory.
+ * While the server cannot be reached the sender keeps its events and tries again every
+ * `retryIntervalMs`; a request the server refuses (4xx) stops it: the events from that request on
+ * are not sent, and `log`, `flush` and `close` throw the refusal. A retry never stores an event
+ * twice: the server stores each event id once.
  */
 export class EventSender {
   readonly stats: SenderStats = {
@@ -62,11 +78,15 @@ export class EventSender {
   };
   private readonly maxRequestBytes: number;
   private readonly maxQueueBytes: number;
+  private readonly retryIntervalMs: number;
+  private readonly warn: (message: string) => void;
   private readonly queue: Logged[] = [];
   private queuedBytes = 0;
   private sending = false;
-  private closed = false;
+  private closing = false;
   private failure: { error: unknown } | undefined;
+  /** The wait before trying again while the server cannot be reached; ended early by `abandon`. */
+  private pause: { timer: NodeJS.Timeout; resume: () => void } | undefined;
   /** `flush` calls waiting for the events logged before them to be stored. */
   private flushes: { upTo: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
   /** `log` calls waiting for the queue to shrink under `maxQueueBytes`. */
@@ -76,95 +96,104 @@ export class EventSender {
     private readonly post: (lines: Uint8Array[]) => Promise<AppendAnswer>,
     readonly runId: string,
     options: EventSenderOptions = {},
+    /** Called once the sender is closed or stopped (the client then makes a new one for the run). */
+    private readonly onEnd: () => void = () => undefined,
   ) {
-    this.maxRequestBytes = options.maxRequestBytes ?? 32 * MiB;
-    this.maxQueueBytes = Math.max(options.maxQueueBytes ?? 512 * MiB, this.maxRequestBytes);
-    if (!(this.maxRequestBytes > 0))
-      throw new RangeError(`maxRequestBytes: a positive number, got ${options.maxRequestBytes}`);
+    this.maxRequestBytes = positive('maxRequestBytes', options.maxRequestBytes, 32 * MiB);
+    this.maxQueueBytes = positive('maxQueueBytes', options.maxQueueBytes, 512 * MiB);
+    this.retryIntervalMs = positive('retryIntervalMs', options.retryIntervalMs, 10_000);
+    // Node's warnings by default: on stderr unless the process says otherwise (--no-warnings).
+    this.warn =
+      options.onWarning ?? ((message) => process.emitWarning(message, 'CreditlabWarning'));
   }
 
   /**
    * Queues `events` (encoded now, so changing the objects afterwards changes nothing sent) and
-   * returns once they are queued: at once, unless more than `maxQueueBytes` is waiting, then when
-   * the server has caught up that far.
+   * returns once they are queued: after one turn of the event loop, or, while more than
+   * `maxQueueBytes` is queued, once the server has caught up that far.
    */
   async log(events: Iterable<ClientEvent>): Promise<void> {
+    if (typeof (events as Partial<Iterable<ClientEvent>>)?.[Symbol.iterator] !== 'function')
+      throw new TypeError('log takes a list of events (an array, or any iterable)');
     return this.enqueue(Array.from(events, (e) => Buffer.from(JSON.stringify(e))));
   }
 
   /**
-   * Queues events already encoded as NDJSON (one JSON event per line; blank lines are skipped),
-   * such as a file of them read as it is: they go as they are, and the server checks them.
+   * Queues events already encoded as NDJSON, one JSON event per line, such as a file of them read
+   * as it is: lines end as the server reads them (\n, \r\n or \r), blank lines and a leading
+   * byte-order mark are skipped, and the server checks the rest. Bytes are not copied: leave
+   * them unchanged until flushed.
    */
   async logNdjson(ndjson: string | Uint8Array): Promise<void> {
     return this.enqueue(ndjsonLines(typeof ndjson === 'string' ? Buffer.from(ndjson) : ndjson));
   }
 
-  /** Resolves once every event logged before the call is stored; rejects if the sender stopped. */
-  async flush(): Promise<SenderStats> {
+  /**
+   * Resolves once every event logged before the call is stored; rejects if the sender stopped, or
+   * after `timeoutMs` if given (the sender goes on).
+   */
+  async flush(timeoutMs?: number): Promise<SenderStats> {
     this.throwIfStopped();
     const upTo = this.stats.logged;
-    if (this.stats.events < upTo)
-      await new Promise<void>((resolve, reject) => this.flushes.push({ upTo, resolve, reject }));
+    if (this.stats.events < upTo) {
+      const done = new Promise<void>((resolve, reject) =>
+        this.flushes.push({ upTo, resolve, reject }),
+      );
+      await (timeoutMs === undefined ? done : within(done, timeoutMs, () => this.notStored()));
+    }
     return { ...this.stats };
   }
 
-  /** Flushes, then refuses further events. */
-  async close(): Promise<SenderStats> {
-    if (this.closed) {
-      this.throwIfStopped();
-      return { ...this.stats };
-    }
+  /**
+   * Refuses further events and flushes. With `timeoutMs`, a sender still not done by then gives up:
+   * it stops trying (so that the process can exit) and rejects, saying how many events it did not
+   * store.
+   */
+  async close(timeoutMs?: number): Promise<SenderStats> {
+    this.closing = true;
     try {
-      return await this.flush();
+      return await this.flush(timeoutMs);
+    } catch (e) {
+      if (!this.failure) this.abandon(e);
+      throw e;
     } finally {
-      this.closed = true;
+      this.onEnd();
     }
   }
 
-  /** Events logged and not yet stored (those still queued, and those of the request that is out). */
+  /** Events logged and not stored (still queued, in the request that is out, or not sent after a refusal). */
   get pending(): number {
     return this.stats.logged - this.stats.events;
   }
 
   private async enqueue(lines: Uint8Array[]): Promise<void> {
-    if (this.closed) throw new Error(`the sender of run ${this.runId} is closed`);
+    if (this.closing) throw new Error(`the sender of run ${this.runId} is closed`);
     this.throwIfStopped();
-    if (lines.length === 0) return;
-    // Queued before waiting for room, so that calls keep their order however their waits end.
-    this.queue.push({ lines, next: 0 });
-    for (const line of lines) this.queuedBytes += line.length + 1;
-    this.stats.logged += lines.length;
-    // On the next turn of the event loop, so that events logged together go in one request.
-    if (!this.sending) {
-      this.sending = true;
-      setImmediate(() => void this.sendAll());
+    if (lines.length > 0) {
+      // Queued before any wait, so that calls keep their order however their waits end.
+      let bytes = 0;
+      for (const line of lines) bytes += line.length + 1;
+      this.queue.push({ lines, bytes, next: 0 });
+      this.queuedBytes += bytes;
+      this.stats.logged += lines.length;
+      if (!this.sending) {
+        this.sending = true;
+        // After the caller's other events of this turn, so that events logged together go together.
+        setImmediate(() => void this.sendAll());
+      }
     }
+    await new Promise((resolve) => setImmediate(resolve));
     while (this.queuedBytes > this.maxQueueBytes && this.failure === undefined)
       await new Promise<void>((resolve) => this.waitingForRoom.push(resolve));
     this.throwIfStopped();
   }
 
-  /** Sends what is queued, one request at a time, until nothing is or a request fails. */
+  /** Sends what is queued, one request at a time, until nothing is or the sender stops. */
   private async sendAll(): Promise<void> {
     try {
       while (this.queue.length > 0 && this.failure === undefined) {
         const { lines, bytes } = this.take();
-        try {
-          const answer = await this.post(lines);
-          const s = this.stats;
-          s.requests++;
-          s.events += lines.length;
-          s.bytes += bytes;
-          s.accepted += answer.accepted;
-          s.duplicates += answer.duplicates;
-          s.retries += answer.retries;
-          s.lastSeq = answer.lastSeq;
-        } catch (error) {
-          this.failure = { error };
-          this.queue.length = 0;
-          this.queuedBytes = 0;
-        }
+        await this.deliver(lines, bytes);
         this.settle();
       }
     } finally {
@@ -172,12 +201,49 @@ export class EventSender {
     }
   }
 
-  /** The next request's lines: queued events, in order, up to maxRequestBytes (one at least). */
+  /** One request, sent again while the server cannot be reached; a refusal stops the sender. */
+  private async deliver(lines: Uint8Array[], bytes: number): Promise<void> {
+    for (let outage = false; this.failure === undefined;) {
+      try {
+        const answer = await this.post(lines);
+        const s = this.stats;
+        s.requests++;
+        s.events += lines.length;
+        s.bytes += bytes;
+        s.accepted += answer.accepted;
+        s.duplicates += answer.duplicates;
+        s.retries += answer.retries;
+        s.lastSeq = answer.lastSeq;
+        if (outage) this.warn(`the server is back; events of run ${this.runId} are being sent`);
+        return;
+      } catch (error) {
+        if (!unavailable(error)) return this.stop(this.namingTheEvent(error, lines));
+        if (!outage)
+          this.warn(
+            `events of run ${this.runId} not sent (${String(error)}); they stay queued, ` +
+              `tried again every ${this.retryIntervalMs / 1000} s`,
+          );
+        outage = true;
+        this.stats.retries++;
+        await new Promise<void>((resume) => {
+          this.pause = { timer: setTimeout(resume, this.retryIntervalMs), resume };
+        });
+        this.pause = undefined;
+      }
+    }
+  }
+
+  /**
+   * The next request's lines: whole `log` calls in order while they fit in maxRequestBytes (an
+   * iteration logged at once is then never split between requests), else as much of the first as fits.
+   */
   private take(): { lines: Uint8Array[]; bytes: number } {
     const lines: Uint8Array[] = [];
     let bytes = 0;
     while (this.queue.length > 0) {
       const logged = this.queue[0] as Logged;
+      if (lines.length > 0 && logged.next === 0 && bytes + logged.bytes > this.maxRequestBytes)
+        break;
       while (logged.next < logged.lines.length) {
         const line = logged.lines[logged.next] as Uint8Array;
         if (lines.length > 0 && bytes + line.length + 1 > this.maxRequestBytes) break;
@@ -206,28 +272,111 @@ export class EventSender {
     });
   }
 
+  /** Stops for good with `error`: nothing more is sent, and every waiting call is told. */
+  private stop(error: unknown): void {
+    this.failure ??= { error };
+    this.queue.length = 0;
+    this.queuedBytes = 0;
+    this.settle();
+    this.onEnd();
+  }
+
+  /** Gives up: stops (the error `error`) and ends a wait for the server, so that the process can exit. */
+  private abandon(error: unknown): void {
+    this.stop(error);
+    if (this.pause) {
+      clearTimeout(this.pause.timer);
+      this.pause.resume();
+    }
+  }
+
+  private notStored(): Error {
+    return new Error(
+      `events of run ${this.runId} not stored in time: ${this.pending} of ${this.stats.logged} ` +
+        `logged are not (${this.pause ? 'the server cannot be reached' : 'still being sent'})`,
+    );
+  }
+
+  /** A refusal naming the refused line's event by its id and place among those logged. */
+  private namingTheEvent(error: unknown, lines: Uint8Array[]): unknown {
+    if (!(error instanceof CreditlabApiError) || typeof error.body.line !== 'number') return error;
+    const line = lines[error.body.line - 1];
+    if (line === undefined) return error;
+    const id = eventId(line);
+    const place = `number ${this.stats.events + error.body.line} of the events logged to this sender`;
+    const which = `the refused line is ${id ? `event ${id} (${place})` : place}`;
+    return new CreditlabApiError(
+      error.status,
+      error.body,
+      [error.advice, which].filter(Boolean).join('; '),
+    );
+  }
+
   private throwIfStopped(): void {
     if (this.failure) throw this.failure.error;
   }
 }
 
-/** The non-blank lines of NDJSON bytes, as views of them (no copy). */
+/** A failure to reach the server (a network error, 5xx, 429), not a refusal of the events. */
+function unavailable(error: unknown): boolean {
+  if (!(error instanceof CreditlabApiError)) return true;
+  return error.status >= 500 || error.status === 429;
+}
+
+/** `promise`, or a rejection with `timeout()` after `ms`. */
+function within(promise: Promise<void>, ms: number, timeout: () => Error): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeout()), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+function positive(name: string, given: number | undefined, otherwise: number): number {
+  if (given === undefined) return otherwise;
+  if (!(Number.isFinite(given) && given > 0))
+    throw new RangeError(`${name}: a positive number, got ${given}`);
+  return given;
+}
+
+/** The `id` of an NDJSON line's event, if it has one. */
+function eventId(line: Uint8Array): string | undefined {
+  try {
+    const id = (JSON.parse(Buffer.from(line).toString()) as { id?: unknown }).id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** The non-blank lines of NDJSON bytes, as views of them (no copy), split as the server splits them. */
 function ndjsonLines(bytes: Uint8Array): Uint8Array[] {
   const lines: Uint8Array[] = [];
-  for (let start = 0; start < bytes.length;) {
-    let end = bytes.indexOf(NEWLINE, start);
-    if (end < 0) end = bytes.length;
-    if (!blank(bytes, start, end)) lines.push(bytes.subarray(start, end));
-    start = end + 1;
+  let start = startsWithBom(bytes) ? 3 : 0;
+  // The next \n and \r found natively (a JavaScript loop over every byte is several times slower).
+  let lf = bytes.indexOf(LF, start);
+  let cr = bytes.indexOf(CR, start);
+  while (start < bytes.length) {
+    if (lf !== -1 && lf < start) lf = bytes.indexOf(LF, start);
+    if (cr !== -1 && cr < start) cr = bytes.indexOf(CR, start);
+    const end = Math.min(lf === -1 ? bytes.length : lf, cr === -1 ? bytes.length : cr);
+    if (!blank(bytes.subarray(start, end))) lines.push(bytes.subarray(start, end));
+    start = end === cr && bytes[end + 1] === LF ? end + 2 : end + 1;
   }
   return lines;
 }
 
-/** Whether bytes[start, end) is only JSON whitespace (a carriage return of CRLF included). */
-function blank(bytes: Uint8Array, start: number, end: number): boolean {
-  for (let k = start; k < end; k++) {
-    const b = bytes[k];
-    if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
+const startsWithBom = (b: Uint8Array) => b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+
+/** Whether a line is blank as the server tells it (whitespace only, by JavaScript's `trim`). */
+function blank(line: Uint8Array): boolean {
+  for (const b of line) {
+    if (b === 0x20 || (b >= 0x09 && b <= 0x0d)) continue;
+    if (b < 0x80) return false; // an event's line: the first byte is `{`
+    return Buffer.from(line).toString().trim() === ''; // other Unicode whitespace
   }
   return true;
 }
