@@ -165,12 +165,17 @@ export class CreditlabClient {
    * server), retried like every append: the server stores each event id once, so a retried request
    * adds nothing twice.
    */
-  async postEvents(runId: string, lines: readonly Uint8Array[]): Promise<AppendAnswer> {
+  async postEvents(
+    runId: string,
+    lines: readonly Uint8Array[],
+    signal?: AbortSignal,
+  ): Promise<AppendAnswer> {
     const { res, retries } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/events`, {
       method: 'POST',
       contentType: 'application/x-ndjson',
       body: ndjsonBody(lines),
       idempotent: true,
+      signal,
     }).catch((e: unknown) => {
       throw olderServerAdvice(e, lines);
     });
@@ -188,7 +193,7 @@ export class CreditlabClient {
     const open = this.senders.get(runId);
     if (open) return open;
     const made: EventSender = new EventSender(
-      (lines) => this.postEvents(runId, lines),
+      (lines, signal) => this.postEvents(runId, lines, signal),
       runId,
       options,
       () => {
@@ -323,8 +328,11 @@ export class CreditlabClient {
       headers?: Record<string, string>;
       /** Whether sending it twice has the effect of sending it once: every call says so. */
       idempotent: boolean;
+      /** Ends the request and its retries (the fetch, or the wait before the next attempt). */
+      signal?: AbortSignal;
     },
   ): Promise<{ res: Response; retries: number }> {
+    const { signal } = init;
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
@@ -332,25 +340,39 @@ export class CreditlabClient {
           method: init.method,
           headers: { ...this.headers(init.contentType, init.accept), ...init.headers },
           body: init.body,
+          signal,
         });
       } catch (e) {
+        if (signal?.aborted) throw e;
         if (attempt >= this.retries || !(init.idempotent || connectionRefused(e))) throw e;
-        await this.backoff(attempt);
+        await this.backoff(attempt, undefined, signal);
         continue;
       }
       if (res.ok) return { res, retries: attempt };
       const body = errorBody(await res.text());
       if (!retryable(res.status, body, init.idempotent) || attempt >= this.retries)
         throw new CreditlabApiError(res.status, body);
-      await this.backoff(attempt, res);
+      await this.backoff(attempt, res, signal);
     }
   }
 
-  private backoff(attempt: number, res?: Response): Promise<void> {
+  /** The wait before attempt `attempt + 1`; rejects at once with the signal's reason once it aborts. */
+  private backoff(attempt: number, res?: Response, signal?: AbortSignal): Promise<void> {
     const retryAfter = Number(res?.headers.get('retry-after'));
     const delay =
       retryAfter > 0 ? retryAfter * 1000 : this.retryDelayMs * 2 ** attempt * (0.5 + Math.random());
-    return new Promise((resolve) => setTimeout(resolve, delay));
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const aborted = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', aborted);
+        resolve();
+      }, delay);
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
   }
 }
 

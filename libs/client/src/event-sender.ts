@@ -87,13 +87,15 @@ export class EventSender {
   private failure: { error: unknown } | undefined;
   /** The wait before trying again while the server cannot be reached; ended early by `abandon`. */
   private pause: { timer: NodeJS.Timeout; resume: () => void } | undefined;
+  /** Aborts the request that is out (and the client's retries of it), for `abandon`. */
+  private inFlight: AbortController | undefined;
   /** `flush` calls waiting for the events logged before them to be stored. */
   private flushes: { upTo: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
   /** `log` calls waiting for the queue to shrink under `maxQueueBytes`. */
   private waitingForRoom: (() => void)[] = [];
 
   constructor(
-    private readonly post: (lines: Uint8Array[]) => Promise<AppendAnswer>,
+    private readonly post: (lines: Uint8Array[], signal: AbortSignal) => Promise<AppendAnswer>,
     readonly runId: string,
     options: EventSenderOptions = {},
     /** Called once the sender is closed or stopped (the client then makes a new one for the run). */
@@ -103,8 +105,15 @@ export class EventSender {
     this.maxQueueBytes = positive('maxQueueBytes', options.maxQueueBytes, 512 * MiB);
     this.retryIntervalMs = positive('retryIntervalMs', options.retryIntervalMs, 10_000);
     // Node's warnings by default: on stderr unless the process says otherwise (--no-warnings).
-    this.warn =
+    const warn =
       options.onWarning ?? ((message) => process.emitWarning(message, 'CreditlabWarning'));
+    this.warn = (message) => {
+      try {
+        warn(message);
+      } catch {
+        // a failing listener must not stop the sending
+      }
+    };
   }
 
   /**
@@ -113,8 +122,13 @@ export class EventSender {
    * `maxQueueBytes` is queued, once the server has caught up that far.
    */
   async log(events: Iterable<ClientEvent>): Promise<void> {
-    if (typeof (events as Partial<Iterable<ClientEvent>>)?.[Symbol.iterator] !== 'function')
-      throw new TypeError('log takes a list of events (an array, or any iterable)');
+    if (
+      typeof events === 'string' ||
+      typeof (events as Partial<Iterable<ClientEvent>>)?.[Symbol.iterator] !== 'function'
+    )
+      throw new TypeError(
+        'log takes a list of event objects (an array, or any iterable); NDJSON text goes to logNdjson',
+      );
     return this.enqueue(Array.from(events, (e) => Buffer.from(JSON.stringify(e))));
   }
 
@@ -204,8 +218,11 @@ export class EventSender {
   /** One request, sent again while the server cannot be reached; a refusal stops the sender. */
   private async deliver(lines: Uint8Array[], bytes: number): Promise<void> {
     for (let outage = false; this.failure === undefined;) {
+      this.inFlight = new AbortController();
       try {
-        const answer = await this.post(lines);
+        const answer = await this.post(lines, this.inFlight.signal).finally(
+          () => (this.inFlight = undefined),
+        );
         const s = this.stats;
         s.requests++;
         s.events += lines.length;
@@ -217,6 +234,7 @@ export class EventSender {
         if (outage) this.warn(`the server is back; events of run ${this.runId} are being sent`);
         return;
       } catch (error) {
+        if (this.failure) return; // given up meanwhile (close's time limit): nothing more to do
         if (!unavailable(error)) return this.stop(this.namingTheEvent(error, lines));
         if (!outage)
           this.warn(
@@ -284,6 +302,7 @@ export class EventSender {
   /** Gives up: stops (the error `error`) and ends a wait for the server, so that the process can exit. */
   private abandon(error: unknown): void {
     this.stop(error);
+    this.inFlight?.abort(error);
     if (this.pause) {
       clearTimeout(this.pause.timer);
       this.pause.resume();
@@ -317,10 +336,15 @@ export class EventSender {
   }
 }
 
-/** A failure to reach the server (a network error, 5xx, 429), not a refusal of the events. */
+/**
+ * A failure to reach the server, not a refusal of the events: a network error (fetch's TypeError
+ * with its cause), 5xx, 429, or 408 (a body the server stopped waiting for, rolled back). Anything
+ * else (a URL that does not parse, an answer that is not JSON) would fail the same way again.
+ */
 function unavailable(error: unknown): boolean {
-  if (!(error instanceof CreditlabApiError)) return true;
-  return error.status >= 500 || error.status === 429;
+  if (error instanceof CreditlabApiError)
+    return error.status >= 500 || error.status === 429 || error.status === 408;
+  return error instanceof TypeError && error.cause !== undefined;
 }
 
 /** `promise`, or a rejection with `timeout()` after `ms`. */
