@@ -293,7 +293,7 @@ test('a refused request stops the sender: the refusal names the event, nothing a
   expect(refusal).toMatchObject({ status: 400, body: { line: 1 } });
   expect((refusal as Error).message).toMatch(/reward/);
   expect((refusal as Error).message).toContain(
-    `the refused line is event ${bad[0]!.id} (number ${good.length + 1} of the events logged to this sender)`,
+    `the refused line is event ${bad[0]!.id} (number ${good.length + 1} in the order given)`,
   );
   await expect(sender.log(iteration(3))).rejects.toBe(refusal);
   await expect(sender.close()).rejects.toBe(refusal);
@@ -302,6 +302,13 @@ test('a refused request stops the sender: the refusal names the event, nothing a
   expect(await storedIds(runId)).toEqual(ids(good));
   expect(sender.pending).toBe(bad.length + iteration(2).length); // the refused call logged nothing
   expect(client.sender(runId)).not.toBe(sender);
+
+  // appendEvents names it the same way, counting the events of its call.
+  const batched = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY, batchSize: 2 });
+  const call = [...iteration(4), ...iteration(5), ...bad];
+  await expect(batched.appendEvents(runId, call)).rejects.toThrow(
+    `the refused line is event ${bad[0]!.id} (number 3 in the order given)`,
+  );
 });
 
 test('NDJSON as bytes: line ends as the server reads them, a byte-order mark, blank lines; sent again, duplicates', async () => {

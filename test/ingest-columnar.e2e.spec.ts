@@ -266,7 +266,11 @@ test('a server older than columnar steps refuses them with advice the client add
   expect(own).toBeInstanceOf(CreditlabApiError);
   const refusal = own as CreditlabApiError;
   expect(refusal.body).toMatchObject({ line: 2, path: 'data.groups[0].trajectories[0].steps' });
-  // Not sent as columns: the server's message alone.
+  const named = (event: ClientEvent) =>
+    `the refused line is event ${event.id} (number 2 in the order given)`;
+  const serverWords = `400 INVALID_EVENT: ${String(refusal.body.message)}`;
+  // Not sent as columns: the server's message and which event it is, nothing about columns.
+  expect(refusal.message).toBe(`${serverWords}; ${named(noSteps)}`);
   expect(refusal.message).not.toMatch(/columns/);
 
   const older = createServer((req, res) => {
@@ -299,8 +303,8 @@ test('a server older than columnar steps refuses them with advice the client add
     // The same answer to a request whose line 2 holds objects gets no advice.
     const rows = rolloutEvents(0, batch, 100, { columnar: false });
     const plain = await client.appendEvents(id, [metrics, ...rows]).catch((x: unknown) => x);
-    expect((plain as CreditlabApiError).message).toBe(refusal.message);
-    expect((plain as CreditlabApiError).advice).toBeUndefined();
+    expect((plain as CreditlabApiError).message).toBe(`${serverWords}; ${named(rows[0]!)}`);
+    expect((plain as CreditlabApiError).advice).toBe(named(rows[0]!));
   } finally {
     await new Promise((resolve) => older.close(resolve));
   }

@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientEvent, RunInput } from '@creditlab/events';
 import { Kind, parse } from 'graphql';
-import { CreditlabApiError, CreditlabGraphQLError, type GraphQLErrorItem } from './client-errors';
+import {
+  CreditlabApiError,
+  CreditlabGraphQLError,
+  retryable,
+  type GraphQLErrorItem,
+} from './client-errors';
 import { EventSender, type EventSenderOptions } from './event-sender';
-import { olderServerAdvice } from './older-server';
+import { ndjsonBody } from './ndjson-lines';
+import { refusalWithAdvice } from './refusal-advice';
 import { resolveConnection } from '@creditlab/credentials';
 
 export interface ClientOptions {
@@ -134,10 +140,8 @@ export class CreditlabClient {
     let batch: ClientEvent[] = [];
     const send = async () => {
       if (batch.length === 0) return;
-      const r = await this.postEvents(
-        runId,
-        batch.map((e) => Buffer.from(JSON.stringify(e))),
-      );
+      const lines = batch.map((e) => Buffer.from(JSON.stringify(e)));
+      const r = await this.postEvents(runId, lines, { eventsBefore: total.sent });
       total.sent += batch.length;
       total.accepted += r.accepted;
       total.duplicates += r.duplicates;
@@ -163,21 +167,26 @@ export class CreditlabClient {
   /**
    * One append request of events already encoded, one JSON event per line (all-or-nothing on the
    * server), retried like every append: the server stores each event id once, so a retried request
-   * adds nothing twice.
+   * adds nothing twice. A refusal of a line names the event on it (see refusalWithAdvice).
    */
   async postEvents(
     runId: string,
     lines: readonly Uint8Array[],
-    signal?: AbortSignal,
+    options: {
+      /** How many of the caller's events came before these: a refusal then names the event's place. */
+      eventsBefore?: number;
+      /** Ends the request and its retries. */
+      signal?: AbortSignal;
+    } = {},
   ): Promise<AppendAnswer> {
     const { res, retries } = await this.send(`/v1/runs/${encodeURIComponent(runId)}/events`, {
       method: 'POST',
       contentType: 'application/x-ndjson',
       body: ndjsonBody(lines),
       idempotent: true,
-      signal,
+      signal: options.signal,
     }).catch((e: unknown) => {
-      throw olderServerAdvice(e, lines);
+      throw refusalWithAdvice(e, lines, options.eventsBefore);
     });
     return { ...((await res.json()) as Omit<AppendAnswer, 'retries'>), retries };
   }
@@ -193,7 +202,7 @@ export class CreditlabClient {
     const open = this.senders.get(runId);
     if (open) return open;
     const made: EventSender = new EventSender(
-      (lines, signal) => this.postEvents(runId, lines, signal),
+      (lines, options) => this.postEvents(runId, lines, options),
       runId,
       options,
       () => {
@@ -376,15 +385,6 @@ export class CreditlabClient {
   }
 }
 
-/**
- * 429: refused before any route ran (this key's request rate), so always safe to repeat; 5xx: the
- * server failed, perhaps after acting, so repeated only when repeating is harmless. Not a statement
- * the server stopped at its time limit (STATEMENT_TIMEOUT): the same request would hold a database
- * connection as long again, and retries of heavy reads would pile up on a server already loaded.
- */
-const retryable = (status: number, body: Record<string, unknown>, idempotent: boolean): boolean =>
-  status === 429 || (idempotent && status >= 500 && body.error !== 'STATEMENT_TIMEOUT');
-
 /** An error answer's JSON body, or its text as the message. */
 function errorBody(text: string): Record<string, unknown> {
   if (!text) return {};
@@ -411,20 +411,6 @@ function onlyQueries(document: string): boolean {
   } catch {
     return false; // the server will say what is wrong with it, once
   }
-}
-
-/** NDJSON lines (UTF-8, without their newlines) as one request body, each line ending in a newline. */
-function ndjsonBody(lines: readonly Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const line of lines) size += line.length + 1;
-  const body = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const line of lines) {
-    body.set(line, at);
-    body[at + line.length] = 0x0a;
-    at += line.length + 1;
-  }
-  return body;
 }
 
 /** A fresh event id (UUID v4). */

@@ -1,6 +1,7 @@
 import type { ClientEvent } from '@creditlab/events';
-import { CreditlabApiError } from './client-errors';
+import { transientFailure } from './client-errors';
 import type { AppendAnswer } from './creditlab-client';
+import { ndjsonLines } from './ndjson-lines';
 
 const MiB = 2 ** 20;
 
@@ -13,8 +14,8 @@ export interface EventSenderOptions {
   /** Encoded events it holds before `log` waits for the server to catch up: 512 MiB by default. */
   maxQueueBytes?: number;
   /**
-   * While the server cannot be reached (the client's own retries spent on network errors, 5xx or
-   * 429 answers), how long to wait before sending the same request again: 10 s by default. The
+   * While the server cannot be reached (the client's own retries spent on what it retries: network
+   * errors, 5xx and 429 answers; see transientFailure), how long to wait before sending the same request again: 10 s by default. The
    * events stay queued meanwhile, so `log` waits once `maxQueueBytes` of them are.
    */
   retryIntervalMs?: number;
@@ -61,7 +62,7 @@ interface Logged {
  * Await `log`: each call gives Node's event loop a turn, which is when requests make progress in a
  * caller that otherwise computes without yielding, and its wait is what bounds the queue's memory.
  * While the server cannot be reached the sender keeps its events and tries again every
- * `retryIntervalMs`; a request the server refuses (4xx) stops it: the events from that request on
+ * `retryIntervalMs`; a request the server refuses (4xx, or a 5xx the client does not retry) stops it: the events from that request on
  * are not sent, and `log`, `flush` and `close` throw the refusal. A retry never stores an event
  * twice: the server stores each event id once.
  */
@@ -95,7 +96,10 @@ export class EventSender {
   private waitingForRoom: (() => void)[] = [];
 
   constructor(
-    private readonly post: (lines: Uint8Array[], signal: AbortSignal) => Promise<AppendAnswer>,
+    private readonly post: (
+      lines: Uint8Array[],
+      options: { eventsBefore: number; signal: AbortSignal },
+    ) => Promise<AppendAnswer>,
     readonly runId: string,
     options: EventSenderOptions = {},
     /** Called once the sender is closed or stopped (the client then makes a new one for the run). */
@@ -220,9 +224,8 @@ export class EventSender {
     for (let outage = false; this.failure === undefined;) {
       this.inFlight = new AbortController();
       try {
-        const answer = await this.post(lines, this.inFlight.signal).finally(
-          () => (this.inFlight = undefined),
-        );
+        const request = { eventsBefore: this.stats.events, signal: this.inFlight.signal };
+        const answer = await this.post(lines, request).finally(() => (this.inFlight = undefined));
         const s = this.stats;
         s.requests++;
         s.events += lines.length;
@@ -235,7 +238,7 @@ export class EventSender {
         return;
       } catch (error) {
         if (this.failure) return; // given up meanwhile (close's time limit): nothing more to do
-        if (!unavailable(error)) return this.stop(this.namingTheEvent(error, lines));
+        if (!transientFailure(error)) return this.stop(error);
         if (!outage)
           this.warn(
             `events of run ${this.runId} not sent (${String(error)}); they stay queued, ` +
@@ -316,35 +319,9 @@ export class EventSender {
     );
   }
 
-  /** A refusal naming the refused line's event by its id and place among those logged. */
-  private namingTheEvent(error: unknown, lines: Uint8Array[]): unknown {
-    if (!(error instanceof CreditlabApiError) || typeof error.body.line !== 'number') return error;
-    const line = lines[error.body.line - 1];
-    if (line === undefined) return error;
-    const id = eventId(line);
-    const place = `number ${this.stats.events + error.body.line} of the events logged to this sender`;
-    const which = `the refused line is ${id ? `event ${id} (${place})` : place}`;
-    return new CreditlabApiError(
-      error.status,
-      error.body,
-      [error.advice, which].filter(Boolean).join('; '),
-    );
-  }
-
   private throwIfStopped(): void {
     if (this.failure) throw this.failure.error;
   }
-}
-
-/**
- * A failure to reach the server, not a refusal of the events: a network error (fetch's TypeError
- * with its cause), 5xx, 429, or 408 (a body the server stopped waiting for, rolled back). Anything
- * else (a URL that does not parse, an answer that is not JSON) would fail the same way again.
- */
-function unavailable(error: unknown): boolean {
-  if (error instanceof CreditlabApiError)
-    return error.status >= 500 || error.status === 429 || error.status === 408;
-  return error instanceof TypeError && error.cause !== undefined;
 }
 
 /** `promise`, or a rejection with `timeout()` after `ms`. */
@@ -361,46 +338,4 @@ function positive(name: string, given: number | undefined, otherwise: number): n
   if (!(Number.isFinite(given) && given > 0))
     throw new RangeError(`${name}: a positive number, got ${given}`);
   return given;
-}
-
-/** The `id` of an NDJSON line's event, if it has one. */
-function eventId(line: Uint8Array): string | undefined {
-  try {
-    const id = (JSON.parse(Buffer.from(line).toString()) as { id?: unknown }).id;
-    return typeof id === 'string' ? id : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const LF = 0x0a;
-const CR = 0x0d;
-
-/** The non-blank lines of NDJSON bytes, as views of them (no copy), split as the server splits them. */
-function ndjsonLines(bytes: Uint8Array): Uint8Array[] {
-  const lines: Uint8Array[] = [];
-  let start = startsWithBom(bytes) ? 3 : 0;
-  // The next \n and \r found natively (a JavaScript loop over every byte is several times slower).
-  let lf = bytes.indexOf(LF, start);
-  let cr = bytes.indexOf(CR, start);
-  while (start < bytes.length) {
-    if (lf !== -1 && lf < start) lf = bytes.indexOf(LF, start);
-    if (cr !== -1 && cr < start) cr = bytes.indexOf(CR, start);
-    const end = Math.min(lf === -1 ? bytes.length : lf, cr === -1 ? bytes.length : cr);
-    if (!blank(bytes.subarray(start, end))) lines.push(bytes.subarray(start, end));
-    start = end === cr && bytes[end + 1] === LF ? end + 2 : end + 1;
-  }
-  return lines;
-}
-
-const startsWithBom = (b: Uint8Array) => b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
-
-/** Whether a line is blank as the server tells it (whitespace only, by JavaScript's `trim`). */
-function blank(line: Uint8Array): boolean {
-  for (const b of line) {
-    if (b === 0x20 || (b >= 0x09 && b <= 0x0d)) continue;
-    if (b < 0x80) return false; // an event's line: the first byte is `{`
-    return Buffer.from(line).toString().trim() === ''; // other Unicode whitespace
-  }
-  return true;
 }
