@@ -1,6 +1,6 @@
 import {
   encodeStepColumns,
-  STEP_FIELDS,
+  fieldsBeyondV1,
   TextTable,
   type EncodableStep,
   type WireStepColumns,
@@ -52,7 +52,7 @@ export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] 
  */
 function columnsCarry(step: object): boolean {
   const s = step as Record<string, unknown>;
-  for (const key of Object.keys(s)) if (!STEP_FIELDS.has(key)) return false;
+  if (fieldsBeyondV1(s)) return false;
   return (
     typeof s.state === 'string' &&
     typeof s.action === 'string' &&

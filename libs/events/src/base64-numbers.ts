@@ -74,7 +74,18 @@ export class Base64Arena {
 
 /** Numbers as base64 of little-endian float64 (exact); NaN for a missing one. */
 export function float64Base64(values: ArrayLike<number | undefined>): string {
-  const f64 = Float64Array.from(values, (x) => (x === undefined ? NaN : x));
+  // A loop, not Float64Array.from with a mapping callback, which V8 runs through the iterator
+  // protocol: 5 times slower, and a fifth of making a log body from step objects.
+  const f64 = new Float64Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i];
+    f64[i] = x === undefined ? NaN : (x as number);
+  }
+  return float64ArrayBase64(f64);
+}
+
+/** A Float64Array's bytes (little-endian on every platform Node runs on) as base64. */
+export function float64ArrayBase64(f64: Float64Array): string {
   return Buffer.from(f64.buffer, f64.byteOffset, f64.byteLength).toString('base64');
 }
 

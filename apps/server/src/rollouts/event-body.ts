@@ -3,7 +3,7 @@ import {
   encodeStepColumns,
   float64Values,
   NUMBER_COLUMNS,
-  STEP_FIELDS,
+  fieldsBeyondV1,
   TextTable,
   VECTOR_COLUMNS,
   type ColumnarRolloutsData,
@@ -279,8 +279,10 @@ function setNumber(
 }
 
 function extraOf(step: StepPayload): string | null {
-  let extra: Record<string, unknown> | null = null;
-  for (const key of Object.keys(step)) if (!STEP_FIELDS.has(key)) (extra ??= {})[key] = step[key];
+  const keys = fieldsBeyondV1(step);
+  if (!keys) return null;
+  const extra: Record<string, unknown> = {};
+  for (const key of keys) extra[key] = step[key];
   return extra && canonicalJson(extra);
 }
 

@@ -1,4 +1,4 @@
-import { STEP_FIELDS, type StepColumns, type StepPayload } from '@creditlab/events';
+import { fieldsBeyondV1, type StepColumns, type StepPayload } from '@creditlab/events';
 import type pg from 'pg';
 import { arrayBytes, BinaryCopyRows, type Int8Words } from './binary-copy-rows';
 import { embeddingsAfter, type EmbeddingsInBody } from './event-body';
@@ -296,8 +296,8 @@ function someDefined(n: number, get: (i: number) => unknown): boolean {
 
 /** The step's fields beyond rollout-batch/v1, as JSON, when it has any. */
 function extraFieldsJson(s: StepPayload): string | undefined {
-  const extra = Object.keys(s).filter((key) => !STEP_FIELDS.has(key));
-  if (extra.length === 0) return undefined;
+  const extra = fieldsBeyondV1(s);
+  if (!extra) return undefined;
   return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
 }
 
