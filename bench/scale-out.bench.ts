@@ -32,6 +32,7 @@ import { idleLatency, probeLatency, summarise, type Latencies } from './support/
 import {
   ingestMeasuringMemory,
   type MemoryResult,
+  type MemoryWay,
   type MemorySample,
 } from './support/memory-ingest';
 import { mib } from './support/process-memory';
@@ -136,11 +137,19 @@ type Memory = MemoryResult & { label: string };
  */
 async function memoryPhase(): Promise<Memory[]> {
   const results: Memory[] = [];
-  const ways: { oneRequest: boolean; label: string; env: Record<string, string> }[] = [
-    { oneRequest: false, label: 'one request per iteration', env: {} },
-    { oneRequest: true, label: 'one streamed request', env: {} },
+  const ways: (MemoryWay & { label: string; env: Record<string, string> })[] = [
+    { requests: 'iteration', columnar: false, label: 'one request per iteration', env: {} },
     {
-      oneRequest: true,
+      requests: 'batched',
+      columnar: true,
+      requestBytes: 32 * 2 ** 20,
+      label: 'steps as columns, requests of up to 32 MiB',
+      env: {},
+    },
+    { requests: 'stream', columnar: false, label: 'one streamed request', env: {} },
+    {
+      requests: 'stream',
+      columnar: false,
       label: `one streamed request, V8 heap capped at ${HEAP_CAP_MIB} MiB`,
       env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MIB}` },
     },
@@ -148,7 +157,7 @@ async function memoryPhase(): Promise<Memory[]> {
   for (const way of ways) {
     const server = await start({ ...API, ...way.env });
     const r = {
-      ...(await ingestMeasuringMemory(server, MEMORY_STEPS, way.oneRequest)),
+      ...(await ingestMeasuringMemory(server, MEMORY_STEPS, way)),
       label: way.label,
     };
     const peaks = r.samples.map((x) => fmt(mib(x.peakBytes), 0)).join(' → ');
@@ -239,7 +248,8 @@ iteration was estimated twice. "Queue turns": pg-boss jobs (a job re-queues itse
 ${jobs.map((b, k) => jobRow(k + 1, b)).join('\n')}
 
 **Memory.** A freshly started API process per row; ${(memory[0]?.steps ?? 0).toLocaleString('en')} steps into one run
-(one client, steps as objects), as iteration-sized requests, or as one request streamed iteration by iteration. Each cell is
+(one client; steps as objects unless the row says columns), as iteration-sized requests, as iterations joined into requests of
+up to 32 MiB (as the clients' senders join a backlog: the way the ingest goal is met), or as one request streamed iteration by iteration. Each cell is
 peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent: the peak is \`VmHWM\` of
 \`/proc/<pid>/status\` (the estimator threads are threads of the same process), the heap is
 \`nodejs_heap_size_used_bytes\` from the server's \`/metrics\`. The last row runs the server with V8's heap capped

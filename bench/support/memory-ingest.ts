@@ -41,10 +41,20 @@ async function sample(server: ServerProcess, steps: number): Promise<MemorySampl
   };
 }
 
+/** How the memory phase sends a run. */
+export interface MemoryWay {
+  /** One request per iteration, requests of up to `requestBytes`, or one request streamed. */
+  requests: 'iteration' | 'batched' | 'stream';
+  /** Steps as columns (the clients' default) rather than one object each. */
+  columnar: boolean;
+  requestBytes?: number;
+}
+
 /** A synthetic run's NDJSON, one iteration at a time, made as it is consumed. */
 function* iterationBodies(
   totalSteps: number,
   seed: number,
+  columnar: boolean,
 ): Generator<{ text: string; steps: number }> {
   for (let i = 0, steps = 0; steps < totalSteps; i++) {
     const batch = syntheticBatchJson(BENCH_ITERATION, seed + i);
@@ -54,8 +64,7 @@ function* iterationBodies(
     );
     steps += n;
     yield {
-      // Steps as objects, the form bench:scale's figures in docs/benchmarks.md were measured with.
-      text: rolloutEvents(i, batch, 2000, { columnar: false })
+      text: rolloutEvents(i, batch, 2000, { columnar })
         .map((e) => `${JSON.stringify(e)}\n`)
         .join(''),
       steps: n,
@@ -64,24 +73,25 @@ function* iterationBodies(
 }
 
 /**
- * `totalSteps` steps into one new run of a freshly started server, as iteration-sized requests
- * or as one request streamed iteration by iteration; the server's peak resident memory before and
- * after (VmHWM covers its estimator threads too: they are threads of the same process).
+ * `totalSteps` steps into one new run of a freshly started server, sent as `way` says; the server's
+ * peak resident memory before and after (VmHWM covers its estimator threads too: they are threads
+ * of the same process).
  */
 export async function ingestMeasuringMemory(
   server: ServerProcess,
   totalSteps: number,
-  oneRequest: boolean,
+  way: MemoryWay,
 ): Promise<MemoryResult> {
   const pid = server.process.pid as number;
   const startBytes = procStatusBytes(pid, 'VmHWM');
-  const runId = await createRun(server.url, `memory ${oneRequest ? 'one request' : 'requests'}`);
+  const runId = await createRun(server.url, `memory ${way.requests}`);
   const totals = { steps: 0, bytes: 0, requests: 0 };
   const samples: MemorySample[] = [];
   const marks = [0.1, 0.25, 0.5].map((f) => f * totalSteps);
+  const seed = way.requests === 'stream' ? 700_000 : 500_000;
   // Samples are taken as the next body is made: the server has read about all that came before.
   const counted = async function* () {
-    for (const b of iterationBodies(totalSteps, oneRequest ? 700_000 : 500_000)) {
+    for (const b of iterationBodies(totalSteps, seed, way.columnar)) {
       if (totals.steps >= (marks[0] ?? Infinity)) {
         marks.shift();
         samples.push(await sample(server, totals.steps));
@@ -91,14 +101,31 @@ export async function ingestMeasuringMemory(
       yield b.text;
     }
   };
-  if (oneRequest) {
+  const send = async (text: string) => {
+    await appendNdjson(server.url, runId, text);
+    totals.requests++;
+  };
+  if (way.requests === 'stream') {
     await postNdjsonStream(`${server.url}/v1/runs/${runId}/events`, Readable.from(counted()));
     totals.requests = 1;
+  } else if (way.requests === 'iteration') {
+    for await (const text of counted()) await send(text);
   } else {
+    // Iterations joined up to the limit, as the clients' senders join a backlog.
+    const limit = way.requestBytes ?? 32 * 2 ** 20;
+    let pending: string[] = [];
+    let pendingBytes = 0;
     for await (const text of counted()) {
-      await appendNdjson(server.url, runId, text);
-      totals.requests++;
+      const bytes = Buffer.byteLength(text);
+      if (pending.length > 0 && pendingBytes + bytes > limit) {
+        await send(pending.join(''));
+        pending = [];
+        pendingBytes = 0;
+      }
+      pending.push(text);
+      pendingBytes += bytes;
     }
+    if (pending.length > 0) await send(pending.join(''));
   }
   samples.push(await sample(server, totals.steps));
   return {
