@@ -140,9 +140,10 @@ Notes:
 - Gated-BEPO runs synchronous Bellman sweeps per task group until no value moves more than 1e-10
   (\`fixedPointTol\`'s default, docs/estimators.md §2.7); self-loops from invalid actions make that up to ${bepoSweeps}
   sweeps here, each over the merged successor lists (distinct transitions, not every step).
-- The \`estimate\` command (tsx, compiled on the fly) takes ${fmt(cliMs, 0)} ms per call on the 10-step example of
-  docs/estimators.md §4, median of 10 calls including \`npm run\` itself; \`--timing\` splits a call into
-  read+parse, columnar build and estimate.
+- The \`estimate\` command takes ${fmt(cliMs, 0)} ms per call on the 10-step example of docs/estimators.md §4,
+  median of 10 calls of \`npm run -s estimate\`, npm's own start included (its compiled entry point run with
+  \`node\`, without npm: [Start-up](#start-up-of-the-commands-npm-run-benchstartup)); \`--timing\` splits a call
+  into read+parse, columnar build and estimate.
 `,
 );
 console.log('wrote docs/benchmarks.md');

@@ -187,10 +187,17 @@ function jobRow(workers: number, b: JobBatchResult): string {
   return `| ${workers} | ${b.jobs} | ${b.iterations} | ${fmt(b.seconds, 1)} s | ${fmt(b.jobs / b.seconds, 2)} | ${fmt(b.iterations / b.seconds, 1)} | ${b.perWorker.join(' + ')} | ${b.turns} (${b.turnsRetried} retried) | ${ok ? 'yes' : '**NO**'} |`;
 }
 
-function memoryRow(m: Memory): string {
+/** A row of the memory table, whose columns are at the steps of `columns` (the first row's samples). */
+function memoryRow(m: Memory, columns: MemorySample[]): string {
   const size = (b: number) => `${fmt(mib(b), 0)}`;
-  const at = (x: MemorySample) =>
-    `${size(x.peakBytes)} / ${size(x.residentBytes)} / ${size(x.heapUsedBytes)}`;
+  const thousands = (steps: number) => Math.round(steps / 1000);
+  // A row sampled elsewhere (requests joined: as each is answered) says where.
+  const where = (x: MemorySample, k: number) => {
+    const column = columns[k]?.steps ?? x.steps;
+    return Math.abs(x.steps - column) <= 0.01 * column ? '' : ` (at ${thousands(x.steps)}k)`;
+  };
+  const at = (x: MemorySample, k: number) =>
+    `${size(x.peakBytes)} / ${size(x.residentBytes)} / ${size(x.heapUsedBytes)}${where(x, k)}`;
   return `| ${m.label} | ${m.requests} | ${size(m.bytes)} MiB | ${size(m.startBytes)} | ${m.samples.map(at).join(' | ')} |`;
 }
 
@@ -250,7 +257,8 @@ ${jobs.map((b, k) => jobRow(k + 1, b)).join('\n')}
 **Memory.** A freshly started API process per row; ${(memory[0]?.steps ?? 0).toLocaleString('en')} steps into one run
 (one client; steps as objects unless the row says columns), as iteration-sized requests, as iterations joined into requests of
 up to 32 MiB (as the clients' senders join a backlog: the way the ingest goal is met), or as one request streamed iteration by iteration. Each cell is
-peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent: the peak is \`VmHWM\` of
+peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent (requests joined: once the
+request that holds them was answered, its steps in brackets): the peak is \`VmHWM\` of
 \`/proc/<pid>/status\` (the estimator threads are threads of the same process), the heap is
 \`nodejs_heap_size_used_bytes\` from the server's \`/metrics\`. The last row runs the server with V8's heap capped
 (\`NODE_OPTIONS=--max-old-space-size=${HEAP_CAP_MIB}\`): it can finish only if what the server keeps stays below that,
@@ -258,7 +266,7 @@ whatever the size of the run or the request.
 
 | sent as | requests | NDJSON | peak after start-up | ${(memory[0]?.samples ?? []).map((x) => `at ${Math.round(x.steps / 1000)}k steps`).join(' | ')} |
 |---|---:|---:|---:|${(memory[0]?.samples ?? []).map(() => '---:').join('|')}|
-${memory.map(memoryRow).join('\n')}
+${memory.map((m) => memoryRow(m, memory[0]?.samples ?? [])).join('\n')}
 `,
   );
 }

@@ -89,43 +89,56 @@ export async function ingestMeasuringMemory(
   const samples: MemorySample[] = [];
   const marks = [0.1, 0.25, 0.5].map((f) => f * totalSteps);
   const seed = way.requests === 'stream' ? 700_000 : 500_000;
-  // Samples are taken as the next body is made: the server has read about all that came before.
+  const joined = way.requests === 'batched';
+  // One iteration's body at a time. Samples are taken as the next body is made (the server has
+  // read about all that came before), or with requests joined, as each is answered (bodies are
+  // made well ahead of what was sent): then a sample may come after its mark (its steps say where).
   const counted = async function* () {
     for (const b of iterationBodies(totalSteps, seed, way.columnar)) {
-      if (totals.steps >= (marks[0] ?? Infinity)) {
+      if (!joined && totals.steps >= (marks[0] ?? Infinity)) {
         marks.shift();
         samples.push(await sample(server, totals.steps));
       }
       totals.steps += b.steps;
       totals.bytes += Buffer.byteLength(b.text);
-      yield b.text;
+      yield b;
     }
   };
-  const send = async (text: string) => {
-    await appendNdjson(server.url, runId, text);
-    totals.requests++;
-  };
   if (way.requests === 'stream') {
-    await postNdjsonStream(`${server.url}/v1/runs/${runId}/events`, Readable.from(counted()));
+    const texts = async function* () {
+      for await (const b of counted()) yield b.text;
+    };
+    await postNdjsonStream(`${server.url}/v1/runs/${runId}/events`, Readable.from(texts()));
     totals.requests = 1;
   } else if (way.requests === 'iteration') {
-    for await (const text of counted()) await send(text);
+    for await (const b of counted()) {
+      await appendNdjson(server.url, runId, b.text);
+      totals.requests++;
+    }
   } else {
     // Iterations joined up to the limit, as the clients' senders join a backlog.
     const limit = way.requestBytes ?? 32 * 2 ** 20;
-    let pending: string[] = [];
+    let answered = 0;
+    let pending: { text: string; steps: number }[] = [];
     let pendingBytes = 0;
-    for await (const text of counted()) {
-      const bytes = Buffer.byteLength(text);
-      if (pending.length > 0 && pendingBytes + bytes > limit) {
-        await send(pending.join(''));
-        pending = [];
-        pendingBytes = 0;
+    const send = async () => {
+      await appendNdjson(server.url, runId, pending.map((b) => b.text).join(''));
+      totals.requests++;
+      answered += pending.reduce((n, b) => n + b.steps, 0);
+      pending = [];
+      pendingBytes = 0;
+      while (answered >= (marks[0] ?? Infinity)) {
+        const s = await sample(server, answered);
+        for (; answered >= (marks[0] ?? Infinity); marks.shift()) samples.push(s);
       }
-      pending.push(text);
+    };
+    for await (const b of counted()) {
+      const bytes = Buffer.byteLength(b.text);
+      if (pending.length > 0 && pendingBytes + bytes > limit) await send();
+      pending.push(b);
       pendingBytes += bytes;
     }
-    if (pending.length > 0) await send(pending.join(''));
+    if (pending.length > 0) await send();
   }
   samples.push(await sample(server, totals.steps));
   return {
