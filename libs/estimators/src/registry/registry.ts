@@ -88,7 +88,7 @@ export function estimate(
   // Every input is finite, yet a large parameter or reward can overflow on the way, or give an
   // advantage beyond float32, which the server and the trainer store and train on: refused here,
   // so that no caller stores, serves or trains on an infinite advantage.
-  const overflow = out.advantages.findIndex((a) => !Number.isFinite(Math.fround(a)));
+  const overflow = firstBeyondFloat32(out.advantages);
   if (overflow >= 0) {
     const a = out.advantages[overflow] as number;
     throw new EstimatorInputError(
@@ -98,6 +98,17 @@ export function estimate(
     );
   }
   return { method: method.name, version: method.version, params: { ...resolved }, ...out };
+}
+
+/**
+ * The index of the first value that is not finite once rounded to float32, or −1. A plain loop:
+ * a typed array's findIndex calls its callback through a builtin V8 does not inline, and made
+ * this check cost REINFORCE four times its own work (0.49 → 2.7 ms on 100k steps, bench:estimators).
+ */
+function firstBeyondFloat32(values: Float64Array): number {
+  for (let i = 0; i < values.length; i++)
+    if (!Number.isFinite(Math.fround(values[i] as number))) return i;
+  return -1;
 }
 
 /** What `methodName` reads of a batch with `params` (defaults applied): see batch-inputs.ts. */
