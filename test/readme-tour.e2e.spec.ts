@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSchema, parse, validate } from 'graphql';
@@ -112,6 +112,46 @@ test('the trainer and npm run admin need no --server or --key', async () => {
   // without the exports, straight from the credentials file
   const whoami = await shell('npm run -s admin -- whoami');
   expect(whoami).toMatchObject({ code: 0, stdout: expect.stringContaining(`at ${server.url}`) });
+});
+
+test('the README’s TypeScript example stores every iteration it logs through the sender', async () => {
+  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  const [example] = [...readme.matchAll(/```ts\n([^]*?)```/g)]
+    .map((m) => m[1] as string)
+    .filter((b) => b.includes('client.sender('));
+  const iterations = Number(/for \(let it = 0; it < (\d+); it\+\+\)/.exec(example ?? '')?.[1]);
+  expect(iterations).toBeGreaterThan(1);
+  // Inside the checkout, as the README says, for the @creditlab/* paths (tmp/ is ignored by git).
+  const file = path.join(ROOT, 'tmp', `readme-example-${process.pid}.ts`);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, example!);
+  try {
+    const ran = await shell(`eval "$(npm run -s admin -- env)" && npx tsx ${file}`);
+    expect(ran).toMatchObject({ code: 0, stderr: '' });
+    expect(ran.stdout).toMatch(new RegExp(`^${iterations} events stored in \\d+ requests\n$`));
+  } finally {
+    await rm(file, { force: true });
+  }
+  const res = await api(
+    `${server.url}/graphql`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query:
+          '{ runs(filter: { nameContains: "run 1" }) { nodes { iterations { index stepCount } } } }',
+      }),
+    },
+    exported.key,
+  );
+  const exampleBatch = JSON.parse(
+    await readFile(path.join(ROOT, 'examples/get-the-key.json'), 'utf8'),
+  ) as { groups: { trajectories: { steps: unknown[] }[] }[] };
+  const steps = exampleBatch.groups
+    .flatMap((g) => g.trajectories)
+    .reduce((n, t) => n + t.steps.length, 0);
+  const stored = Array.from({ length: iterations }, (_, index) => ({ index, stepCount: steps }));
+  expect(await res.json()).toEqual({ data: { runs: { nodes: [{ iterations: stored }] } } });
 });
 
 test('a request without a key is told where this server wrote its key', async () => {
