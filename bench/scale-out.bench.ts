@@ -258,7 +258,7 @@ ${jobs.map((b, k) => jobRow(k + 1, b)).join('\n')}
 (one client; steps as objects unless the row says columns), as iteration-sized requests, as iterations joined into requests of
 up to 32 MiB (as the clients' senders join a backlog: the way the ingest goal is met), or as one request streamed iteration by iteration. Each cell is
 peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent (requests joined: once the
-request that holds them was answered, its steps in brackets): the peak is \`VmHWM\` of
+request that holds them was answered, its steps in parentheses): the peak is \`VmHWM\` of
 \`/proc/<pid>/status\` (the estimator threads are threads of the same process), the heap is
 \`nodejs_heap_size_used_bytes\` from the server's \`/metrics\`. The last row runs the server with V8's heap capped
 (\`NODE_OPTIONS=--max-old-space-size=${HEAP_CAP_MIB}\`): it can finish only if what the server keeps stays below that,

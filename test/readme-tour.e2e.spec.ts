@@ -139,7 +139,7 @@ test('the README’s TypeScript example stores every iteration it logs through t
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         query:
-          '{ runs(filter: { nameContains: "run 1" }) { nodes { iterations { index stepCount } } } }',
+          '{ runs(first: 1, filter: { nameContains: "run 1" }) { nodes { iterations { index stepCount } } } }',
       }),
     },
     exported.key,

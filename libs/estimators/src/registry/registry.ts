@@ -103,7 +103,7 @@ export function estimate(
 /**
  * The index of the first value that is not finite once rounded to float32, or −1. A plain loop:
  * a typed array's findIndex calls its callback through a builtin V8 does not inline, and made
- * this check cost REINFORCE four times its own work (0.49 → 2.7 ms on 100k steps, bench:estimators).
+ * REINFORCE five times as slow with this check (2.7 ms on 100k steps against 0.55, bench:estimators).
  */
 function firstBeyondFloat32(values: Float64Array): number {
   for (let i = 0; i < values.length; i++)
