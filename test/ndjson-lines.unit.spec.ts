@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { DomainError } from '../apps/server/src/errors/domain-error';
 import { ndjsonEvents, type NdjsonLimits } from '../apps/server/src/rollouts/ndjson-source';
+import { ndjsonLines as clientLines } from '../libs/client/src/ndjson-lines';
 
 /**
  * How a request body is cut into events: line ends, characters cut between network chunks,
@@ -166,4 +167,39 @@ test('a connection that fails after the whole body arrived, lines still unread, 
   expect((error as Error | undefined)?.message).toMatch(
     /request body ended before the client finished/,
   );
+});
+
+test('the client cuts NDJSON bytes into the very lines the server reads, whatever the line ends and blanks', async () => {
+  // The client's sender splits bytes it is given (logNdjson) with its own splitter: the two must
+  // not drift apart, or a file the server takes would reach it as other events.
+  let seed = 7;
+  const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+  const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)] as T;
+  const ends = ['\n', '\r\n', '\r', '\r\r\n', '\n\r'];
+  const blanks = ['', ' ', '\t', '\u000b\u000c', '\u00a0', '\u3000', '\u2028\u2029', ' \ufeff '];
+  for (let body = 0; body < 200; body++) {
+    let text = '';
+    const sent: unknown[] = [];
+    const lines = 1 + Math.floor(random() * 12);
+    for (let line = 0; line < lines; line++) {
+      if (random() < 0.3) text += pick(blanks) + pick(ends);
+      const value = { n: sent.length, s: pick(['a', 'é', '象', '\u2028 in a string', '😀']) };
+      sent.push(value);
+      text += JSON.stringify(value);
+      if (random() < 0.1) break; // the last line may have no line end
+      text += pick(ends);
+    }
+    const bytes = Buffer.from(text);
+    // The server reads the body in chunks cut anywhere, even inside a character or a \r\n.
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < bytes.length;) {
+      const size = 1 + Math.floor(random() * 16);
+      chunks.push(bytes.subarray(at, at + size));
+      at += size;
+    }
+    const server = (await events(chunks)).map((e) => e.value);
+    const client = clientLines(bytes).map((l) => JSON.parse(Buffer.from(l).toString()) as unknown);
+    expect([text, client]).toEqual([text, server]);
+    expect(server).toEqual(sent);
+  }
 });
