@@ -105,6 +105,7 @@ export function fieldsBeyondV1(step: object): string[] | undefined {
   for (const key of Object.keys(step)) if (!STEP_FIELDS.has(key)) (extra ??= []).push(key);
   return extra;
 }
+
 /** A step as validated (vectors as Float32Array). */
 export type StepPayload = z.output<typeof stepSchema>;
 

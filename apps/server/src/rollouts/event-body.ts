@@ -283,7 +283,7 @@ function extraOf(step: StepPayload): string | null {
   if (!keys) return null;
   const extra: Record<string, unknown> = {};
   for (const key of keys) extra[key] = step[key];
-  return extra && canonicalJson(extra);
+  return canonicalJson(extra);
 }
 
 function float64Column(b64: string): Float64Array {
