@@ -126,7 +126,9 @@ export class AppendSession {
   }
 
   async finish(): Promise<AppendResult & { steps: number }> {
-    await this.flush();
+    // The body has ended: the last chunk's iterations are packed while it is written, rather than
+    // after every write (a request of one iteration waited 1.4–1.9 ms for it, bench:ingest's split).
+    await this.flush({ last: true });
     await this.writes;
     this.clock?.lap('write');
     await this.projector.finish(this.clock);
@@ -144,7 +146,7 @@ export class AppendSession {
    * next (at most two chunks' rows are held), and statements stay in order on the transaction's
    * connection. A failed write surfaces here or in `finish`.
    */
-  private async flush(): Promise<void> {
+  private async flush({ last = false } = {}): Promise<void> {
     const pending = this.pending;
     this.pending = [];
     this.pendingSteps = 0;
@@ -160,7 +162,7 @@ export class AppendSession {
         status = this.checkStatus(position, event, status);
         return { seq: ++seq, position, event, body, recordedAt: this.now };
       });
-      const { placed, write } = await this.projector.project(sequenced);
+      const { placed, write } = await this.projector.project(sequenced, { last });
       const logged = eventsInsert(
         this.runId,
         sequenced.map((e, n) => eventRow(e, placed[n] as PlacedSlice[], batch[n] as PreparedEvent)),

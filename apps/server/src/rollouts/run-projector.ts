@@ -159,9 +159,10 @@ export class RunProjector {
    * chunk's rows as a write, to be sent before the next chunk's (its groups and trajectories wait for
    * `finish`: a trajectory continued across chunks is then written once). Lookups of what is stored
    * read only rows from before this projector's first chunk (the rest it holds), so they need not
-   * wait for the writes.
+   * wait for the writes. `last`: no event follows (the request's body has ended), so every iteration
+   * in hand is complete as far as the request goes and is packed while this chunk is written.
    */
-  async project(batch: SequencedEvent[]): Promise<ProjectedChunk> {
+  async project(batch: SequencedEvent[], { last = false } = {}): Promise<ProjectedChunk> {
     const slices = batch.flatMap((e) => slicesOf(e.event));
     const created = await this.rollouts.ensure(slices);
     await this.rollouts.ensure(finishedRefs(batch), { createMissing: false });
@@ -183,7 +184,9 @@ export class RunProjector {
         await setImmediate();
       }
     }
-    const packed = this.packInHand(this.passedIterations());
+    const packed = this.packInHand(
+      last ? (this.packing?.iterations ?? []) : this.passedIterations(),
+    );
     const write = inOrder(
       this.texts.takeWrite(),
       () => rows.copyInto(this.client),
@@ -195,7 +198,7 @@ export class RunProjector {
 
   /**
    * After every chunk's write: writes the groups and trajectories, the run's summary columns, and the
-   * iterations in hand not packed yet.
+   * iterations in hand not packed yet (none when the last chunk was projected as `last`).
    */
   async finish(clock?: AppendClock): Promise<void> {
     await this.rollouts.takeWrite()();
