@@ -140,10 +140,10 @@ async function memoryPhase(): Promise<Memory[]> {
   const ways: (MemoryWay & { label: string; env: Record<string, string> })[] = [
     { requests: 'iteration', columnar: false, label: 'one request per iteration', env: {} },
     {
-      requests: 'batched',
+      requests: 'sender',
       columnar: true,
       requestBytes: 32 * 2 ** 20,
-      label: 'steps as columns, requests of up to 32 MiB',
+      label: "steps as columns, through the client's sender (requests of up to 32 MiB)",
       env: {},
     },
     { requests: 'stream', columnar: false, label: 'one streamed request', env: {} },
@@ -191,7 +191,7 @@ function jobRow(workers: number, b: JobBatchResult): string {
 function memoryRow(m: Memory, columns: MemorySample[]): string {
   const size = (b: number) => `${fmt(mib(b), 0)}`;
   const thousands = (steps: number) => Math.round(steps / 1000);
-  // A row sampled elsewhere (requests joined: as each is answered) says where.
+  // A row sampled elsewhere (through the sender: as each request is answered) says where.
   const where = (x: MemorySample, k: number) => {
     const column = columns[k]?.steps ?? x.steps;
     return Math.abs(x.steps - column) <= 0.01 * column ? '' : ` (at ${thousands(x.steps)}k)`;
@@ -255,9 +255,9 @@ iteration was estimated twice. "Queue turns": pg-boss jobs (a job re-queues itse
 ${jobs.map((b, k) => jobRow(k + 1, b)).join('\n')}
 
 **Memory.** A freshly started API process per row; ${(memory[0]?.steps ?? 0).toLocaleString('en')} steps into one run
-(one client; steps as objects unless the row says columns), as iteration-sized requests, as iterations joined into requests of
-up to 32 MiB (as the clients' senders join a backlog: the way the ingest goal is met), or as one request streamed iteration by iteration. Each cell is
-peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent (requests joined: once the
+(one client; steps as objects unless the row says columns), as iteration-sized requests, through the TypeScript client's background sender
+fed as fast as iterations are made (it joins them into requests of up to 32 MiB: the way the ingest goal is met), or as one request streamed iteration by iteration. Each cell is
+peak resident / resident now / V8 heap in use, in MiB, once that many steps were sent (through the sender: once the
 request that holds them was answered, its steps in parentheses): the peak is \`VmHWM\` of
 \`/proc/<pid>/status\` (the estimator threads are threads of the same process), the heap is
 \`nodejs_heap_size_used_bytes\` from the server's \`/metrics\`. The last row runs the server with V8's heap capped

@@ -1,8 +1,9 @@
-import { rolloutEvents } from '@creditlab/client';
+import { CreditlabClient, rolloutEvents } from '@creditlab/client';
 import { Readable } from 'node:stream';
 import { syntheticBatchJson } from '../../libs/estimators/test/support/synthetic-rollouts';
 import type { ServerProcess } from '../../test/support/test-server';
 import { appendNdjson, createRun } from './concurrent-ingest';
+import { ADMIN_KEY } from '../../test/support/test-server';
 import { scrapeMetrics } from './server-metrics';
 import { postNdjsonStream } from './post-ndjson';
 import { procStatusBytes } from './process-memory';
@@ -43,8 +44,11 @@ async function sample(server: ServerProcess, steps: number): Promise<MemorySampl
 
 /** How the memory phase sends a run. */
 export interface MemoryWay {
-  /** One request per iteration, requests of up to `requestBytes`, or one request streamed. */
-  requests: 'iteration' | 'batched' | 'stream';
+  /**
+   * One request per iteration, the client's background sender (requests of up to `requestBytes`,
+   * as its backlog joins), or one request streamed.
+   */
+  requests: 'iteration' | 'sender' | 'stream';
   /** Steps as columns (the clients' default) rather than one object each. */
   columnar: boolean;
   requestBytes?: number;
@@ -89,10 +93,11 @@ export async function ingestMeasuringMemory(
   const samples: MemorySample[] = [];
   const marks = [0.1, 0.25, 0.5].map((f) => f * totalSteps);
   const seed = way.requests === 'stream' ? 700_000 : 500_000;
-  const joined = way.requests === 'batched';
+  const joined = way.requests === 'sender';
   // One iteration's body at a time. Samples are taken as the next body is made (the server has
-  // read about all that came before), or with requests joined, as each is answered (bodies are
-  // made well ahead of what was sent): then a sample may come after its mark (its steps say where).
+  // read about all that came before), or through the sender, once the request that holds the mark's
+  // steps was answered (bodies are made well ahead of what is sent): then a sample may come after
+  // its mark (its steps say where).
   const counted = async function* () {
     for (const b of iterationBodies(totalSteps, seed, way.columnar)) {
       if (!joined && totals.steps >= (marks[0] ?? Infinity)) {
@@ -116,29 +121,33 @@ export async function ingestMeasuringMemory(
       totals.requests++;
     }
   } else {
-    // Iterations joined up to the limit, as the clients' senders join a backlog.
-    const limit = way.requestBytes ?? 32 * 2 ** 20;
-    let answered = 0;
-    let pending: { text: string; steps: number }[] = [];
-    let pendingBytes = 0;
-    const send = async () => {
-      await appendNdjson(server.url, runId, pending.map((b) => b.text).join(''));
-      totals.requests++;
-      answered += pending.reduce((n, b) => n + b.steps, 0);
-      pending = [];
-      pendingBytes = 0;
-      while (answered >= (marks[0] ?? Infinity)) {
-        const s = await sample(server, answered);
-        for (; answered >= (marks[0] ?? Infinity); marks.shift()) samples.push(s);
+    // The TypeScript client's background sender, fed as fast as iterations are made (a backlog):
+    // it joins what queued while its last request was out, up to its maxRequestBytes.
+    const sender = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY }).sender(runId, {
+      maxRequestBytes: way.requestBytes,
+    });
+    // Steps made once each count of events was logged: a request holds whole log calls.
+    const logged: { events: number; steps: number }[] = [];
+    const stored = () => logged.findLast((l) => l.events <= sender.stats.events)?.steps ?? 0;
+    const sampleDue = async () => {
+      for (let at = stored(); at >= (marks[0] ?? Infinity);) {
+        const s = await sample(server, at);
+        for (; at >= (marks[0] ?? Infinity); marks.shift()) samples.push(s);
       }
     };
     for await (const b of counted()) {
-      const bytes = Buffer.byteLength(b.text);
-      if (pending.length > 0 && pendingBytes + bytes > limit) await send();
-      pending.push(b);
-      pendingBytes += bytes;
+      await sender.logNdjson(b.text);
+      logged.push({ events: sender.stats.logged, steps: totals.steps });
+      await sampleDue();
     }
-    if (pending.length > 0) await send();
+    // The rest is sent while the sender closes: its answers are looked for meanwhile.
+    let closing = true;
+    const closed = sender.close().finally(() => (closing = false));
+    while (closing) {
+      await sampleDue();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    totals.requests = (await closed).requests;
   }
   samples.push(await sample(server, totals.steps));
   return {
