@@ -111,23 +111,26 @@ const ROWS_PER_STATEMENT = 1000;
 /**
  * Upserts packed rows, ROWS_PER_STATEMENT per statement. A row stays if it is at a later position
  * already (another pass read the iteration after this one did); one at an earlier position or of
- * another format is replaced. Also written by ingest itself, in the appending transaction
- * (in-hand-packing.ts).
+ * another format is replaced. Ingest sends the same statements (packedUpserts) with a chunk's
+ * others, in the appending transaction (in-hand-packing.ts).
  */
 export async function storePacked(
   pool: pg.Pool | pg.PoolClient,
   runId: string,
   rows: PackedIteration[],
 ): Promise<void> {
-  for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT)
-    await upsertPacked(pool, runId, rows.slice(at, at + ROWS_PER_STATEMENT));
+  for (const statement of packedUpserts(runId, rows)) await pool.query(statement);
 }
 
-async function upsertPacked(
-  pool: pg.Pool | pg.PoolClient,
-  runId: string,
-  rows: PackedIteration[],
-): Promise<void> {
+/** The statements that upsert packed rows, ROWS_PER_STATEMENT rows each (none for no rows). */
+export function packedUpserts(runId: string, rows: PackedIteration[]): pg.QueryConfig[] {
+  const statements: pg.QueryConfig[] = [];
+  for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT)
+    statements.push(packedUpsert(runId, rows.slice(at, at + ROWS_PER_STATEMENT)));
+  return statements;
+}
+
+function packedUpsert(runId: string, rows: PackedIteration[]): pg.QueryConfig {
   const values: unknown[] = [runId, PACKED_FORMAT];
   const tuples = rows.map((r) => {
     const at = values.length;
@@ -140,11 +143,11 @@ async function upsertPacked(
   const set = ['inputs_seq', 'format', 'shape', ...PACKED_COLUMNS].map(
     (c) => `${c} = EXCLUDED.${c}`,
   );
-  await pool.query(
-    `INSERT INTO iteration_columns (run_id, iteration, inputs_seq, format, shape, ${PACKED_COLUMNS.join(', ')})
+  return {
+    text: `INSERT INTO iteration_columns (run_id, iteration, inputs_seq, format, shape, ${PACKED_COLUMNS.join(', ')})
      VALUES ${tuples.join(', ')}
      ON CONFLICT (run_id, iteration) DO UPDATE SET ${set.join(', ')}
      WHERE iteration_columns.inputs_seq < EXCLUDED.inputs_seq OR iteration_columns.format <> EXCLUDED.format`,
     values,
-  );
+  };
 }

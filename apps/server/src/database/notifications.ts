@@ -8,9 +8,10 @@ import {
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Database } from './database';
+import { RUN_CHANNEL, runNotice } from './run-notice';
 
-/** The channel a run's changes are announced on; the payload is the run's id. */
-export const RUN_CHANNEL = 'creditlab_run';
+export { RUN_CHANNEL };
+
 /**
  * The channel a rebuild of a run's projections is announced on (payload: the run's id): what was
  * derived from them (packed iterations) is gone, whatever a process remembers about it.
@@ -92,7 +93,7 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
 
 /** Announces a change of run `runId` (inside a transaction: when it commits). */
 export async function notifyRun(client: pg.ClientBase | pg.Pool, runId: string): Promise<void> {
-  await client.query('SELECT pg_notify($1, $2)', [RUN_CHANNEL, runId]);
+  await client.query(runNotice(runId));
 }
 
 /** Announces that run `runId`'s projections were rebuilt (inside a transaction: when it commits). */

@@ -19,11 +19,11 @@ export const APPEND_PHASES = [
   'project',
   /** Waiting for a chunk's writes (texts, steps, iterations, the log) to finish. */
   'write',
-  /** Writing the groups and trajectories and the run's summary. */
-  'rollouts',
   /** Packing for recompute, at the end, the iterations still in hand (CREDITLAB_PACK_ITERATIONS=on-append). */
   'pack',
-  /** Rows the server adds to the request (a checkpoint's bytes), notifying subscribers, and COMMIT. */
+  /** Writing the groups and trajectories and the run's summary, and the notice to its subscribers. */
+  'rollouts',
+  /** Rows the server adds to the request (a checkpoint's bytes), and COMMIT. */
   'commit',
 ] as const;
 

@@ -1,5 +1,6 @@
 import type { ValidEvent } from '@creditlab/events';
 import type pg from 'pg';
+import { runNotice } from '../database/run-notice';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { sameEvent } from './event-digest';
 import type { AppendClock } from './append-clock';
@@ -125,13 +126,20 @@ export class AppendSession {
       await this.flush();
   }
 
-  async finish(): Promise<AppendResult & { steps: number }> {
+  /**
+   * Writes what is left. `notify`: the run's subscribers are told of the events (when the
+   * transaction commits), if any were accepted, by the statement that writes the run's summary.
+   */
+  async finish({ notify = false } = {}): Promise<AppendResult & { steps: number }> {
     // The body has ended: the last chunk's iterations are packed while it is written, rather than
     // after every write (a request of one iteration waited 1.4–1.9 ms for it, bench:ingest's split).
     await this.flush({ last: true });
     await this.writes;
     this.clock?.lap('write');
-    await this.projector.finish(this.clock);
+    await this.projector.finish(
+      this.clock,
+      notify && this.accepted > 0 ? [runNotice(this.runId)] : [],
+    );
     return {
       accepted: this.accepted,
       duplicates: this.duplicates,
@@ -168,10 +176,7 @@ export class AppendSession {
         sequenced.map((e, n) => eventRow(e, placed[n] as PlacedSlice[], batch[n] as PreparedEvent)),
         this.now,
       );
-      this.writes = before.then(async () => {
-        await write();
-        await this.client.query(logged);
-      });
+      this.writes = before.then(() => write([logged]));
       this.writes.catch(() => undefined); // observed later, by the next await
       this.writing = true;
       this.accepted += batch.length;

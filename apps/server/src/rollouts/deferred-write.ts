@@ -6,10 +6,3 @@
 export type DeferredWrite = () => Promise<void>;
 
 export const nothingToWrite: DeferredWrite = () => Promise.resolve();
-
-/** The writes one after the other, each started when the one before has ended. */
-export function inOrder(...writes: DeferredWrite[]): DeferredWrite {
-  return async () => {
-    for (const write of writes) await write();
-  };
-}

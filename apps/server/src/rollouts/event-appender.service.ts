@@ -19,7 +19,6 @@ import { ndjsonEvents, ndjsonLines } from './ndjson-source';
 import type { PreparedEvent } from './prepare-event';
 import { PrepareThread, preparedInThread } from './prepare-thread';
 import { beginAndLockRun, lockRun } from './run-lock';
-import { notifyRun } from '../database/notifications';
 
 /** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
 export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
@@ -198,9 +197,9 @@ export class EventAppender implements OnModuleDestroy {
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())
         await session.addPrepared(item.value());
-      const result = await session.finish();
+      // Subscribers hear of the events when the transaction commits.
+      const result = await session.finish({ notify: true });
       await alsoWrite?.(client);
-      if (result.accepted > 0) await notifyRun(client, runId); // subscribers hear of it at commit
       await client.query('COMMIT');
       clock.lap('commit');
       return result;

@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import type { DeferredWrite } from './deferred-write';
 
 /** The `iterations` projection of one iteration, as kept in memory while events are applied. */
 export interface IterationRow {
@@ -132,12 +131,14 @@ export class IterationTally {
   }
 
   /**
-   * Takes the iterations changed since the last call and the metrics logged since, as they are now;
-   * the write stores them (the run's summary first, then one statement for the iterations).
+   * Takes the iterations changed since the last call and the metrics logged since, as they are now:
+   * the statements that store them (the run's summary, then the iterations), sent with the chunk's
+   * others as one (one-statement.ts).
    */
-  takeWrite(): DeferredWrite {
+  takeStatements(): pg.QueryConfig[] {
     const summary = this.summaryUpsert();
     const dirty = [...this.rows.values()].filter((r) => r.dirty);
+    for (const r of dirty) r.dirty = false;
     const iterations: pg.QueryConfig | undefined =
       dirty.length === 0
         ? undefined
@@ -155,11 +156,7 @@ export class IterationTally {
               dirty.map((r) => r.lastSeq),
             ],
           };
-    for (const r of dirty) r.dirty = false;
-    return async () => {
-      if (summary) await this.client.query(summary);
-      if (iterations) await this.client.query(iterations);
-    };
+    return [summary, iterations].filter((q): q is pg.QueryConfig => q !== undefined);
   }
 
   private summaryUpsert(): pg.QueryConfig | undefined {

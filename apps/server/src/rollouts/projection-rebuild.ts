@@ -125,7 +125,7 @@ async function replay(projector: RunProjector, runId: string, rows: StoredEvent[
     });
   }
   const { placed, write } = await projector.project(batch);
-  await write();
+  await write([]);
   batch.forEach((e, n) => {
     const stored = storedSlices(rows.find((r) => Number(r.seq) === e.seq) as StoredEvent);
     const again = placed[n] ?? [];

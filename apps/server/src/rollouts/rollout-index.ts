@@ -2,7 +2,7 @@ import { resolveOutcome, type Outcome } from '@creditlab/estimators';
 import type pg from 'pg';
 import { canonicalShape, type TrajectoryShape } from '../advantages/trajectory-shape';
 import { BinaryCopyRows, uuidBytes } from './binary-copy-rows';
-import type { DeferredWrite } from './deferred-write';
+import { nothingToWrite, type DeferredWrite } from './deferred-write';
 
 export interface TrajectoryState {
   iteration: number;
@@ -36,10 +36,11 @@ export interface RolloutRef {
 }
 
 /**
- * The columns `takeWrite` copies new groups and trajectories into (binary COPY, as the steps: no array
- * literal built on our side, none parsed on PostgreSQL's), and the upsert of trajectories stored
- * already that changed (a continuation, an outcome given later): parameters are the run id, then
- * one array per column after it. Exported for bench:ingest-database, which measures each alone.
+ * The columns `takeWrite` copies many new groups and trajectories into (binary COPY, as the steps: no
+ * array literal built on our side, none parsed on PostgreSQL's), and the statements that write a few
+ * (INSERT_GROUPS_SQL below) or trajectories stored already that changed (a continuation, an outcome
+ * given later): parameters are the run id, then one array per column after it. Exported for
+ * bench:ingest-database, which measures each alone.
  */
 export const GROUP_COLUMNS = ['run_id', 'iteration', 'ord', 'key'] as const;
 export const TRAJECTORY_COLUMNS = [
@@ -58,6 +59,17 @@ export const UPSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iterat
   ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
     outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`;
 
+export const INSERT_GROUPS_SQL = `INSERT INTO rollout_groups (run_id, iteration, ord, key)
+  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::text[])`;
+
+/**
+ * New groups and trajectories up to this many rows are written by the statements above, sent with
+ * the request's last ones (one round trip for everything: a trainer's iteration has tens to hundreds
+ * of trajectories); more go by binary COPY, which costs two round trips each but less per row (a
+ * request of many iterations holds tens of thousands).
+ */
+const ROWS_FOR_COPY = 1000;
+
 const k = (iteration: number, key: string) => `${iteration}\u0000${key}`;
 
 /** The outcome a trajectory's row stores: the one sent, else what its return implies. */
@@ -68,8 +80,8 @@ const storedOutcome = (t: Pick<TrajectoryState, 'outcomeGiven' | 'return'>): Out
  * The task groups and trajectories an append touches, loaded once and kept in memory for the
  * transaction: new ones get their order of first appearance (the canonical order), existing ones
  * their current length, so continuation steps are numbered after the stored ones. Their rows are
- * written by `takeWrite`: a COPY each for new groups and new trajectories, an upsert for stored ones
- * that changed. What it writes is listed as it happens (not found by a scan of everything held,
+ * written by `takeWrite`: a few by statements sent with the request's others, many by a COPY each for
+ * new groups and new trajectories and an upsert for stored ones that changed. What it writes is listed as it happens (not found by a scan of everything held,
  * which grew with the request: a 32 MiB request holds tens of thousands of trajectories).
  */
 export class RolloutIndex {
@@ -150,27 +162,38 @@ export class RolloutIndex {
 
   /**
    * Takes the new groups and every new or changed trajectory (length, return, outcome) as they are
-   * now; the write stores them: a COPY each for the new ones, an upsert for those stored before.
+   * now, and what stores them: a few as statements to send with the request's others
+   * (`statements`, one-statement.ts), many by a COPY each for the new ones (`copies`, sent first)
+   * and an upsert statement for those stored before.
    */
-  takeWrite(): DeferredWrite {
+  takeWrite(): { copies: DeferredWrite; statements: pg.QueryConfig[] } {
     const groups = this.newGroups;
     const trajectories = this.changedTrajectories;
     this.newGroups = [];
     this.changedTrajectories = [];
-    const groupCopy = groups.length > 0 ? groupRows(this.runIdBytes, groups) : undefined;
-    const fresh = trajectories.filter((t) => !t.stored);
-    const trajectoryCopy = fresh.length > 0 ? trajectoryRows(this.runIdBytes, fresh) : undefined;
-    const changed = trajectories.filter((t) => t.stored);
-    const upsert = changed.length > 0 ? trajectoryUpsert(this.runId, changed) : undefined;
     for (const g of groups) g.stored = true;
+    const fresh = trajectories.filter((t) => !t.stored);
+    const changed = trajectories.filter((t) => t.stored);
     for (const t of trajectories) {
       t.stored = true;
       t.changed = false;
     }
-    return async () => {
-      await groupCopy?.copyInto(this.client, 'rollout_groups', GROUP_COLUMNS);
-      await trajectoryCopy?.copyInto(this.client, 'trajectories', TRAJECTORY_COLUMNS);
-      if (upsert) await this.client.query(upsert);
+    if (groups.length + fresh.length <= ROWS_FOR_COPY)
+      return {
+        copies: nothingToWrite,
+        statements: [
+          ...(groups.length > 0 ? [groupInsert(this.runId, groups)] : []),
+          ...(trajectories.length > 0 ? [trajectoryUpsert(this.runId, trajectories)] : []),
+        ],
+      };
+    const groupCopy = groups.length > 0 ? groupRows(this.runIdBytes, groups) : undefined;
+    const trajectoryCopy = fresh.length > 0 ? trajectoryRows(this.runIdBytes, fresh) : undefined;
+    return {
+      copies: async () => {
+        await groupCopy?.copyInto(this.client, 'rollout_groups', GROUP_COLUMNS);
+        await trajectoryCopy?.copyInto(this.client, 'trajectories', TRAJECTORY_COLUMNS);
+      },
+      statements: changed.length > 0 ? [trajectoryUpsert(this.runId, changed)] : [],
     };
   }
 
@@ -324,7 +347,20 @@ export function trajectoryRows(
   return rows;
 }
 
-/** The upsert of trajectories stored before that changed (UPSERT_TRAJECTORIES_SQL). */
+/** New groups as one INSERT (INSERT_GROUPS_SQL). */
+function groupInsert(runId: string, groups: readonly GroupRow[]): pg.QueryConfig {
+  return {
+    text: INSERT_GROUPS_SQL,
+    values: [
+      runId,
+      groups.map((g) => g.iteration),
+      groups.map((g) => g.ord),
+      groups.map((g) => g.key),
+    ],
+  };
+}
+
+/** The upsert of trajectories, new or stored before and changed (UPSERT_TRAJECTORIES_SQL). */
 function trajectoryUpsert(runId: string, changed: readonly TrajectoryState[]): pg.QueryConfig {
   return {
     text: UPSERT_TRAJECTORIES_SQL,

@@ -3,11 +3,11 @@ import { stepNote, type StepPayload, type ValidEvent } from '@creditlab/events';
 import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { InHandPacking, type PackingJob, type PackingOutcome } from '../advantages/in-hand-packing';
-import { storePacked } from '../advantages/iteration-packing';
+import { packedUpserts } from '../advantages/iteration-packing';
+import { asFewStatements } from '../database/one-statement';
 import type { PackedIteration } from '../advantages/packed-columns';
 import type { AppendClock } from './append-clock';
 import { uuidBytes } from './binary-copy-rows';
-import { inOrder, type DeferredWrite } from './deferred-write';
 import { embeddingsAfter, embeddingsInBody, type EmbeddingsInBody } from './event-body';
 import { EVALUATION_SUCCESS, IterationTally } from './iteration-tally';
 import { RolloutIndex, type RolloutRef, type TrajectoryState } from './rollout-index';
@@ -88,7 +88,8 @@ export interface PackInHand {
 /** A chunk applied in memory: where each event's slices went, and its rows to write. */
 export interface ProjectedChunk {
   placed: PlacedSlice[][];
-  write: DeferredWrite;
+  /** Writes the chunk's rows; `also` (the log's rows) go in the same statement as its last ones. */
+  write: (also: pg.QueryConfig[]) => Promise<void>;
 }
 
 export type Fail = (position: number, path: string, reason: string) => never;
@@ -187,26 +188,38 @@ export class RunProjector {
     const packed = this.packInHand(
       last ? (this.packing?.iterations ?? []) : this.passedIterations(),
     );
-    const write = inOrder(
-      this.texts.takeWrite(),
-      () => rows.copyInto(this.client),
-      this.iterations.takeWrite(),
-      async () => storePacked(this.client, this.runId, await packed),
-    );
+    const newTexts = this.texts.takeStore();
+    const iterations = this.iterations.takeStatements();
+    // The steps by COPY, then every other row of the chunk in as few statements as fit: each
+    // statement is a round trip the request waits for (one-statement.ts).
+    const write = async (also: pg.QueryConfig[]) => {
+      const texts = await newTexts();
+      await rows.copyInto(this.client);
+      const packedRows = packedUpserts(this.runId, await packed);
+      for (const statement of asFewStatements([...texts, ...iterations, ...packedRows, ...also]))
+        await this.client.query(statement);
+    };
     return { placed, write };
   }
 
   /**
-   * After every chunk's write: writes the groups and trajectories, the run's summary columns, and the
-   * iterations in hand not packed yet (none when the last chunk was projected as `last`).
+   * After every chunk's write: writes the iterations in hand not packed yet (none when the last
+   * chunk was projected as `last`), the groups and trajectories and the run's summary columns,
+   * with `also` (the notice to the run's subscribers) in the same statement as the last of them.
    */
-  async finish(clock?: AppendClock): Promise<void> {
-    await this.rollouts.takeWrite()();
-    await this.client.query(runSummaryUpdate(this.runId, this.state));
-    clock?.lap('rollouts');
-    const packed = this.packInHand(this.packing?.iterations ?? [], { here: true });
-    await storePacked(this.client, this.runId, await packed);
+  async finish(clock?: AppendClock, also: pg.QueryConfig[] = []): Promise<void> {
+    const packed = await this.packInHand(this.packing?.iterations ?? [], { here: true });
     clock?.lap('pack');
+    const rollouts = this.rollouts.takeWrite();
+    await rollouts.copies();
+    const statements = asFewStatements([
+      ...packedUpserts(this.runId, packed),
+      ...rollouts.statements,
+      runSummaryUpdate(this.runId, this.state),
+      ...also,
+    ]);
+    for (const statement of statements) await this.client.query(statement);
+    clock?.lap('rollouts');
   }
 
   /**
