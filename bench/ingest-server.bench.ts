@@ -149,6 +149,14 @@ function scenarios(): IngestScenario[] {
   return [
     { label: 'no-embeddings', steps: STEPS, embeddingDim: 0 },
     { label: 'no-embeddings, columnar', steps: STEPS, embeddingDim: 0, columnar: true },
+    { label: 'no-embeddings, extra fields', steps: STEPS, embeddingDim: 0, extraFields: true },
+    {
+      label: 'no-embeddings, columnar, extra fields',
+      steps: STEPS,
+      embeddingDim: 0,
+      columnar: true,
+      extraFields: true,
+    },
     { label: 'embeddings-256', steps: EMBEDDED_STEPS, embeddingDim: 256 },
     { label: 'embeddings-256, columnar', steps: EMBEDDED_STEPS, embeddingDim: 256, columnar: true },
   ].filter((s) => s.steps > 0);

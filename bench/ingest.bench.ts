@@ -368,7 +368,10 @@ async function ceilings(
   }
 }
 
-/** Which forms of the steps to send, in this order: `rows` (one object per step), `columnar`, or both. */
+/**
+ * Which forms of the steps to send, in this order: `rows` (one object per step), `columnar`, or both;
+ * `+extra` (`rows+extra`, `columnar+extra`) gives every step two fields beyond rollout-batch/v1.
+ */
 const FORMS = (process.env.BENCH_INGEST_FORMS ?? 'rows,columnar').split(',');
 
 /**
@@ -402,12 +405,15 @@ function scenarios(): Scenario[] {
   const every = (s: Scenario): Scenario[] =>
     FORMS.flatMap((form) =>
       REQUESTS.map(({ requestBytes, sender }) => {
-        const columnar = form === 'columnar';
+        const [shape, ...flags] = form.split('+');
+        const columnar = shape === 'columnar';
+        const extraFields = flags.includes('extra');
         const label = [s.label];
         if (columnar) label.push('columnar');
+        if (extraFields) label.push('extra fields');
         if (requestBytes !== undefined) label.push(mibLabel(requestBytes));
         if (sender) label.push("client's sender");
-        return { ...s, label: label.join(', '), columnar, requestBytes, sender };
+        return { ...s, label: label.join(', '), columnar, extraFields, requestBytes, sender };
       }),
     );
   return [
@@ -587,7 +593,7 @@ async function main(): Promise<void> {
 ## Ingest${external ? ' into a separate PostgreSQL' : ''} (\`${external ? 'BENCH_DATABASE_URL=… ' : ''}npm run bench:ingest\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB,sender; \`BENCH_INGEST_PASSES\`, default 3).
+Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \`BENCH_INGEST_EMBEDDING_STEPS\`, default 200,000; \`BENCH_INGEST_FORMS\`, default rows,columnar, either with +extra for steps with two fields beyond rollout-batch/v1; \`BENCH_INGEST_REQUESTS\`, default iteration,32MiB,sender; \`BENCH_INGEST_PASSES\`, default 3).
 
 ${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 

@@ -65,6 +65,16 @@ test('the same steps sent as columns and as objects are stored, read back and es
       seed,
     ),
   );
+  // Fields beyond rollout-batch/v1 on some steps: the `extra` column in the columnar form.
+  let k = 0;
+  for (const batch of batches)
+    for (const g of batch.groups)
+      for (const t of g.trajectories)
+        for (const step of t.steps as unknown as Record<string, unknown>[]) {
+          if (k % 3 === 0) step.info = { room: k, seen: ['fridge', k % 2 === 0] };
+          if (k % 5 === 0) step.taskSeed = k;
+          k++;
+        }
   const rows = await ctx.client.createRun({ name: 'rows', env: 'e', method: 'gigpo' });
   const columns = await ctx.client.createRun({ name: 'columns', env: 'e', method: 'gigpo' });
   for (const [i, batch] of batches.entries()) {
@@ -72,10 +82,12 @@ test('the same steps sent as columns and as objects are stored, read back and es
     await ctx.client.appendEvents(rows.id, rolloutEvents(i, batch, 7, { columnar: false }));
     const columnar = rolloutEvents(i, batch, 7, { columnar: true });
     expect(columnar.every((e) => 'columns' in e.data)).toBe(true);
+    expect(columnar.some((e) => 'extra' in (e.data as { columns: object }).columns)).toBe(true);
     await ctx.client.appendEvents(columns.id, columnar);
   }
   const stored = await projection(rows.id);
   expect(stored.steps!.some((s) => s.nll === null)).toBe(true);
+  expect(stored.steps!.filter((s) => s.extra !== null).length).toBeGreaterThan(10);
   expect(stored.steps!.length).toBeGreaterThan(40);
   expect(await projection(columns.id)).toEqual(stored);
 
@@ -116,6 +128,7 @@ function columnarEvent(): ClientEvent & { data: { columns: Record<string, unknow
         nextState: range((i) => (i % 10 === 9 ? -1 : (i + 1) % 2)),
         tokenLogprobs: range((i) => (i % 2 ? f32([-0.5, -1]) : null)),
         embedding: range((i) => f32([i, 1, 0, 0])),
+        extra: range((i) => (i % 4 === 0 ? { toolCall: { name: 'look', turn: i } } : null)),
       },
     },
   } as never;
@@ -184,6 +197,20 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
     /repeats texts\[2\]; send each text once/,
   ],
   ['no reward column', (c) => delete c.reward, 'reward', /required/],
+  ['extra fields not a list', (c) => (c.extra = { note: 1 }), 'extra', /array with one object/],
+  ['an extra column too short', (c) => (c.extra = [null]), 'extra', /has 1 values.*20/],
+  [
+    "a step's extra fields not an object",
+    (c) => ((c.extra as unknown[])[12] = ['note']),
+    'extra[12]',
+    /must be an object of the step's fields beyond rollout-batch\/v1, or null \(step 2 of data\.groups\[0\]\.trajectories\[1\]\)$/,
+  ],
+  [
+    'a field of v1 among the extra fields',
+    (c) => ((c.extra as unknown[])[3] = { note: 'x', reward: 5 }),
+    'extra[3]',
+    /holds "reward", a field of rollout-batch\/v1: send it in its column/,
+  ],
 ];
 
 test.each(BAD)(
@@ -244,8 +271,41 @@ test('a columnar event sent again is a duplicate; its id with other columns is a
   const conflict = await ctx.post(id, [changed]);
   expect(conflict.status).toBe(409);
   expect(await conflict.json()).toMatchObject({ line: 1, path: 'id' });
+  // A step's extra fields are the same whatever order their keys come in; other values are not.
+  type Extra = { toolCall: { name: string; turn: number } } | null;
+  const withExtra = (f: (e: NonNullable<Extra>, i: number) => unknown) => {
+    const e = columnarEvent();
+    e.id = event.id;
+    e.data.columns.extra = (e.data.columns.extra as Extra[]).map((x, i) => x && f(x, i));
+    return e;
+  };
+  const reordered = withExtra(({ toolCall: t }) => ({ toolCall: { turn: t.turn, name: t.name } }));
+  expect(await (await ctx.post(id, [reordered])).json()).toEqual({
+    accepted: 0,
+    duplicates: 1,
+    lastSeq: 2,
+  });
+  const otherExtra = withExtra((x, i) => (i === 4 ? { toolCall: { name: 'go', turn: 4 } } : x));
+  expect((await ctx.post(id, [otherExtra])).status).toBe(409);
   expect(await rowCounts(ctx.server.databaseUrl)).toEqual(before);
 });
+
+/** A stand-in for an older server: it answers every request with `status` and `body`; a client of it. */
+async function standIn(status: number, body: unknown) {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    client: new CreditlabClient({ url: `http://127.0.0.1:${port}`, apiKey: 'k', retries: 0 }),
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
 
 test('a server older than columnar steps refuses them with advice the client adds', async () => {
   // A server before 2026-12-01 validated trajectories in the row form only, so it read a columnar
@@ -273,21 +333,9 @@ test('a server older than columnar steps refuses them with advice the client add
   expect(refusal.message).toBe(`${serverWords}; ${named(noSteps)}`);
   expect(refusal.message).not.toMatch(/columns/);
 
-  const older = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(refusal.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(refusal.body));
-    });
-  });
-  await new Promise<void>((resolve) => older.listen(0, '127.0.0.1', resolve));
+  const older = await standIn(refusal.status, refusal.body);
   try {
-    const { port } = older.address() as AddressInfo;
-    const client = new CreditlabClient({
-      url: `http://127.0.0.1:${port}`,
-      apiKey: 'k',
-      retries: 0,
-    });
+    const client = older.client;
     const batch = syntheticBatchJson({ groups: 1, groupSize: 2, maxSteps: 3 }, 1);
     const columnar = rolloutEvents(0, batch, 100, { columnar: true });
     expect('columns' in columnar[0]!.data).toBe(true);
@@ -306,7 +354,44 @@ test('a server older than columnar steps refuses them with advice the client add
     expect((plain as CreditlabApiError).message).toBe(`${serverWords}; ${named(rows[0]!)}`);
     expect((plain as CreditlabApiError).advice).toBe(named(rows[0]!));
   } finally {
-    await new Promise((resolve) => older.close(resolve));
+    await older.close();
+  }
+
+  // A server from 2026-12-01 to 12-04 reads columns but not the extra column: it refuses that as an
+  // unknown column, as this one refuses a column it does not know.
+  const unknown = columnarEvent();
+  unknown.data.columns.extras = unknown.data.columns.extra;
+  delete unknown.data.columns.extra;
+  const own2 = (await ctx.client
+    .appendEvents(id, [metrics, unknown])
+    .catch((x: unknown) => x)) as CreditlabApiError;
+  expect(own2.body).toMatchObject({ path: 'data.columns.extras' });
+  const olderRefusal = {
+    ...own2.body,
+    path: 'data.columns.extra',
+    message: String(own2.body.message).replace('data.columns.extras', 'data.columns.extra'),
+  };
+  const beforeExtra = await standIn(400, olderRefusal);
+  try {
+    const client = beforeExtra.client;
+    const e = (await client
+      .appendEvents(id, [metrics, columnarEvent()])
+      .catch((x: unknown) => x)) as CreditlabApiError;
+    expect(e.body).toEqual(olderRefusal);
+    expect(e.advice).toMatch(
+      /^the event on this line sends its steps' fields beyond rollout-batch\/v1 in the extra column, which servers before 2026-12-05 do not read: update the server, or send steps as objects .*CREDITLAB_COLUMNAR_STEPS=0.*; the refused line is event /,
+    );
+    // Only where the refused line has that column.
+    const withoutExtra = columnarEvent();
+    delete withoutExtra.data.columns.extra;
+    const plain = (await client
+      .appendEvents(id, [metrics, withoutExtra])
+      .catch((x: unknown) => x)) as CreditlabApiError;
+    expect(plain.advice).toBe(
+      `the refused line is event ${withoutExtra.id} (number 2 in the order given)`,
+    );
+  } finally {
+    await beforeExtra.close();
   }
 
   // This server's own refusals of columnar events keep their words: one with a `steps` path.

@@ -189,19 +189,21 @@ test('an iteration that goes on after the next one began, in one request across 
   expect(next!.trajectories.map((t) => [t.id, t.length])).toEqual([['next', 17_000]]);
 });
 
-test('fields beyond rollout-batch/v1 are kept as sent', async () => {
-  const { id } = await client.createRun({ name: 'extra', env: 'e', method: 'grpo' });
+test('fields beyond rollout-batch/v1 are kept as sent, as objects or in the extra column', async () => {
   const step = { state: 's', action: 'a', reward: 1, trueAdvantage: 0.25, info: { room: 3 } };
-  await client.appendEvents(id, [
-    {
-      id: newEventId(),
-      type: 'rollouts.appended',
-      data: { iteration: 0, groups: [{ id: 'g', trajectories: [{ id: 't', steps: [step] }] }] },
-    },
-  ]);
-  const [group] = await readIteration(server, id, 0);
-  expect(group!.trajectories[0]!.steps[0]!.extra).toEqual({
-    trueAdvantage: 0.25,
-    info: { room: 3 },
-  });
+  const plain = { state: 's', action: 'b', reward: 0 };
+  const batch = {
+    format: 'rollout-batch/v1' as const,
+    groups: [{ id: 'g', trajectories: [{ id: 't', steps: [step, plain] }] }],
+  };
+  for (const columnar of [false, true]) {
+    const { id } = await client.createRun({ name: `extra ${columnar}`, env: 'e', method: 'grpo' });
+    const events = rolloutEvents(0, batch, 2000, { columnar });
+    expect('columns' in events[0]!.data).toBe(columnar);
+    await client.appendEvents(id, events);
+    const [group] = await readIteration(server, id, 0);
+    const [first, second] = group!.trajectories[0]!.steps;
+    expect(first!.extra).toEqual({ trueAdvantage: 0.25, info: { room: 3 } });
+    expect(second!.extra).toBeNull();
+  }
 });

@@ -26,6 +26,11 @@ export interface IngestScenario {
    * (`client.sender(runId)`), which joins what queued while its last request was out.
    */
   sender?: boolean;
+  /**
+   * Each step with two fields beyond rollout-batch/v1, as a trainer's carry (its task seed, the
+   * turn): the row form's `extra`, the columnar form's `extra` column.
+   */
+  extraFields?: boolean;
 }
 
 /**
@@ -71,7 +76,8 @@ export async function writeRequests(
     beginGroup: (id: string) => sink.beginGroup(id),
     beginTrajectory: (id: string, o?: 'success' | 'failure' | 'truncated') =>
       sink.beginTrajectory(id, o),
-    addStep: (step: Parameters<JsonBatchSink['addStep']>[0]) => sink.addStep(step),
+    addStep: (step: Parameters<JsonBatchSink['addStep']>[0]) =>
+      sink.addStep(s.extraFields ? { ...step, ...{ taskSeed: seed, turn: turn++ } } : step),
     endTrajectory: () => undefined,
     endGroup: () => {
       groupsInIteration++;
@@ -79,6 +85,7 @@ export async function writeRequests(
   };
   let written = 0;
   let seed = 1;
+  let turn = 0;
   while (written < s.steps) {
     generateRollouts(
       router,

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { AppendSummary } from '@creditlab/client';
 import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
-import { validateEvent, type ClientEvent, type RunInput } from '@creditlab/events';
+import {
+  validateEvent,
+  type ClientEvent,
+  type RunInput,
+  type StepColumns,
+} from '@creditlab/events';
 import type { RunSink } from './training-loop';
 
 type WireStep = Record<string, unknown>;
@@ -91,9 +96,21 @@ function decoded(event: ClientEvent): { iteration: number; groups: WireGroup[] }
   const valid = validateEvent(event);
   if (!valid.ok) throw new Error(`${valid.issue.path}: ${valid.issue.message}`);
   if (valid.event.type !== 'rollouts.appended') throw new Error(`not rollouts: ${event.type}`);
-  if ('columns' in valid.event.data)
-    throw new Error('in-process runs take rollouts as step objects');
-  const vector = (v: Float32Array | undefined) => v && Array.from(v);
+  if ('columns' in valid.event.data) {
+    const { columns } = valid.event.data;
+    let from = 0;
+    return {
+      iteration: valid.event.data.iteration,
+      groups: valid.event.data.groups.map((g) => ({
+        id: g.id,
+        trajectories: g.trajectories.map(({ stepCount, ...t }) => {
+          const steps = stepObjects(columns, from, stepCount);
+          from += stepCount;
+          return { ...t, steps };
+        }),
+      })),
+    };
+  }
   return {
     iteration: valid.event.data.iteration,
     groups: valid.event.data.groups.map((g) => ({
@@ -102,12 +119,37 @@ function decoded(event: ClientEvent): { iteration: number; groups: WireGroup[] }
         ...t,
         steps: t.steps.map((st) => ({
           ...st,
-          embedding: vector(st.embedding),
-          tokenLogprobs: vector(st.tokenLogprobs),
+          embedding: st.embedding && Array.from(st.embedding),
+          tokenLogprobs: st.tokenLogprobs && Array.from(st.tokenLogprobs),
         })),
       })),
     })),
   };
+}
+
+/** Steps `from` to `from + count` of an event's columns as the row form's objects would be. */
+function stepObjects(c: StepColumns, from: number, count: number): WireStep[] {
+  const steps: WireStep[] = [];
+  for (let i = from; i < from + count; i++) {
+    const step: WireStep = {
+      state: c.texts[c.state[i] as number],
+      action: c.texts[c.action[i] as number],
+      reward: c.reward[i],
+    };
+    for (const name of ['nll', 'value', 'nextValue'] as const) {
+      const x = c[name]?.[i];
+      if (x !== undefined && !Number.isNaN(x)) step[name] = x;
+    }
+    const next = c.nextState?.[i] ?? -1;
+    if (next >= 0) step.nextState = c.texts[next];
+    for (const name of ['tokenLogprobs', 'embedding'] as const) {
+      const v = c[name]?.[i];
+      if (v) step[name] = Array.from(v);
+    }
+    const extra = c.extra?.[i];
+    steps.push(extra ? { ...step, ...(JSON.parse(extra) as WireStep) } : step);
+  }
+  return steps;
 }
 
 function appendGroup(stored: WireGroup[], g: WireGroup): void {

@@ -114,9 +114,8 @@ async function iterationStep(run: Run, it: number): Promise<IterationReport> {
   const { sink, runId, config, learner } = run;
   const t0 = performance.now();
   const groups = await run.source.rollouts(it, learner.policy);
-  // Steps as objects: each carries its taskSeed (replay needs it), a field beyond rollout-batch/v1
-  // that only the row form keeps; in-process runs read step objects too.
-  const rollouts = rolloutEvents(it, { groups: groups.map(wireGroup) }, 2000, { columnar: false });
+  // Steps as columns (the client's default), each step's taskSeed (replay needs it) in the extra column.
+  const rollouts = rolloutEvents(it, { groups: groups.map(wireGroup) }, 2000);
   await sink.appendEvents(runId, rollouts);
   const { advantages } = await sink.advantages(runId, it, config.method, config.methodParams);
   const { batch, advantageRms } = ppoBatch(groups, advantages, config);

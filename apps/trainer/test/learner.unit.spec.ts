@@ -84,6 +84,19 @@ test('in-process runs answer the library’s advantages on the rollouts as strea
   const { id } = await runs.createRun({ name: 'x', env: 'household-tiny', method: 'grpo' });
   // streamed in pieces: a trajectory continues in a later event, as rolloutEvents splits long batches
   await runs.appendEvents(id, rolloutEvents(0, { groups: wire(groups) }, 5));
+  // Columns by default (each step's taskSeed in the extra column): kept as the row form keeps them.
+  const rows = await runs.createRun({ name: 'rows', env: 'household-tiny', method: 'grpo' });
+  await runs.appendEvents(
+    rows.id,
+    rolloutEvents(0, { groups: wire(groups) }, 5, { columnar: false }),
+  );
+  const kept = (runId: string) => runs.runs.get(runId)!.iterations.get(0);
+  expect(
+    kept(id)!
+      .flatMap((g) => g.trajectories)
+      .some((t) => 'taskSeed' in t.steps[0]!),
+  ).toBe(true);
+  expect(kept(id)).toEqual(kept(rows.id));
   for (const method of ['grpo', 'gigpo', 'bipace']) {
     const { advantages } = await runs.advantages(id, 0, method);
     const want = estimate(

@@ -25,6 +25,7 @@ from support import send_json
 
 STEPS_QUERY = """query($id: ID!) { run(id: $id) { groups(iteration: 0, first: 100) { nodes { id trajectories {
   id outcome steps { state action reward nll value nextState nextValue embedding tokenLogprobs } } } } } }"""
+EXTRA_QUERY = STEPS_QUERY.replace("tokenLogprobs }", "tokenLogprobs extra }")
 
 
 def batch_with_gaps() -> dict:
@@ -42,13 +43,13 @@ def batch_with_gaps() -> dict:
     return batch
 
 
-def logged(server, tmp_path, batch: dict, columnar_steps: bool, **options):
+def logged(server, tmp_path, batch: dict, columnar_steps: bool, query: str = STEPS_QUERY, **options):
     spool = str(tmp_path / f"c{columnar_steps}")
     client = creditlab.Client(*server, spool_dir=spool, columnar_steps=columnar_steps, **options)
     run = client.create_run(name=f"columnar={columnar_steps}", env="fixtures", method="gigpo")
     run.log_rollouts(0, batch)
     run.finish()
-    groups = client.graphql(STEPS_QUERY, {"id": run.id})["run"]["groups"]["nodes"]
+    groups = client.graphql(query, {"id": run.id})["run"]["groups"]["nodes"]
     advantages = {m: run.advantages(0, m, record=False)[0].tolist() for m in ("gigpo", "bipace")}
     bytes_sent = run.stats.bytes
     client.close()
@@ -93,10 +94,92 @@ def test_a_bad_step_is_refused_at_the_call_naming_it(client):
     run.finish()
 
 
-def test_a_batch_with_fields_beyond_v1_goes_as_rows():
-    step = {"state": "s", "action": "a", "reward": 1, "toolCall": "x"}
-    batch = [{"id": "g", "trajectories": [{"id": "t", "steps": [step]}]}]
-    assert columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 8 << 20) is None
+def batch_with_extras(extra_bytes: int = 0) -> dict:
+    """batch_with_gaps with fields beyond v1 on some steps (in each step's own order, before and after its v1
+    fields), one of them `extra_bytes` long; a None field is absent, as in the row form."""
+    batch = batch_with_gaps()
+    k = 0
+    for traj in (t for g in batch["groups"] for t in g["trajectories"]):
+        for si, s in enumerate(traj["steps"]):
+            if k % 3 == 0:
+                extra = {"toolCall": {"name": "open", "args": [k, "fridge"]}, "seed": k, "note": "é" * extra_bytes}
+                traj["steps"][si] = {"turn": k, **s, **extra}
+            elif k % 3 == 1:
+                s["skipped"] = None
+            k += 1
+    return batch
+
+
+def extras_in_order(batch: dict) -> list:
+    """Each step's fields beyond v1 (None-valued ones left out, as the row form leaves them), or None."""
+    out = []
+    for s in (st for g in batch["groups"] for t in g["trajectories"] for st in t["steps"]):
+        extra = {k: v for k, v in s.items() if k not in columnar._FIELDS and v is not None}
+        out.append(extra or None)
+    return out
+
+
+def test_fields_beyond_v1_go_in_the_extra_column_step_by_step():
+    batch = batch_with_extras()
+    expected = extras_in_order(batch)
+    assert any(x is None for x in expected) and any(x is not None for x in expected)
+    (line,) = columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 8 << 20)
+    columns = json.loads(line)["data"]["columns"]
+    assert columns["extra"] == expected
+    assert [list(x) for x in columns["extra"] if x] == [list(x) for x in expected if x]  # the step's key order
+    assert set(columns["extra"][0]) == {"turn", "toolCall", "seed", "note"}
+
+
+def test_events_split_by_size_carry_their_own_steps_extras():
+    batch = batch_with_extras()
+    lines = columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 1500)
+    assert len(lines) > 3 and all(len(line) <= 1500 for line in lines)
+    got = []
+    for line in lines:
+        data = json.loads(line)["data"]
+        n = sum(t["stepCount"] for g in data["groups"] for t in g["trajectories"])
+        extra = data["columns"].get("extra", [None] * n)
+        assert len(extra) == len(data["columns"]["state"]) == n
+        got += extra
+    assert got == extras_in_order(batch)
+
+
+def test_columnar_steps_with_fields_beyond_v1_store_what_rows_store(server, tmp_path):
+    batch = batch_with_extras()
+    rows = logged(server, tmp_path, batch, False, EXTRA_QUERY, max_event_bytes=1500)
+    cols = logged(server, tmp_path, batch, True, EXTRA_QUERY, max_event_bytes=1500)
+    steps = [s for g in rows[0] for t in g["trajectories"] for s in t["steps"]]
+    assert any(s["extra"] for s in steps) and any(s["extra"] is None for s in steps)
+    assert cols[0] == rows[0]
+    assert cols[1] == rows[1]
+
+
+def test_no_extra_column_without_fields_beyond_v1():
+    for line in columnar.columnar_lines(0, batch_with_gaps(), creditlab.events.StepEncoder(True), 1500):
+        assert "extra" not in json.loads(line)["data"]["columns"]
+    only_none = [{"id": "g", "trajectories": [{"id": "t", "steps": [{"state": "s", "action": "a", "reward": 0, "x": None}]}]}]
+    (line,) = columnar.columnar_lines(0, only_none, creditlab.events.StepEncoder(True), 1 << 20)
+    assert "extra" not in json.loads(line)["data"]["columns"]
+
+
+def test_events_stay_under_the_limit_with_large_extra_fields():
+    # Escaped text (6 bytes of JSON a character) in the extras, as in ids: sized as written.
+    batch = batch_with_extras(extra_bytes=300)
+    for limit in (3000, 6000, 20000):
+        lines = columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), limit)
+        assert len(lines) > 1 and all(len(line) <= limit for line in lines), (limit, [len(x) for x in lines])
+        got = [x for line in lines for x in json.loads(line)["data"]["columns"].get("extra") or ()]
+        assert [x for x in got if x] == [x for x in extras_in_order(batch) if x]
+
+
+def test_an_extra_field_json_cannot_hold_fails_as_in_the_row_form():
+    for bad in (object(), float("nan"), {1: {2: set()}}):
+        batch = [{"id": "g", "trajectories": [{"id": "t", "steps": [{"state": "s", "action": "a", "reward": 0, "x": bad}]}]}]
+        with pytest.raises((TypeError, ValueError)) as rows:
+            creditlab.events.rollout_lines(0, batch, creditlab.events.StepEncoder(True), 1 << 20)
+        with pytest.raises(type(rows.value)) as cols:
+            columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 1 << 20)
+        assert str(cols.value) == str(rows.value)
 
 
 def test_columns_are_the_default_unless_turned_off_or_floats_are_not_compact(monkeypatch, tmp_path):
@@ -120,12 +203,13 @@ def test_columns_are_the_default_unless_turned_off_or_floats_are_not_compact(mon
 
 
 def test_a_columnar_line_is_the_json_dumps_writes_with_its_vectors_appended_as_they_are():
-    batch = batch_with_gaps()  # token log-probs on every other step: nulls between them
-    for line in columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 1 << 20):
-        event = json.loads(line)
-        assert None in event["data"]["columns"]["tokenLogprobs"]
-        again = json.dumps(event, separators=(",", ":"), allow_nan=False).encode() + b"\n"
-        assert line == again
+    # Token log-probs on every other step: nulls between them; fields beyond v1 on some steps, spliced too.
+    for batch in (batch_with_gaps(), batch_with_extras(extra_bytes=3)):
+        for line in columnar.columnar_lines(0, batch, creditlab.events.StepEncoder(True), 1 << 20):
+            event = json.loads(line)
+            assert None in event["data"]["columns"]["tokenLogprobs"]
+            again = json.dumps(event, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+            assert line == again
 
 
 def test_events_stay_under_the_limit_when_ids_are_escaped_in_json():
@@ -242,5 +326,31 @@ def test_an_older_server_refusing_columns_gets_advice(server, tmp_path):
         )
         assert advice in synced.stderr, synced.stderr
         assert synced.returncode == 1
+    finally:
+        older.close()
+
+
+def test_a_server_older_than_the_extra_column_refusing_it_gets_advice(server, tmp_path):
+    # A server from 2026-12-01 to 12-04 reads columns but not the extra column: it refuses that as an unknown
+    # column, in the words this server refuses a column it does not know (its answer, renamed, replayed).
+    line = columnar.columnar_lines(0, batch_with_extras(), creditlab.events.StepEncoder(True), 1 << 20)[0]
+    event = json.loads(line)
+    event["data"]["columns"]["extras"] = event["data"]["columns"].pop("extra")
+    own = _refusal(server, [event])
+    assert own["path"] == "data.columns.extras" and own["reason"].startswith("unknown column"), own
+    older = _OlderServer()
+    older.refusal = {**own, "path": "data.columns.extra", "message": own["message"].replace("extras", "extra")}
+    try:
+        for steps, advised in ((batch_with_extras(), True), (load(conformance_fixtures("spec")[0])["batch"], False)):
+            client = creditlab.Client(older.url, "k", spool_dir=str(tmp_path / str(advised)), columnar_steps=True)
+            run = client.create_run(name="older", env="e", method="gigpo")
+            run.log_rollouts(0, steps)
+            with pytest.raises(creditlab.ApiError) as refused:
+                run.flush()
+            message = str(refused.value)
+            # Advice only where the refused line has an extra column.
+            assert ("servers before 2026-12-05 do not read" in message) == advised, message
+            run._finish_at_exit = False
+            client.close()
     finally:
         older.close()

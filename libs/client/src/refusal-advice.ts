@@ -7,13 +7,15 @@ import { parsedLine } from './ndjson-lines';
  */
 const STEPS_MISSING = /^data\.groups\[\d+\]\.trajectories\[\d+\]\.steps$/;
 const STEPS_MISSING_REASON = 'required array is missing';
+/** How a server older than the `extra` column (before 2026-12-05) refuses one. */
+const EXTRA_UNKNOWN = 'data.columns.extra';
 
 /**
  * The refusal `e` of an append request of `lines` (its NDJSON lines, in order), with what the
  * client can add to the server's words: which event the refused line is (the server counts lines
  * within the request, which may join several calls' events; `eventsBefore` is how many of the
  * caller's events came before this request), and why, if it is a server older than columnar steps
- * refusing one (nothing in that server's own message says so).
+ * or than their extra column refusing one (nothing in that server's own message says so).
  */
 export function refusalWithAdvice(
   e: unknown,
@@ -43,8 +45,27 @@ export function refusalWithAdvice(
         'update the server, or send steps as objects (rolloutEvents(…, { columnar: false }), or ' +
         'CREDITLAB_COLUMNAR_STEPS=0 in the environment)',
     );
+  if (
+    e.status === 400 &&
+    path === EXTRA_UNKNOWN &&
+    typeof reason === 'string' &&
+    reason.startsWith('unknown column') &&
+    hasExtraColumn(data)
+  )
+    advice.push(
+      "the event on this line sends its steps' fields beyond rollout-batch/v1 in the extra column, " +
+        'which servers before 2026-12-05 do not read: update the server, or send steps as objects ' +
+        '(rolloutEvents(…, { columnar: false }), or CREDITLAB_COLUMNAR_STEPS=0 in the environment)',
+    );
   const place =
     eventsBefore === undefined ? '' : ` (number ${eventsBefore + line} in the order given)`;
   if (typeof event.id === 'string') advice.push(`the refused line is event ${event.id}${place}`);
   return advice.length === 0 ? e : new CreditlabApiError(e.status, e.body, advice.join('; '));
+}
+
+/** Whether an event's data has steps as columns with an extra column. */
+function hasExtraColumn(data: unknown): boolean {
+  if (data === null || typeof data !== 'object' || !('columns' in data)) return false;
+  const columns = data.columns;
+  return columns !== null && typeof columns === 'object' && 'extra' in columns;
 }

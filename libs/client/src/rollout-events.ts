@@ -25,9 +25,9 @@ export interface RolloutEventOptions {
   /**
    * Each event's steps as columns (docs/events.md, "Columnar steps"; the default): fewer bytes, and
    * about half the server's CPU per step of the row form, one object per step, without embeddings
-   * (docs/benchmarks.md, "Ingest"). An event whose steps the columns cannot carry as they are (fields beyond
-   * rollout-batch/v1, or a field of another type, which the server then refuses naming the step)
-   * goes in the row form. `false`: always the row form, for a server older than the columnar one.
+   * (docs/benchmarks.md, "Ingest"); fields beyond rollout-batch/v1 go in its `extra` column. An event
+   * whose steps the columns cannot carry as they are (a field of another type, which the server then
+   * refuses naming the step) goes in the row form. `false`: always the row form, for a server older than the columnar one.
    * Unset: columns, unless the environment has CREDITLAB_COLUMNAR_STEPS=0 (as for the Python client).
    */
   columnar?: boolean;

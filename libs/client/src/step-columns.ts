@@ -22,9 +22,9 @@ export interface ColumnarTrajectory {
 
 /**
  * The groups' steps as the columns of one columnar rollouts.appended (docs/events.md, "Columnar
- * steps"), or null when the row form must carry them: a step with fields beyond rollout-batch/v1,
- * or one the columns would not carry as it is (see columnsCarry). A step without nll, value or
- * nextValue has NaN in that column.
+ * steps"), or null when the row form must carry them: a step the columns would not carry as it is
+ * (see columnsCarry). A step without nll, value or nextValue has NaN in that column; fields beyond
+ * rollout-batch/v1 go in the `extra` column (an object per step, null for a step without any).
  */
 export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] }[]): {
   groups: { id: string; trajectories: ColumnarTrajectory[] }[];
@@ -33,26 +33,43 @@ export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] 
   const steps = groups.flatMap((g) => g.trajectories.flatMap((t) => t.steps));
   if (!steps.every(columnsCarry)) return null;
   const texts = new TextTable();
-  const columns = encodeStepColumns(steps as EncodableStep[], texts);
+  const columns: WireStepColumns = {
+    texts: texts.list,
+    ...encodeStepColumns(steps as EncodableStep[], texts),
+  };
+  const extra = extraColumn(steps);
+  if (extra) columns.extra = extra;
   return {
     groups: groups.map((g) => ({
       id: g.id,
       trajectories: g.trajectories.map(({ steps: ts, ...t }) => ({ ...t, stepCount: ts.length })),
     })),
-    columns: { texts: texts.list, ...columns },
+    columns,
   };
 }
 
+/** Each step's fields beyond rollout-batch/v1 (null for a step without any), or undefined if none has any. */
+function extraColumn(steps: object[]): (Record<string, unknown> | null)[] | undefined {
+  let some = false;
+  const column = steps.map((step) => {
+    const keys = fieldsBeyondV1(step);
+    if (!keys) return null;
+    some = true;
+    const s = step as Record<string, unknown>;
+    return Object.fromEntries(keys.map((key) => [key, s[key]]));
+  });
+  return some ? column : undefined;
+}
+
 /**
- * Whether the columns carry this step as it is: only rollout-batch/v1's fields, each of the type
- * that field has. Encoding anything else would change it without a word (a `null` NLL would be
+ * Whether the columns carry this step as it is: rollout-batch/v1's fields each of the type that
+ * field has (fields beyond v1 travel as they are, in the `extra` column). Encoding anything else would change it without a word (a `null` NLL would be
  * stored as 0; a list holding "0.5", given to stepColumns directly, as 0.5: rolloutEvents has
  * made vectors base64 before) or have it refused for what the encoding made of it (a text reward
  * as "must be finite"); in the row form the server refuses the field itself, naming the step.
  */
 function columnsCarry(step: object): boolean {
   const s = step as Record<string, unknown>;
-  if (fieldsBeyondV1(s)) return false;
   return (
     typeof s.state === 'string' &&
     typeof s.action === 'string' &&

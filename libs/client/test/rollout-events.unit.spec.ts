@@ -132,9 +132,18 @@ test('a step the columns would not carry as it is goes as objects, and is refuse
       `data.groups[0].trajectories[0].steps[1].${field}`,
     );
   }
-  // Fields beyond v1 are kept as sent, which only the row form can do.
-  const [extra] = rolloutEvents(0, oneTrajectory([good, { ...good, note: 'kept' }]));
-  expect(Object.keys(extra!.data)).toEqual(['iteration', 'groups']);
+  // Fields beyond v1 go in the extra column, as sent.
+  const [extra] = rolloutEvents(
+    0,
+    oneTrajectory([good, { ...good, note: 'kept', n: [1, { a: 2 }] }]),
+  );
+  const columns = (extra!.data as { columns: { extra?: unknown } }).columns;
+  expect(columns.extra).toEqual([null, { note: 'kept', n: [1, { a: 2 }] }]);
+  const valid = validateEvent(JSON.parse(JSON.stringify(extra)));
+  expect(valid.ok && 'columns' in valid.event.data && valid.event.data.columns.extra).toEqual([
+    null,
+    '{"n":[1,{"a":2}],"note":"kept"}',
+  ]);
 });
 
 test('CREDITLAB_COLUMNAR_STEPS=0 makes objects the default, as for the Python client', () => {

@@ -75,7 +75,12 @@ test('value, nextValue, next states (−1 for none), token log-probs given as nu
   expect(columnar?.groups[0]?.trajectories.map((t) => t.stepCount)).toEqual([0, 4]);
 });
 
-test('a step with fields beyond rollout-batch/v1 leaves the event in the row form', () => {
-  const steps = [{ state: 's', action: 'a', reward: 0, toolCall: { name: 'search' } }];
-  expect(stepColumns([{ id: 'g', trajectories: [{ id: 't', steps }] }])).toBeNull();
+test('fields beyond rollout-batch/v1 go in the extra column, null for a step without any', () => {
+  const plain = { state: 's', action: 'a', reward: 0 };
+  const steps = [plain, { ...plain, toolCall: { name: 'search' }, taskSeed: 7 }];
+  const columnar = stepColumns([{ id: 'g', trajectories: [{ id: 't', steps }] }]);
+  expect(columnar?.columns.extra).toEqual([null, { toolCall: { name: 'search' }, taskSeed: 7 }]);
+  // No column when no step has such a field.
+  const without = stepColumns([{ id: 'g', trajectories: [{ id: 't', steps: [plain] }] }]);
+  expect(without && 'extra' in without.columns).toBe(false);
 });

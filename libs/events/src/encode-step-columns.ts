@@ -50,13 +50,13 @@ const NUMBER_COLUMNS = [
 export function encodeStepColumns(
   steps: readonly EncodableStep[],
   texts: TextTable,
-): Omit<WireStepColumns, 'texts'> {
+): Omit<WireStepColumns, 'texts' | 'extra'> {
   const n = steps.length;
   const state = new Array<number>(n);
   for (let i = 0; i < n; i++) state[i] = texts.of((steps[i] as EncodableStep).state);
   const action = new Array<number>(n);
   for (let i = 0; i < n; i++) action[i] = texts.of((steps[i] as EncodableStep).action);
-  const out: Omit<WireStepColumns, 'texts'> = {
+  const out: Omit<WireStepColumns, 'texts' | 'extra'> = {
     state,
     action,
     reward: numberColumn(steps, (s) => s.reward),

@@ -6,7 +6,8 @@ import {
   float32View,
   float64Values,
 } from './base64-numbers';
-import { MAX_INT32 } from './event-schemas';
+import { canonicalJson } from './event-body-hash';
+import { MAX_INT32, STEP_FIELDS } from './event-schemas';
 
 /**
  * The columnar form of `rollouts.appended` (docs/events.md, "Columnar rollouts"): the event's steps
@@ -28,6 +29,8 @@ export interface WireStepColumns {
   nextState?: number[];
   tokenLogprobs?: (string | null)[];
   embedding?: (string | null)[];
+  /** A step's fields beyond rollout-batch/v1 as an object, or null where it has none. */
+  extra?: (Record<string, unknown> | null)[];
 }
 
 /** The columns after validation: decoded into typed arrays, with the wire form kept for the log. */
@@ -43,6 +46,11 @@ export interface StepColumns {
   nextState?: Int32Array;
   tokenLogprobs?: (Float32Array | null)[];
   embedding?: (Float32Array | null)[];
+  /**
+   * A step's fields beyond rollout-batch/v1 as canonical JSON (keys sorted: the log's body holds it,
+   * and the body is a digest's input), or null where it has none.
+   */
+  extra?: (string | null)[];
   /**
    * The columns as sent, which the log's body is made of; left behind once it is made when the event
    * is prepared for the ingest's second thread (only the decoded columns cross back).
@@ -88,7 +96,13 @@ export const NUMBER_COLUMNS = ['reward', 'nll', 'value', 'nextValue'] as const;
 const INDEX_COLUMNS = ['state', 'action', 'nextState'] as const;
 /** The columns of one base64 float32 vector (or null) per step. */
 export const VECTOR_COLUMNS = ['tokenLogprobs', 'embedding'] as const;
-const KNOWN = new Set<string>(['texts', ...NUMBER_COLUMNS, ...INDEX_COLUMNS, ...VECTOR_COLUMNS]);
+const KNOWN = new Set<string>([
+  'texts',
+  ...NUMBER_COLUMNS,
+  ...INDEX_COLUMNS,
+  ...VECTOR_COLUMNS,
+  'extra',
+]);
 
 /**
  * Checks `value` as the columns of `n` steps and decodes them; throws a ColumnIssue naming the
@@ -126,6 +140,41 @@ export function parseStepColumns(value: unknown, n: number): StepColumns {
   for (const name of VECTOR_COLUMNS) {
     const column = vectorColumn(wire, name, n);
     if (column) out[name] = column;
+  }
+  const extra = extraColumn(wire.extra, n);
+  if (extra) out.extra = extra;
+  return out;
+}
+
+/**
+ * Each step's fields beyond rollout-batch/v1: an object of them, or null (an empty object is none).
+ * A field of v1 has its own column: in this one it would be two values for one field.
+ */
+function extraColumn(column: unknown, n: number): (string | null)[] | undefined {
+  if (column === undefined) return undefined;
+  if (!Array.isArray(column))
+    throw new ColumnIssue(['extra'], 'must be an array with one object (or null) per step');
+  lengthIs('extra', column.length, n);
+  const out: (string | null)[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const item: unknown = column[i];
+    if (item === null) {
+      out[i] = null;
+      continue;
+    }
+    if (typeof item !== 'object' || Array.isArray(item))
+      throw new ColumnIssue(
+        ['extra', i],
+        "must be an object of the step's fields beyond rollout-batch/v1, or null",
+      );
+    const keys = Object.keys(item);
+    const v1 = keys.find((key) => STEP_FIELDS.has(key));
+    if (v1 !== undefined)
+      throw new ColumnIssue(
+        ['extra', i],
+        `holds "${v1}", a field of rollout-batch/v1: send it in its column`,
+      );
+    out[i] = keys.length === 0 ? null : canonicalJson(item);
   }
   return out;
 }

@@ -84,7 +84,8 @@ const WIRE_COLUMNS = [
 
 /**
  * The body of a columnar rollouts.appended (version 3): the columns as the client sent them (after
- * validation), in a fixed key order, with each trajectory's step count. Nothing is encoded step by
+ * validation), in a fixed key order, with each trajectory's step count (and fields beyond v1, last,
+ * as in version 2). Nothing is encoded step by
  * step: its numbers and vectors are already base64, its texts already once each. With
  * `embeddingsApart`, version 4: the same without `embedding`, the embeddings following as bytes.
  */
@@ -101,6 +102,9 @@ export function encodeColumnarBody(
   for (const name of WIRE_COLUMNS)
     if (wire[name] !== undefined && !(embeddingsApart && name === 'embedding'))
       body[name] = wire[name];
+  // Fields beyond v1 as canonical JSON, as the compact body (version 2) holds them, so that their
+  // digest does not depend on the order the client wrote their keys in.
+  if (data.columns.extra) body.extra = data.columns.extra;
   const json = jsonObjectWithBase64(body, BASE64_COLUMNS);
   return embeddingsApart
     ? withEmbeddingsApart(json, data.columns.embedding as Float32Array[])
@@ -206,10 +210,12 @@ export function decodeStepsBody(body: Buffer | null): Record<string, unknown>[][
   return parsed.slices.map((slice) => steps(slice, parsed.texts));
 }
 
-interface ColumnarBody extends WireStepColumns {
+interface ColumnarBody extends Omit<WireStepColumns, 'extra'> {
   v: 3 | 4; // 4: its embeddings put back by embeddingsBackIn
   /** Each trajectory's step count, in the event's order. */
   n: number[];
+  /** fields beyond rollout-batch/v1, as canonical JSON (as in SliceColumns) */
+  extra?: (string | null)[];
 }
 
 /** A version 3 body's steps, cut into its trajectories. */
@@ -230,7 +236,7 @@ interface CompactBody {
  * One slice's steps as columns, as in the columnar wire form (texts apart); an optional column is
  * left out when no step has it.
  */
-type SliceColumns = Omit<WireStepColumns, 'texts'> & {
+type SliceColumns = Omit<WireStepColumns, 'texts' | 'extra'> & {
   n: number;
   /** fields beyond rollout-batch/v1, as canonical JSON (keys sorted: the body is a digest's input) */
   extra?: (string | null)[];

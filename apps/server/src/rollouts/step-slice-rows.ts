@@ -88,10 +88,8 @@ export class StepSliceRows {
     const extras = steps.map(extraFieldsJson);
     const bytes = (i: number) => {
       const s = steps[i] as StepPayload;
-      const extra = extras[i];
-      const extraBytes = extra === undefined ? 0 : 1 + Buffer.byteLength(extra);
       const embedding = inBody ? 0 : (s.embedding?.byteLength ?? 0);
-      return (s.tokenLogprobs?.byteLength ?? 0) + embedding + extraBytes;
+      return (s.tokenLogprobs?.byteLength ?? 0) + embedding + extraBytes(extras[i]);
     };
     let j = 0;
     for (const { n, variableBytes } of rowsOf(steps.length, bytes)) {
@@ -113,8 +111,11 @@ export class StepSliceRows {
   ): void {
     const { columns: c, from } = range;
     const embedding = inBody ? undefined : c.embedding;
+    const extra = c.extra;
     const bytes = (i: number) =>
-      (c.tokenLogprobs?.[from + i]?.byteLength ?? 0) + (embedding?.[from + i]?.byteLength ?? 0);
+      (c.tokenLogprobs?.[from + i]?.byteLength ?? 0) +
+      (embedding?.[from + i]?.byteLength ?? 0) +
+      extraBytes(extra?.[from + i] ?? undefined);
     let j = 0;
     for (const { n, variableBytes } of rowsOf(count, bytes)) {
       const rowRange = { columns: c, from: from + j };
@@ -185,7 +186,10 @@ export class StepSliceRows {
     );
     const nextValue = c.nextValue;
     this.float8s(count, nextValue ? (i) => present(nextValue[from + i]) : undefined);
-    this.rows.null(); // extra: the columnar form has no fields beyond v1
+    const extra = c.extra;
+    if (extra && someDefined(count, (i) => extra[from + i] ?? undefined))
+      this.rows.jsonbArray(count, (i) => extra[from + i] ?? undefined);
+    else this.rows.null();
     this.embeddingsAt(inBody);
     this.onRow?.(traj, first, this.rows.lastRow());
   }
@@ -300,6 +304,10 @@ function extraFieldsJson(s: StepPayload): string | undefined {
   if (!extra) return undefined;
   return JSON.stringify(Object.fromEntries(extra.map((key) => [key, s[key]])));
 }
+
+/** What a step's fields beyond v1 (as JSON) take in a row: a jsonb element's version byte and the text. */
+const extraBytes = (json: string | undefined) =>
+  json === undefined ? 0 : 1 + Buffer.byteLength(json);
 
 /** A column's number, or undefined where the step has none (NaN in the columnar form). */
 const present = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? undefined : x);

@@ -73,10 +73,10 @@ class Client:
       JSON numbers; the server stores float32 anyway). Turn off for a server older than that encoding.
     columnar_steps: send `log_rollouts` batches with their steps as columns (docs/events.md, "Columnar steps"),
       the default: fewer bytes, and about half the server's CPU per step of one object per step (without
-      embeddings; a quarter less with 256-d ones). A batch with
-      step fields beyond rollout-batch/v1 goes as rows. Turn off (or CREDITLAB_COLUMNAR_STEPS=0) for a server
+      embeddings; a quarter less with 256-d ones). Turn off (or CREDITLAB_COLUMNAR_STEPS=0) for a server
       older than that form, which refuses it (only "0" turns it off, as for CREDITLAB_COMPACT_FLOATS); off
-      unless set when `compact_floats` is off.
+      unless set when `compact_floats` is off. Step fields beyond rollout-batch/v1 go in the `extra` column,
+      which servers before 2026-12-05 refuse: turn columns off for them if your steps have such fields.
     max_event_bytes / max_request_bytes: the largest NDJSON line and request the client sends; keep them
       under the server's CREDITLAB_MAX_LINE_BYTES / CREDITLAB_MAX_REQUEST_BYTES.
     """

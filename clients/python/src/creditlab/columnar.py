@@ -2,7 +2,8 @@
 `rollouts.appended` with its steps as columns (docs/events.md, "Columnar steps"): each text once, numbers as
 base64 little-endian float64, vectors as base64 float32, and each trajectory's `stepCount`. The server checks
 and stores it column by column, without an object per step. Steps are checked here as for the row form, with
-the same paths; a batch with fields beyond rollout-batch/v1 goes in the row form (`columnar_lines` gives None).
+the same paths; a step's fields beyond rollout-batch/v1 go in the `extra` column, as the row form's step would
+have them (servers before 2026-12-05 refuse that column).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import base64
 import json
 import re
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .arrays import HAS_NUMPY, np
 from .errors import ApiError, InvalidInput
@@ -24,10 +25,10 @@ _FIELDS = frozenset(
 _OPTIONAL_NUMBERS = ("nll", "value", "nextValue")
 _VECTORS = ("tokenLogprobs", "embedding")
 _NAN = float("nan")
-# Bytes a step adds to an event at most apart from its texts and vectors: four base64 float64 (11 each),
-# three indices with commas (12 each) and two nulls.
-_STEP_BYTES = 4 * 11 + 3 * 12 + 2 * 5
-_ENVELOPE = 300  # the envelope, the column names and their punctuation
+# Bytes a step adds to an event at most apart from its texts, vectors and extra fields: four base64 float64
+# (11 each), three indices with commas (12 each) and three nulls with commas (vectors, extra).
+_STEP_BYTES = 4 * 11 + 3 * 12 + 3 * 5
+_ENVELOPE = 300  # the envelope, the column names and their punctuation (270 with every column)
 
 
 def f64_base64(values: List[float]) -> str:
@@ -49,6 +50,7 @@ class _ColumnarEvent:
         self.texts: Dict[str, int] = {}
         names = ("state", "action", "reward", "nextState", *_OPTIONAL_NUMBERS, *_VECTORS)
         self.columns: Dict[str, list] = {name: [] for name in names}
+        self.extra: List[Optional[str]] = []  # each step's fields beyond v1 as JSON, or None
         self.size = _ENVELOPE
         self.steps = 0
 
@@ -66,13 +68,14 @@ class _ColumnarEvent:
             index = self.texts[value] = len(self.texts)
         return index
 
-    def cost(self, step: dict) -> int:
+    def cost(self, step: dict, extra: Optional[str]) -> int:
         """What the step would add to the event at most."""
         new = {step[n] for n in ("state", "action", "nextState") if n in step and step[n] not in self.texts}
         texts = sum(len(ev._dumps(text)) + 1 for text in new)
-        return _STEP_BYTES + texts + sum(len(step[n]) + 3 for n in _VECTORS if n in step)
+        extra_bytes = len(extra) + 1 if extra is not None else 0
+        return _STEP_BYTES + texts + extra_bytes + sum(len(step[n]) + 3 for n in _VECTORS if n in step)
 
-    def add_step(self, step: dict, cost: int) -> None:
+    def add_step(self, step: dict, extra: Optional[str], cost: int) -> None:
         c = self.columns
         c["state"].append(self.text(step["state"]))
         c["action"].append(self.text(step["action"]))
@@ -83,6 +86,7 @@ class _ColumnarEvent:
         for name in _VECTORS:
             vector = step.get(name)
             c[name].append(vector)
+        self.extra.append(extra)
         self.size += cost
         self.groups[-1][1][-1][1] += 1
         self.steps += 1
@@ -105,25 +109,20 @@ class _ColumnarEvent:
         ]
         data = {"iteration": self.iteration, "groups": groups, "columns": columns}
         text = ev._dumps(data)  # ends with the columns' and the data's closing braces
-        # The vector columns last, their base64 appended as is: json.dumps would scan every character of
-        # it for escapes, which made 4096-d embeddings a fifth slower to encode than the row form (that
-        # appends them the same way).
-        spliced = [_base64_list(name, c[name]) for name in _VECTORS if any(v is not None for v in c[name])]
+        # The extra fields as the JSON they were sized by (serialised once, at the check), then the vector
+        # columns last, their base64 appended as is: json.dumps would scan every character of it for
+        # escapes, which made 4096-d embeddings a fifth slower to encode than the row form (that appends
+        # them the same way).
+        spliced = [_json_list("extra", self.extra)] if any(x is not None for x in self.extra) else []
+        spliced += [_base64_list(name, c[name]) for name in _VECTORS if any(v is not None for v in c[name])]
         if spliced:
             text = text[:-2] + "".join(spliced) + "}}"
         return ev._line("rollouts.appended", text)
 
 
-def columnar_lines(
-    iteration: int, groups: Any, encoder: ev.StepEncoder, max_event_bytes: int
-) -> Optional[List[bytes]]:
-    """Columnar `rollouts.appended` events for a batch, split by size; None if a step has a field beyond v1."""
+def columnar_lines(iteration: int, groups: Any, encoder: ev.StepEncoder, max_event_bytes: int) -> List[bytes]:
+    """Columnar `rollouts.appended` events for a batch, split by size."""
     groups = ev.batch_groups(groups)
-    for group in groups:
-        for traj in group.get("trajectories") or () if isinstance(group, Mapping) else ():
-            for step in traj.get("steps") or () if isinstance(traj, Mapping) else ():
-                if isinstance(step, Mapping) and any(k not in _FIELDS for k in step):
-                    return None
     lines: List[bytes] = []
     event = _ColumnarEvent(iteration)
     for gi, group in enumerate(groups):
@@ -134,15 +133,15 @@ def columnar_lines(
             head = ev.trajectory_head(traj, f"{where}.trajectories[{ti}]")
             event.open_trajectory(head)
             for si, step in enumerate(ev._list(traj.get("steps"), f"{where}.trajectories[{ti}].steps")):
-                checked = _checked(step, encoder, f"{where}.trajectories[{ti}].steps[{si}]")
-                cost = event.cost(checked)
+                checked, extra = _checked(step, encoder, f"{where}.trajectories[{ti}].steps[{si}]")
+                cost = event.cost(checked, extra)
                 if event.steps and event.size + cost > max_event_bytes:
                     lines.append(event.render())
                     event = _ColumnarEvent(iteration)  # the server continues the group and the trajectory
                     event.open_group(gid)
                     event.open_trajectory(head)
-                    cost = event.cost(checked)
-                event.add_step(checked, cost)
+                    cost = event.cost(checked, extra)
+                event.add_step(checked, extra, cost)
     if event.groups:
         lines.append(event.render())
     return lines
@@ -151,9 +150,10 @@ def columnar_lines(
 def batch_lines(
     iteration: int, groups: Any, encoder: ev.StepEncoder, max_event_bytes: int, columnar: bool
 ) -> List[bytes]:
-    """A `log_rollouts` batch's NDJSON lines: as columns if asked and they carry it, else as rows."""
-    lines = columnar_lines(iteration, groups, encoder, max_event_bytes) if columnar else None
-    return lines if lines is not None else ev.rollout_lines(iteration, groups, encoder, max_event_bytes)
+    """A `log_rollouts` batch's NDJSON lines: as columns if asked, else as rows."""
+    if columnar:
+        return columnar_lines(iteration, groups, encoder, max_event_bytes)
+    return ev.rollout_lines(iteration, groups, encoder, max_event_bytes)
 
 
 def _base64_list(name: str, items: List[Optional[str]]) -> str:
@@ -161,11 +161,21 @@ def _base64_list(name: str, items: List[Optional[str]]) -> str:
     return f',"{name}":[' + ",".join("null" if v is None else '"' + v + '"' for v in items) + "]"
 
 
-def _checked(step: Any, encoder: ev.StepEncoder, where: str) -> dict:
-    """The step checked as for the row form; vectors as base64 float32."""
+def _json_list(name: str, items: List[Optional[str]]) -> str:
+    """`,"name":[...]`: JSON texts and nulls."""
+    return f',"{name}":[' + ",".join("null" if v is None else v for v in items) + "]"
+
+
+def _checked(step: Any, encoder: ev.StepEncoder, where: str) -> Tuple[dict, Optional[str]]:
+    """
+    The step checked as for the row form, its vectors as base64 float32; and its fields beyond v1 as JSON (None
+    without any), in its own key order, serialised as the row form serialises them (so a value JSON cannot
+    hold fails the same way).
+    """
     if not isinstance(step, Mapping):
         raise InvalidInput(f"{where}: a step must be a mapping (state, action, reward, ...), got {type(step).__name__}")
     out: dict = {}
+    extra: dict = {}
     for name, value in step.items():
         if value is None:
             continue
@@ -176,12 +186,14 @@ def _checked(step: Any, encoder: ev.StepEncoder, where: str) -> dict:
             out[name] = ev.storable(value, path)
         elif name in _VECTORS:
             out[name] = encoder.vector_base64(name, value, path)
-        else:
+        elif name in _FIELDS:
             out[name] = float(ev.number(value, path))
+        else:
+            extra[name] = value  # sent as it is, as in the row form
     for required in ("state", "action", "reward"):
         if required not in out:
             raise InvalidInput(f"{where}.{required}: required field is missing")
-    return out
+    return out, ev._dumps(extra) if extra else None
 
 
 # How a server older than the columnar form (before 2026-12-01) refuses a trajectory sent as columns: it reads
@@ -190,12 +202,18 @@ _STEPS_MISSING = re.compile(r"data\.groups\[\d+\]\.trajectories\[\d+\]\.steps")
 _STEPS_MISSING_REASON = "required array is missing"
 
 
+# How a server older than the `extra` column (before 2026-12-05) refuses one: as a column it does not know.
+_EXTRA_PATH = "data.columns.extra"
+
+
 def older_server_advice(error: ApiError, lines: Sequence[bytes]) -> ApiError:
     """The refusal `error` of a request of `lines`, with advice if it is that of a server older than columnar
-    steps refusing one: nothing in the server's own message says why."""
+    steps, or than their `extra` column, refusing one: nothing in the server's own message says why."""
     if error.status != 400 or not isinstance(error.line, int) or not isinstance(error.path, str):
         return error
-    if not _STEPS_MISSING.fullmatch(error.path) or error.reason != _STEPS_MISSING_REASON:
+    steps_missing = _STEPS_MISSING.fullmatch(error.path) and error.reason == _STEPS_MISSING_REASON
+    extra_unknown = error.path == _EXTRA_PATH and str(error.reason).startswith("unknown column")
+    if not (steps_missing or extra_unknown):
         return error
     if not 1 <= error.line <= len(lines):
         return error
@@ -205,8 +223,15 @@ def older_server_advice(error: ApiError, lines: Sequence[bytes]) -> ApiError:
         return error
     if not isinstance(data, dict) or "columns" not in data:
         return error
+    if extra_unknown and not (isinstance(data["columns"], dict) and "extra" in data["columns"]):
+        return error
+    what = (
+        "its steps' fields beyond rollout-batch/v1 in the extra column, which servers before 2026-12-05"
+        if extra_unknown
+        else "its steps as columns, which servers before 2026-12-01"
+    )
     return error.with_advice(
-        "the event on this line sends its steps as columns, which servers before 2026-12-01 do not read: "
+        f"the event on this line sends {what} do not read: "
         "update the server, or send steps as objects with Client(columnar_steps=False) or "
         "CREDITLAB_COLUMNAR_STEPS=0 in the environment (events already spooled as columns need the newer server)"
     )
