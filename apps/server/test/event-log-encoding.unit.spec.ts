@@ -34,12 +34,6 @@ function randomGroups(length: (t: number) => number, step: (i: number) => Record
   }));
 }
 
-/** A random step without fields beyond rollout-batch/v1 (they go in the row form only). */
-function v1Step(rand: () => number, i: number): Record<string, unknown> {
-  const { toolCall: _extra, ...step } = randomStep(rand, i);
-  return step;
-}
-
 function validated(value: unknown): ValidEvent {
   const result = validateEvent(value, 'server');
   if (!result.ok) throw new Error(`${result.issue.path}: ${result.issue.message}`);
@@ -81,20 +75,34 @@ test('steps sent as columns come back from the log as the same steps as sent one
   const rand = seededRandom(11);
   const groups = randomGroups(
     (t) => 4 + t,
-    (i) => v1Step(rand, i),
+    (i) => randomStep(rand, i),
   );
   const [rows] = rolloutEvents(2, { groups }, 2000, { columnar: false });
   const [columns] = rolloutEvents(2, { groups }, 2000, { columnar: true });
   expect(columns!.data).toHaveProperty('columns');
   const fromLog = validated(wireEvent(stored(validated(columns))));
   expect(fromLog.data).toEqual(validated(rows).data);
+  // Fields beyond v1 are in the body as canonical JSON, whatever order their keys were sent in.
+  const body = logBodiesOf(validated(columns)).stored as Buffer;
+  const text = body.toString();
+  expect(text).toMatch(/,"extra":\[.*\]\}$/);
+  expect(text).toContain('{"toolCall":{"args":[');
+  expect(text).not.toContain('\\"toolCall');
+  const reordered = structuredClone(columns!);
+  const extra = (reordered.data as { columns: { extra: (Record<string, unknown> | null)[] } })
+    .columns.extra;
+  extra.forEach((e, i) => {
+    if (e)
+      extra[i] = { toolCall: { args: (e.toolCall as { args: unknown }).args, name: 'search' } };
+  });
+  expect(logBodiesOf(validated(reordered)).stored).toEqual(body);
 });
 
 test('columns whose every step has an embedding of one size: the log keeps the vectors as bytes, and gives back the same steps', () => {
   const rand = seededRandom(13);
   const groups = randomGroups(
     (t) => 2 + t,
-    (i) => ({ ...v1Step(rand, i), embedding: Array.from({ length: 5 }, () => rand() - 0.5) }),
+    (i) => ({ ...randomStep(rand, i), embedding: Array.from({ length: 5 }, () => rand() - 0.5) }),
   );
   const [rows] = rolloutEvents(1, { groups }, 2000, { columnar: false });
   const columns = validated(rolloutEvents(1, { groups }, 2000, { columnar: true })[0]);

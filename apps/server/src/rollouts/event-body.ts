@@ -84,8 +84,8 @@ const WIRE_COLUMNS = [
 
 /**
  * The body of a columnar rollouts.appended (version 3): the columns as the client sent them (after
- * validation), in a fixed key order, with each trajectory's step count (and fields beyond v1, last,
- * as in version 2). Nothing is encoded step by
+ * validation), in a fixed key order, with each trajectory's step count (and fields beyond v1 last,
+ * in canonical JSON: withExtraFields). Nothing is encoded step by
  * step: its numbers and vectors are already base64, its texts already once each. With
  * `embeddingsApart`, version 4: the same without `embedding`, the embeddings following as bytes.
  */
@@ -102,13 +102,22 @@ export function encodeColumnarBody(
   for (const name of WIRE_COLUMNS)
     if (wire[name] !== undefined && !(embeddingsApart && name === 'embedding'))
       body[name] = wire[name];
-  // Fields beyond v1 as canonical JSON, as the compact body (version 2) holds them, so that their
-  // digest does not depend on the order the client wrote their keys in.
-  if (data.columns.extra) body.extra = data.columns.extra;
-  const json = jsonObjectWithBase64(body, BASE64_COLUMNS);
+  const json = withExtraFields(jsonObjectWithBase64(body, BASE64_COLUMNS), data.columns.extra);
   return embeddingsApart
     ? withEmbeddingsApart(json, data.columns.embedding as Float32Array[])
     : json;
+}
+
+/**
+ * The JSON object `json` with each step's fields beyond v1 last (`extra`: a list with the object of
+ * each step's, or null), written as the canonical JSON the columns hold them in, so that the digest
+ * does not depend on the order the client wrote their keys in; spliced in as it is (JSON.stringify
+ * of the list would escape every quote of it: more bytes in the log, and time).
+ */
+function withExtraFields(json: Buffer, extra: readonly (string | null)[] | undefined): Buffer {
+  if (!extra) return json;
+  const list = `,"extra":[${extra.map((e) => e ?? 'null').join(',')}]}`;
+  return Buffer.concat([json.subarray(0, json.length - 1), Buffer.from(list, 'utf8')]);
 }
 
 /**
@@ -214,8 +223,8 @@ interface ColumnarBody extends Omit<WireStepColumns, 'extra'> {
   v: 3 | 4; // 4: its embeddings put back by embeddingsBackIn
   /** Each trajectory's step count, in the event's order. */
   n: number[];
-  /** fields beyond rollout-batch/v1, as canonical JSON (as in SliceColumns) */
-  extra?: (string | null)[];
+  /** fields beyond rollout-batch/v1, each step's an object (written as canonical JSON), or null */
+  extra?: (Record<string, unknown> | null)[];
 }
 
 /** A version 3 body's steps, cut into its trajectories. */
@@ -249,7 +258,10 @@ function columns(steps: StepPayload[], texts: TextTable): SliceColumns {
   return out;
 }
 
-function steps(c: SliceColumns, texts: string[]): Record<string, unknown>[] {
+function steps(
+  c: Omit<SliceColumns, 'extra'> & { extra?: (string | Record<string, unknown> | null)[] },
+  texts: string[],
+): Record<string, unknown>[] {
   const reward = float64Column(c.reward);
   const nll = c.nll === undefined ? undefined : float64Column(c.nll);
   const value = c.value === undefined ? undefined : float64Column(c.value);
@@ -268,8 +280,11 @@ function steps(c: SliceColumns, texts: string[]): Record<string, unknown>[] {
     const next = c.nextState?.[i] ?? -1;
     if (next >= 0) step.nextState = texts[next];
     setNumber(step, 'nextValue', nextValue, i);
+    // As JSON text in a compact body (version 2), as an object in a columnar one.
     const extra = c.extra?.[i];
-    out[i] = extra ? { ...step, ...(JSON.parse(extra) as Record<string, unknown>) } : step;
+    const fields =
+      typeof extra === 'string' ? (JSON.parse(extra) as Record<string, unknown>) : extra;
+    out[i] = fields ? { ...step, ...fields } : step;
   }
   return out;
 }
