@@ -54,8 +54,10 @@ export const TRAJECTORY_COLUMNS = [
   'step_count',
   'return',
 ] as const;
-export const UPSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
-  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])
+const INSERT_TRAJECTORIES_SQL = `INSERT INTO trajectories (run_id, iteration, group_ord, ord, key, outcome, outcome_given, step_count, return)
+  SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::int[], $9::float8[])`;
+/** The same for trajectories stored before (an upsert: a plain INSERT of new rows writes less WAL). */
+export const UPSERT_TRAJECTORIES_SQL = `${INSERT_TRAJECTORIES_SQL}
   ON CONFLICT (run_id, iteration, group_ord, ord) DO UPDATE SET outcome = EXCLUDED.outcome,
     outcome_given = EXCLUDED.outcome_given, step_count = EXCLUDED.step_count, return = EXCLUDED.return`;
 
@@ -183,7 +185,10 @@ export class RolloutIndex {
         copies: nothingToWrite,
         statements: [
           ...(groups.length > 0 ? [groupInsert(this.runId, groups)] : []),
-          ...(trajectories.length > 0 ? [trajectoryUpsert(this.runId, trajectories)] : []),
+          ...(fresh.length > 0
+            ? [trajectoryRowsStatement(INSERT_TRAJECTORIES_SQL, this.runId, fresh)]
+            : []),
+          ...(changed.length > 0 ? [trajectoryUpsert(this.runId, changed)] : []),
         ],
       };
     const groupCopy = groups.length > 0 ? groupRows(this.runIdBytes, groups) : undefined;
@@ -360,20 +365,29 @@ function groupInsert(runId: string, groups: readonly GroupRow[]): pg.QueryConfig
   };
 }
 
-/** The upsert of trajectories, new or stored before and changed (UPSERT_TRAJECTORIES_SQL). */
+/** The upsert of trajectories stored before that changed (UPSERT_TRAJECTORIES_SQL). */
 function trajectoryUpsert(runId: string, changed: readonly TrajectoryState[]): pg.QueryConfig {
+  return trajectoryRowsStatement(UPSERT_TRAJECTORIES_SQL, runId, changed);
+}
+
+/** `sql` (INSERT_TRAJECTORIES_SQL or the upsert) with the trajectories' rows as its arrays. */
+function trajectoryRowsStatement(
+  sql: string,
+  runId: string,
+  trajectories: readonly TrajectoryState[],
+): pg.QueryConfig {
   return {
-    text: UPSERT_TRAJECTORIES_SQL,
+    text: sql,
     values: [
       runId,
-      changed.map((t) => t.iteration),
-      changed.map((t) => t.groupOrd),
-      changed.map((t) => t.ord),
-      changed.map((t) => t.key),
-      changed.map(storedOutcome),
-      changed.map((t) => t.outcomeGiven !== null),
-      changed.map((t) => t.stepCount),
-      changed.map((t) => t.return),
+      trajectories.map((t) => t.iteration),
+      trajectories.map((t) => t.groupOrd),
+      trajectories.map((t) => t.ord),
+      trajectories.map((t) => t.key),
+      trajectories.map(storedOutcome),
+      trajectories.map((t) => t.outcomeGiven !== null),
+      trajectories.map((t) => t.stepCount),
+      trajectories.map((t) => t.return),
     ],
   };
 }
