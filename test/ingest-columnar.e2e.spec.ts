@@ -211,7 +211,21 @@ const BAD: [string, (c: Record<string, unknown>) => void, string, RegExp][] = [
     'extra[3]',
     /holds "reward", a field of rollout-batch\/v1: send it in its column/,
   ],
+  [
+    // The row form holds a step 7 levels deeper into the event, and a rebuild reads columns back so.
+    'extra fields nested deeper than the row form allows',
+    (c) => ((c.extra as unknown[])[5] = { deep: nested(57) }),
+    'extra[5]',
+    /nested deeper than 64 levels counted as in the row form .*at most 57 levels here\) \(step 5 of data\.groups\[0\]\.trajectories\[0\]\)$/,
+  ],
 ];
+
+/** An array `levels` deep around a number: [[…[1]…]]. */
+function nested(levels: number): unknown {
+  let v: unknown = 1;
+  for (let i = 0; i < levels; i++) v = [v];
+  return v;
+}
 
 test.each(BAD)(
   'a columnar event with %s is refused naming line and column; nothing is stored',

@@ -70,8 +70,12 @@ test('parts are split where their parameters would pass the limit, in order', as
   expect(asFewStatements([])).toEqual([]);
 });
 
-test('a part with WITH queries of its own is refused, not sent wrong', () => {
+test('a part with WITH queries of its own, or a SELECT before the last, is refused, not sent wrong', () => {
   expect(() =>
     asFewStatements([parents([1], ['one']), { text: ' with x AS (SELECT 1) SELECT * FROM x' }]),
   ).toThrow(/WITH queries of its own/);
+  // It would never run: PostgreSQL runs a WITH query that only reads only if the statement reads it.
+  expect(() =>
+    asFewStatements([{ text: "SELECT pg_notify('c', 'x')" }, parents([1], ['one'])]),
+  ).toThrow(/writes nothing before the last/);
 });

@@ -96,6 +96,24 @@ test('steps sent as columns come back from the log as the same steps as sent one
       extra[i] = { toolCall: { args: (e.toolCall as { args: unknown }).args, name: 'search' } };
   });
   expect(logBodiesOf(validated(reordered)).stored).toEqual(body);
+  // An extra column with no step's fields is none: the same body (and digest) as without it.
+  const [plain] = rolloutEvents(
+    2,
+    {
+      groups: randomGroups(
+        (t) => 4 + t,
+        (i) => ({ ...randomStep(rand, i), toolCall: undefined }),
+      ),
+    },
+    2000,
+  );
+  const columnsOf = (e: unknown) =>
+    (e as { data: { columns: Record<string, unknown> } }).data.columns;
+  expect(columnsOf(plain)).not.toHaveProperty('extra');
+  const empty = structuredClone(plain!);
+  const n = (columnsOf(empty).state as unknown[]).length;
+  columnsOf(empty).extra = Array.from({ length: n }, (_, i) => (i % 2 ? null : {}));
+  expect(logBodiesOf(validated(empty)).stored).toEqual(logBodiesOf(validated(plain)).stored);
 });
 
 test('columns whose every step has an embedding of one size: the log keeps the vectors as bytes, and gives back the same steps', () => {

@@ -48,14 +48,17 @@ export function stepColumns(groups: { id: string; trajectories: RowTrajectory[] 
   };
 }
 
-/** Each step's fields beyond rollout-batch/v1 (null for a step without any), or undefined if none has any. */
+/**
+ * Each step's fields beyond rollout-batch/v1 (null for a step without any), or undefined if none has
+ * any. A field whose value is undefined is none, as JSON leaves it out of the row form.
+ */
 function extraColumn(steps: object[]): (Record<string, unknown> | null)[] | undefined {
   let some = false;
   const column = steps.map((step) => {
-    const keys = fieldsBeyondV1(step);
-    if (!keys) return null;
-    some = true;
     const s = step as Record<string, unknown>;
+    const keys = fieldsBeyondV1(step)?.filter((key) => s[key] !== undefined);
+    if (!keys?.length) return null;
+    some = true;
     return Object.fromEntries(keys.map((key) => [key, s[key]]));
   });
   return some ? column : undefined;

@@ -163,3 +163,18 @@ test('CREDITLAB_COLUMNAR_STEPS=0 makes objects the default, as for the Python cl
     else process.env.CREDITLAB_COLUMNAR_STEPS = before;
   }
 });
+
+test('extra fields may nest as deep as columns as they may as objects, and no deeper', () => {
+  const nested = (levels: number) => {
+    let v: unknown = 1;
+    for (let i = 0; i < levels; i++) v = [v];
+    return v;
+  };
+  for (const levels of [56, 57]) {
+    const batch = oneTrajectory([{ state: 's', action: 'a', reward: 1, deep: nested(levels) }]);
+    const [rows] = rolloutEvents(0, batch, 2000, { columnar: false });
+    const [columns] = rolloutEvents(0, batch, 2000, { columnar: true });
+    const ok = (e: unknown) => validateEvent(JSON.parse(JSON.stringify(e))).ok;
+    expect([ok(rows), ok(columns)]).toEqual([levels === 56, levels === 56]);
+  }
+});

@@ -80,7 +80,9 @@ test('fields beyond rollout-batch/v1 go in the extra column, null for a step wit
   const steps = [plain, { ...plain, toolCall: { name: 'search' }, taskSeed: 7 }];
   const columnar = stepColumns([{ id: 'g', trajectories: [{ id: 't', steps }] }]);
   expect(columnar?.columns.extra).toEqual([null, { toolCall: { name: 'search' }, taskSeed: 7 }]);
-  // No column when no step has such a field.
-  const without = stepColumns([{ id: 'g', trajectories: [{ id: 't', steps: [plain] }] }]);
+  // No column when no step has such a field (one whose value is undefined is none, as in JSON).
+  const without = stepColumns([
+    { id: 'g', trajectories: [{ id: 't', steps: [plain, { ...plain, note: undefined }] }] },
+  ]);
   expect(without && 'extra' in without.columns).toBe(false);
 });

@@ -8,6 +8,7 @@ import {
 } from './base64-numbers';
 import { canonicalJson } from './event-body-hash';
 import { MAX_INT32, STEP_FIELDS } from './event-schemas';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from './storable-json';
 
 /**
  * The columnar form of `rollouts.appended` (docs/events.md, "Columnar rollouts"): the event's steps
@@ -142,9 +143,17 @@ export function parseStepColumns(value: unknown, n: number): StepColumns {
     if (column) out[name] = column;
   }
   const extra = extraColumn(wire.extra, n);
-  if (extra) out.extra = extra;
+  // A column with no step's fields is none: the same event, the same digest, as without it.
+  if (extra?.some((e) => e !== null)) out.extra = extra;
   return out;
 }
+
+/**
+ * How deep a step's extra fields may nest: as deep as they may in the row form, where the step sits
+ * 7 levels into the event (`data.groups[g].trajectories[t].steps[s]`), and which a rebuild of the
+ * log's event checks (columns are read back as step objects).
+ */
+const EXTRA_LEVELS = MAX_JSON_DEPTH - 7;
 
 /**
  * Each step's fields beyond rollout-batch/v1: an object of them, or null (an empty object is none).
@@ -173,6 +182,11 @@ function extraColumn(column: unknown, n: number): (string | null)[] | undefined 
       throw new ColumnIssue(
         ['extra', i],
         `holds "${v1}", a field of rollout-batch/v1: send it in its column`,
+      );
+    if (nestedDeeperThan(item, EXTRA_LEVELS))
+      throw new ColumnIssue(
+        ['extra', i],
+        `is nested deeper than ${MAX_JSON_DEPTH} levels counted as in the row form (data.groups[…].trajectories[…].steps[…] and its fields: at most ${EXTRA_LEVELS} levels here)`,
       );
     out[i] = keys.length === 0 ? null : canonicalJson(item);
   }

@@ -12,7 +12,9 @@ export const MAX_PARAMETERS = 65_535;
  * and checks foreign keys after the whole statement, so one part may insert rows that another
  * part's rows reference. All parts of a statement see one snapshot: no part may read what another
  * writes, and no row may be changed by two parts. Each part keeps its own parameters (`$1`…,
- * renumbered here), so parts are written as if alone; none may have WITH queries of its own.
+ * renumbered here: a part must hold no other `$`, in a literal or a comment), so parts are written as
+ * if alone; none may have WITH queries of its own, and only the last may be a SELECT (a WITH query
+ * that only reads runs only if the statement reads it).
  */
 export function asFewStatements(
   parts: readonly pg.QueryConfig[],
@@ -38,9 +40,12 @@ export function asFewStatements(
 function oneStatement(parts: readonly pg.QueryConfig[]): pg.QueryConfig {
   if (parts.length === 1) return parts[0] as pg.QueryConfig;
   const values: unknown[] = [];
-  const texts = parts.map((part) => {
+  const texts = parts.map((part, k) => {
     if (/^\s*WITH\b/i.test(part.text))
       throw new Error(`a part with WITH queries of its own: ${part.text.slice(0, 60)}`);
+    // A WITH query that only reads runs only if the statement reads it: a SELECT part must be last.
+    if (k < parts.length - 1 && !/^\s*(INSERT|UPDATE|DELETE)\b/i.test(part.text))
+      throw new Error(`a part that writes nothing before the last: ${part.text.slice(0, 60)}`);
     const offset = values.length;
     values.push(...(part.values ?? []));
     return offset === 0
