@@ -68,7 +68,9 @@ export const INSERT_GROUPS_SQL = `INSERT INTO rollout_groups (run_id, iteration,
  * New groups and trajectories up to this many rows are written by the statements above, sent with
  * the request's last ones (one round trip for everything: a trainer's iteration has tens to hundreds
  * of trajectories); more go by binary COPY, which costs two round trips each but less per row (a
- * request of many iterations holds tens of thousands).
+ * request of many iterations holds tens of thousands: bench:ingest, 300k steps as columns in 32 MiB
+ * requests, two pairs, 197.7k and 206.3k steps/s by COPY against 191.3k and 197.7k by statements).
+ * Where between the two the crossover lies is not measured.
  */
 const ROWS_FOR_COPY = 1000;
 
