@@ -8,7 +8,7 @@ import {
 } from './base64-numbers';
 import { canonicalJson } from './event-body-hash';
 import { MAX_INT32, STEP_FIELDS } from './event-schemas';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from './storable-json';
+import { findUnstorable, MAX_JSON_DEPTH } from './storable-json';
 
 /**
  * The columnar form of `rollouts.appended` (docs/events.md, "Columnar rollouts"): the event's steps
@@ -183,7 +183,8 @@ function extraColumn(column: unknown, n: number): (string | null)[] | undefined 
         ['extra', i],
         `holds "${v1}", a field of rollout-batch/v1: send it in its column`,
       );
-    if (nestedDeeperThan(item, EXTRA_LEVELS))
+    // The event's own check ran from its top; here the row form's depth is what counts.
+    if (findUnstorable(item, EXTRA_LEVELS))
       throw new ColumnIssue(
         ['extra', i],
         `is nested deeper than ${MAX_JSON_DEPTH} levels counted as in the row form (data.groups[…].trajectories[…].steps[…] and its fields: at most ${EXTRA_LEVELS} levels here)`,

@@ -64,15 +64,3 @@ export function findUnstorable(
   };
   return visit(value);
 }
-
-/**
- * Whether `value` nests objects or arrays more than `levels` deep (a number or a string is 0 levels,
- * `{}` or `[]` one): for a part of an event that another form of the same event holds deeper.
- */
-export function nestedDeeperThan(value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (levels <= 0) return true;
-  for (const key in value)
-    if (nestedDeeperThan((value as Record<string, unknown>)[key], levels - 1)) return true;
-  return false;
-}
