@@ -1,7 +1,12 @@
 import { rolloutEvents } from '@creditlab/client';
-import { eventBodyHash, validateEvent, type ValidEvent } from '@creditlab/events';
+import { eventBodyHash, validateEvent, type StepPayload, type ValidEvent } from '@creditlab/events';
 import { seededRandom } from '@creditlab/random';
-import { decodeStepsBody, wireEvent } from '../src/rollouts/event-body';
+import {
+  decodeStepsBody,
+  encodeStepsBody,
+  encodeStepsBodyBothWays,
+  wireEvent,
+} from '../src/rollouts/event-body';
 import { bodyOf, eventDigest, logBodiesOf, sameEvent } from '../src/rollouts/event-digest';
 import { checkEvent } from '../src/rollouts/prepare-event';
 
@@ -224,9 +229,67 @@ describe('eventDigest', () => {
 
   test('a hash stored before the compact body (eventBodyHash) still identifies the same event', () => {
     const e = event([{ state: 's', action: 'a', reward: 1 }]);
-    const now = eventDigest(e, bodyOf(e));
-    expect(sameEvent(eventBodyHash(e.type, e.data), e, now)).toBe(true);
+    const now = { event: e, hash: eventDigest(e, bodyOf(e)), body: bodyOf(e) };
+    expect(sameEvent(eventBodyHash(e.type, e.data), now)).toBe(true);
     const changed = event([{ state: 's', action: 'a', reward: 2 }]);
-    expect(sameEvent(eventBodyHash(changed.type, changed.data), e, now)).toBe(false);
+    expect(sameEvent(eventBodyHash(changed.type, changed.data), now)).toBe(false);
+  });
+
+  test('… also for rollouts sent as objects and held as columns: compared as the objects sent', () => {
+    const sent = (reward: number, rand = seededRandom(23)) => ({
+      id: '6f1d0c52-0c3e-4c55-9d7b-0d2b8f2f8a13',
+      type: 'rollouts.appended',
+      data: {
+        iteration: 4,
+        groups: randomGroups(
+          (t) => 2 + t,
+          (i) => ({ ...randomStep(rand, i), reward: i === 0 ? reward : 0.25 }),
+        ),
+      },
+    });
+    const prepared = checkEvent(1, sent(1), 'client');
+    if (!('hash' in prepared)) throw new Error(prepared.reason);
+    expect('columns' in prepared.event.data && prepared.event.data.columns.sentAsSteps).toBe(true);
+    const asObjects = validated(sent(1));
+    expect(sameEvent(eventBodyHash(asObjects.type, asObjects.data), prepared)).toBe(true);
+    const other = validated(sent(2));
+    expect(sameEvent(eventBodyHash(other.type, other.data), prepared)).toBe(false);
+  });
+});
+
+describe('rollouts sent as objects, held as columns', () => {
+  const sent = (seed: number, everyStepEmbedded: boolean) => {
+    const rand = seededRandom(seed);
+    return validated({
+      id: '6f1d0c52-0c3e-4c55-9d7b-0d2b8f2f8a14',
+      type: 'rollouts.appended',
+      data: {
+        iteration: seed,
+        groups: randomGroups(
+          (t) => (t === 0 ? seed % 3 : 1 + ((seed * (t + 1)) % 7)), // empty trajectories too
+          (i) => {
+            const step = randomStep(rand, i);
+            if (rand() < 0.2) step.state = `état ${i % 2} 🧭`; // texts beyond ASCII, shared
+            if (everyStepEmbedded) step.embedding = [rand(), -0, rand() * 1e30];
+            return step;
+          },
+        ),
+      },
+    });
+  };
+
+  test('their bodies are byte for byte those of the objects (every stored digest still matches)', () => {
+    for (let seed = 0; seed < 40; seed++)
+      for (const everyStepEmbedded of [false, true]) {
+        const event = sent(seed, everyStepEmbedded);
+        const { canonical, stored, held } = logBodiesOf(event);
+        expect('columns' in held.data).toBe(true);
+        const slices = (
+          event.data as { groups: { trajectories: { steps: StepPayload[] }[] }[] }
+        ).groups.flatMap((g) => g.trajectories.map((t) => t.steps));
+        expect(canonical).toEqual(encodeStepsBody(slices));
+        const embedded = everyStepEmbedded && slices.some((s) => s.length > 0);
+        expect(stored).toEqual(embedded ? encodeStepsBodyBothWays(slices).apart : canonical);
+      }
   });
 });

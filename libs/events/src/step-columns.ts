@@ -57,6 +57,12 @@ export interface StepColumns {
    * is prepared for the ingest's second thread (only the decoded columns cross back).
    */
   wire?: WireStepColumns;
+  /**
+   * Set when the server made these columns of steps its client sent as objects (the server's
+   * `stepsAsColumns`, after the log's body and digest were made of the objects): a refusal then names
+   * a step by its place in its trajectory, as the client wrote it, and a retry is compared as objects.
+   */
+  sentAsSteps?: true;
 }
 
 const key = z.string().min(1).max(512);

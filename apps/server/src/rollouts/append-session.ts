@@ -208,7 +208,7 @@ export class AppendSession {
     const byId = new Map(stored.rows.map((r) => [r.id, r]));
     for (const p of batch) {
       const row = byId.get(p.event.id);
-      if (row?.body_hash && !sameEvent(row.body_hash, p.event, p.hash))
+      if (row?.body_hash && !sameEvent(row.body_hash, p))
         this.reusedId(p.position, p.event.id, `event ${row.seq} of this run`);
     }
     this.duplicates += byId.size;

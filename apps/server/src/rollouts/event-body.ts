@@ -1,12 +1,14 @@
 import {
   canonicalJson,
   encodeStepColumns,
+  float32Base64,
   float64Values,
   NUMBER_COLUMNS,
   fieldsBeyondV1,
   TextTable,
   VECTOR_COLUMNS,
   type ColumnarRolloutsData,
+  type StepColumns,
   type StepPayload,
   type WireStepColumns,
 } from '@creditlab/events';
@@ -30,11 +32,8 @@ import {
  */
 export function encodeStepsBody(slices: StepPayload[][]): Buffer {
   const texts = new TextTable();
-  return compactJson(
-    2,
-    texts,
-    slices.map((s) => columns(s, texts)),
-  );
+  const sliceColumns = slices.map((s) => columns(s, texts));
+  return compactJson(2, texts.list, sliceColumns);
 }
 
 /**
@@ -50,19 +49,107 @@ export function encodeStepsBodyBothWays(slices: StepPayload[][]): {
   const sliceColumns = slices.map((s) => columns(s, texts));
   const withoutEmbeddings = sliceColumns.map(({ embedding: _apart, ...rest }) => rest);
   return {
-    canonical: compactJson(2, texts, sliceColumns),
+    canonical: compactJson(2, texts.list, sliceColumns),
     apart: withEmbeddingsApart(
-      compactJson(5, texts, withoutEmbeddings),
+      compactJson(5, texts.list, withoutEmbeddings),
       slices.flat().map((s) => s.embedding as Float32Array),
     ),
   };
 }
 
-function compactJson(v: 2 | 5, texts: TextTable, sliceColumns: SliceColumns[]): Buffer {
+/**
+ * The body of steps sent as objects and since held as columns (stepsAsColumns), cut into slices of
+ * `counts` steps: the version 2 body and, when `embeddingsApart` (every step has an embedding, all of
+ * one size), the version 5 one too. Byte for byte what encodeStepsBody and encodeStepsBodyBothWays
+ * make of the same steps as objects (the version 2 body is a digest's input: a retry of an event
+ * stored before this existed must match it), but from typed arrays: texts renumbered by index, not
+ * looked up by string, numbers copied out as bytes, each step's fields beyond v1 made JSON once.
+ */
+export function encodeSlicedColumnsBody(
+  c: StepColumns,
+  counts: readonly number[],
+  { embeddingsApart = false } = {},
+): { canonical: Buffer; apart: Buffer | null } {
+  const { texts, slices } = slicedColumns(c, counts);
+  const canonical = compactJson(2, texts, slices);
+  if (!embeddingsApart) return { canonical, apart: null };
+  const withoutEmbeddings = slices.map(({ embedding: _apart, ...rest }) => rest);
+  return {
+    canonical,
+    apart: withEmbeddingsApart(
+      compactJson(5, texts, withoutEmbeddings),
+      c.embedding as Float32Array[],
+    ),
+  };
+}
+
+/**
+ * The columns cut into the body's slices, in encodeStepColumns's order: texts numbered anew as the
+ * body numbers them (slice by slice: its states, its actions, its next states), an optional column
+ * in a slice only if one of its steps has it (NaN, −1 and null are none: steps as objects have no
+ * NaN, and the columns were made of them).
+ */
+function slicedColumns(
+  c: StepColumns,
+  counts: readonly number[],
+): { texts: string[]; slices: SliceColumns[] } {
+  const texts: string[] = [];
+  const renumbered = new Int32Array(c.texts.length).fill(-1);
+  const numbered = (k: number): number => {
+    let j = renumbered[k] as number;
+    if (j < 0) j = renumbered[k] = texts.push(c.texts[k] as string) - 1;
+    return j;
+  };
+  const indices = (column: Int32Array, from: number, n: number) => {
+    const out = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const k = column[from + i] as number;
+      out[i] = k < 0 ? -1 : numbered(k);
+    }
+    return out;
+  };
+  const slices: SliceColumns[] = [];
+  let from = 0;
+  for (const n of counts) {
+    const to = from + n;
+    const out: SliceColumns = {
+      n,
+      state: indices(c.state, from, n),
+      action: indices(c.action, from, n),
+      reward: float64Bytes(c.reward, from, n),
+    };
+    for (const key of ['nll', 'value', 'nextValue'] as const) {
+      const column = c[key];
+      if (column && someNumber(column, from, to)) out[key] = float64Bytes(column, from, n);
+    }
+    if (c.nextState && c.nextState.subarray(from, to).some((k) => k >= 0))
+      out.nextState = indices(c.nextState, from, n);
+    for (const key of VECTOR_COLUMNS) {
+      const column = c[key]?.slice(from, to);
+      if (column?.some((v) => v !== null))
+        out[key] = column.map((v) => (v === null ? null : float32Base64(v)));
+    }
+    const extra = c.extra?.slice(from, to);
+    if (extra?.some((e) => e !== null)) out.extra = extra;
+    slices.push(out);
+    from = to;
+  }
+  return { texts, slices };
+}
+
+const float64Bytes = (column: Float64Array, from: number, n: number) =>
+  Buffer.from(column.buffer, column.byteOffset + from * 8, n * 8).toString('base64');
+
+function someNumber(column: Float64Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (!Number.isNaN(column[i])) return true;
+  return false;
+}
+
+function compactJson(v: 2 | 5, texts: string[], sliceColumns: SliceColumns[]): Buffer {
   const lists: (string | null)[][] = [];
   const body: CompactBody = {
     v,
-    texts: texts.list,
+    texts,
     slices: sliceColumns.map((c) => markVectors({ ...c }, lists)),
   };
   return jsonWithBase64Lists(body, lists);

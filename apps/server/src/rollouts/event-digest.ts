@@ -1,6 +1,19 @@
-import { canonicalJson, eventBodyHash, type StepPayload, type ValidEvent } from '@creditlab/events';
+import {
+  canonicalJson,
+  eventBodyHash,
+  validateEvent,
+  type StepPayload,
+  type ValidEvent,
+} from '@creditlab/events';
 import { createHash } from 'node:crypto';
-import { encodeColumnarBody, encodeStepsBody, encodeStepsBodyBothWays } from './event-body';
+import {
+  encodeColumnarBody,
+  encodeSlicedColumnsBody,
+  encodeStepsBody,
+  encodeStepsBodyBothWays,
+  wireEvent,
+} from './event-body';
+import { stepsAsColumns } from './steps-as-columns';
 
 /**
  * The canonical body of an event's steps (step-bearing events), or null: the compact body (version 2,
@@ -22,17 +35,26 @@ export function bodyOf(event: ValidEvent): Buffer | null {
 export function logBodiesOf(event: ValidEvent): {
   canonical: Buffer | null;
   stored: Buffer | null;
+  /** The event to hand on: a rollouts.appended's steps as columns, however they came (stepsAsColumns). */
+  held: ValidEvent;
 } {
-  if (!embeddingsOfOneSize(event)) {
+  const held = stepsAsColumns(event);
+  const apart = embeddingsOfOneSize(held);
+  if (held !== event && held.type === 'rollouts.appended' && 'columns' in held.data) {
+    const counts = held.data.groups.flatMap((g) => g.trajectories.map((t) => t.stepCount));
+    const bodies = encodeSlicedColumnsBody(held.data.columns, counts, { embeddingsApart: apart });
+    return { canonical: bodies.canonical, stored: bodies.apart ?? bodies.canonical, held };
+  }
+  if (!apart) {
     const canonical = bodyOf(event);
-    return { canonical, stored: canonical };
+    return { canonical, stored: canonical, held };
   }
   if (event.type === 'rollouts.appended' && 'columns' in event.data) {
     const canonical = encodeColumnarBody(event.data);
-    return { canonical, stored: encodeColumnarBody(event.data, { embeddingsApart: true }) };
+    return { canonical, stored: encodeColumnarBody(event.data, { embeddingsApart: true }), held };
   }
-  const { canonical, apart } = encodeStepsBodyBothWays(sliceStepsOf(event));
-  return { canonical, stored: apart };
+  const { canonical, apart: stored } = encodeStepsBodyBothWays(sliceStepsOf(event));
+  return { canonical, stored, held };
 }
 
 /** The slices of a step-bearing event sent as step objects, in its order. */
@@ -82,11 +104,24 @@ export function eventDigest(event: ValidEvent, body: Buffer | null): Buffer {
 
 /**
  * Whether a hash stored for this event's id says it is the same event: today's digest, or the
- * first one (canonical JSON of the whole data, `eventBodyHash`), which events stored before the
- * compact body carry. Computed only when ids collide, so the fallback costs ingest nothing.
+ * first one (canonical JSON of the whole data as validated, `eventBodyHash`), which events stored
+ * before the compact body carry. Computed only when ids collide, so the fallback costs ingest
+ * nothing; for steps sent as objects and since held as columns (stepsAsColumns) it is of the objects
+ * put back from the event's body, as the hashes' backfill reads events.
  */
-export function sameEvent(stored: Buffer, event: ValidEvent, digest: Buffer): boolean {
-  return stored.equals(digest) || stored.equals(eventBodyHash(event.type, event.data));
+export function sameEvent(
+  stored: Buffer,
+  prepared: { event: ValidEvent; hash: Buffer; body: Buffer | null },
+): boolean {
+  if (stored.equals(prepared.hash)) return true;
+  const { event, body } = prepared;
+  const sentAsSteps =
+    event.type === 'rollouts.appended' && 'columns' in event.data && event.data.columns.sentAsSteps;
+  if (!sentAsSteps) return stored.equals(eventBodyHash(event.type, event.data));
+  const asSent = validateEvent(wireEvent({ ...event, body }), 'server');
+  if (!asSent.ok)
+    throw new Error(`steps put back from a body do not validate: ${asSent.issue.message}`);
+  return stored.equals(eventBodyHash(asSent.event.type, asSent.event.data));
 }
 
 /** The data without its steps (they are in the body). */

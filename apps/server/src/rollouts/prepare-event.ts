@@ -4,6 +4,7 @@ import { eventDigest, logBodiesOf } from './event-digest';
 /** An event checked and ready for the log: where it came from, what it is, its body and digest. */
 export interface PreparedEvent {
   position: number;
+  /** The event checked; a rollouts.appended's steps as columns, whichever form they came in. */
   event: ValidEvent;
   /** Its steps as the log stores them (step-bearing events), else null. */
   body: Buffer | null;
@@ -29,10 +30,10 @@ export function checkEvent(
 ): PreparedEvent | EventIssue {
   const result = validateEvent(value, from);
   if (!result.ok) return { path: result.issue.path, reason: result.issue.message };
-  const { canonical, stored } = logBodiesOf(result.event);
+  const { canonical, stored, held } = logBodiesOf(result.event);
   return {
     position,
-    event: result.event,
+    event: held,
     body: stored,
     hash: eventDigest(result.event, canonical),
   };

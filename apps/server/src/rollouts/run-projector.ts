@@ -352,13 +352,13 @@ export class RunProjector {
     if (embedding)
       for (let i = from; i < end; i++) {
         const vector = embedding[i];
-        if (vector && !this.ofRunDimension(vector))
-          this.wrongDimension(
-            position,
-            `data.columns.embedding[${i}]`,
-            vector,
-            stepNote(i - from, slice.path),
-          );
+        if (vector && !this.ofRunDimension(vector)) {
+          // Named as the client sent it: a step of its trajectory, or an entry of the column.
+          if (c.sentAsSteps)
+            this.wrongDimension(position, `${slice.path}.steps[${i - from}].embedding`, vector);
+          const note = stepNote(i - from, slice.path);
+          this.wrongDimension(position, `data.columns.embedding[${i}]`, vector, note);
+        }
       }
     rows.columns(traj, first, seq, slice.steps, slice.count, inBody);
   }
