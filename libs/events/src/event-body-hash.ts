@@ -6,6 +6,12 @@ import { createHash } from 'node:crypto';
  * follow JSON.stringify (null, omitted).
  */
 export function canonicalJson(value: unknown): string {
+  // Most values come with their keys in order already (clients that write canonical JSON, a single
+  // key, ours): then it is JSON.stringify's text, made natively at a fraction of the cost.
+  return plainInOrder(value) ? JSON.stringify(value) : sortedJson(value);
+}
+
+function sortedJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (ArrayBuffer.isView(value)) return JSON.stringify(Array.from(value as Float32Array));
   if (Array.isArray(value)) {
@@ -20,6 +26,41 @@ export function canonicalJson(value: unknown): string {
     parts.push(`${JSON.stringify(key)}:${canonicalJson(item)}`);
   }
   return `{${parts.join(',')}}`;
+}
+
+/**
+ * Whether JSON.stringify writes `value` as sortedJson would: it holds only what JSON.parse makes
+ * (null, booleans, numbers, strings, arrays, plain objects: no typed array, Date, undefined or
+ * function, which the two write differently) and every object's keys are in sorted order already
+ * (JSON.stringify writes them in Object.keys order, which puts integer-like keys first: "2" before
+ * "10", where sorting puts "10" first, so such an object is not in order).
+ */
+function plainInOrder(value: unknown): boolean {
+  if (value === null) return true;
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+      return true;
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!plainInOrder(value[i])) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const record = value as Record<string, unknown>;
+  let previous: string | undefined;
+  for (const key of Object.keys(record)) {
+    if (previous !== undefined && !(previous < key)) return false;
+    if (!plainInOrder(record[key])) return false;
+    previous = key;
+  }
+  return true;
 }
 
 /**

@@ -189,8 +189,9 @@ function extraColumn(column: unknown, n: number): (string | null)[] | undefined 
         ['extra', i],
         `holds "${v1}", a field of rollout-batch/v1: send it in its column`,
       );
-    // The event's own check ran from its top; here the row form's depth is what counts.
-    if (findUnstorable(item, EXTRA_LEVELS))
+    // The event's own check ran from its top (text, keys, depth); here the row form's depth is what
+    // counts, which only a field holding an object or array can come near.
+    if (holdsObject(item) && findUnstorable(item, EXTRA_LEVELS))
       throw new ColumnIssue(
         ['extra', i],
         `is nested deeper than ${MAX_JSON_DEPTH} levels counted as in the row form (data.groups[…].trajectories[…].steps[…] and its fields: at most ${EXTRA_LEVELS} levels here)`,
@@ -198,6 +199,13 @@ function extraColumn(column: unknown, n: number): (string | null)[] | undefined 
     out[i] = keys.length === 0 ? null : canonicalJson(item);
   }
   return out;
+}
+
+/** Whether a field of `item` is an object or array (not only numbers, strings, booleans, null). */
+function holdsObject(item: object): boolean {
+  for (const value of Object.values(item))
+    if (typeof value === 'object' && value !== null) return true;
+  return false;
 }
 
 function textsColumn(texts: unknown): string[] {

@@ -9,6 +9,58 @@ describe('canonicalJson', () => {
     expect(canonicalJson([Infinity, null])).toBe('[null,null]');
   });
 
+  test('writes what sorting every level would, for values in order already and not (random)', () => {
+    // The definition, written plainly: canonicalJson may take a shorter way, never to other text.
+    const sorted = (v: unknown): string => {
+      if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+      if (ArrayBuffer.isView(v)) return JSON.stringify(Array.from(v as Float32Array));
+      if (Array.isArray(v))
+        return `[${v.map((x) => (x === undefined ? 'null' : sorted(x))).join(',')}]`;
+      const r = v as Record<string, unknown>;
+      const parts = Object.keys(r)
+        .sort()
+        .filter((k) => r[k] !== undefined && typeof r[k] !== 'function')
+        .map((k) => `${JSON.stringify(k)}:${sorted(r[k])}`);
+      return `{${parts.join(',')}}`;
+    };
+    let seed = 5;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const KEYS = ['a', 'b', 'B', 'é', '', '2', '10', 'toJSON', 'a b', '\ud800', 'z"q'];
+    const leaves: (() => unknown)[] = [
+      () => random(1000) / 7,
+      () => -0,
+      () => NaN,
+      () => 1e21,
+      () => null,
+      () => random(2) === 0,
+      () => ['x', 'line\nbreak', '\u2028', '\udc00 lone', 'é😀'][random(5)],
+      () => undefined,
+      () => new Float32Array([random(9) / 4, -1]),
+      () => new Date(0),
+      () => () => 1,
+    ];
+    const value = (depth: number): unknown => {
+      const kind = depth > 3 ? 0 : random(4);
+      if (kind === 0)
+        return (leaves[random(random(3) === 0 ? leaves.length : 7)] as () => unknown)();
+      if (kind === 1) return Array.from({ length: random(4) }, () => value(depth + 1));
+      const keys = [
+        ...new Set(Array.from({ length: random(5) }, () => KEYS[random(KEYS.length)] as string)),
+      ];
+      if (kind === 2) keys.sort(); // in order already: the short way, when the rest is plain
+      const o: Record<string, unknown> = random(8) === 0 ? Object.create(null) : {};
+      for (const k of keys) o[k] = value(depth + 1);
+      return o;
+    };
+    for (let k = 0; k < 3000; k++) {
+      const v = value(0);
+      expect(canonicalJson(v)).toBe(sorted(v));
+    }
+  });
+
   test('the hash tells a retry from a reused id: key order and vector encoding do not count', () => {
     const json = validateEvent({
       id: '00000000-0000-4000-8000-000000000001',
