@@ -62,6 +62,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       connections: config.connections.reads,
       ingestConnections: config.connections.ingest,
       statementTimeoutMs: config.connections.statementTimeoutMs,
+      preparedStatements: config.connections.preparedStatements,
     },
     embedded,
   );

@@ -45,6 +45,7 @@ const schema = z.object({
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
   CREDITLAB_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().min(0).default(120),
+  CREDITLAB_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
   CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),
   CREDITLAB_GRAPHQL_MAX_FIELDS: z.coerce.number().int().min(10).default(10_000),
@@ -81,6 +82,11 @@ export interface AppConfig {
     ingest: number;
     /** The longest a statement on the reads' connections may run (0: no limit). */
     statementTimeoutMs: number;
+    /**
+     * Whether ingest's connections keep the statements they send again and again prepared
+     * (repeated-statements.ts); off behind a pooler that cannot keep named statements.
+     */
+    preparedStatements: boolean;
   };
   /**
    * Ingest bodies of at least this many bytes are parsed and checked on a thread of their own
@@ -202,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       reads: e.CREDITLAB_DB_CONNECTIONS,
       ingest: e.CREDITLAB_INGEST_CONNECTIONS,
       statementTimeoutMs: e.CREDITLAB_STATEMENT_TIMEOUT_SECONDS * 1000,
+      preparedStatements: e.CREDITLAB_PREPARED_STATEMENTS === 'on',
     },
     ingestThreadMinBytes:
       e.CREDITLAB_INGEST_THREAD_MIN_BYTES === 'off'

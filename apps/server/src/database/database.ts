@@ -4,6 +4,7 @@ import {
   type PrismaClient,
   type RunningPostgres,
 } from '@creditlab/db';
+import { prepareRepeatedStatements } from './repeated-statements';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 
@@ -41,7 +42,12 @@ export class Database {
 
   static connect(
     url: string,
-    sizes = { connections: 10, ingestConnections: 8, statementTimeoutMs: 0 },
+    sizes = {
+      connections: 10,
+      ingestConnections: 8,
+      statementTimeoutMs: 0,
+      preparedStatements: true,
+    },
     embedded?: Pick<RunningPostgres, 'pid'>,
   ): Database {
     const logger = new Logger('database');
@@ -65,12 +71,10 @@ export class Database {
       return pool;
     };
     // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
-    return new Database(
-      open(sizes.connections, sizes.statementTimeoutMs),
-      url,
-      open(sizes.ingestConnections),
-      embedded,
-    );
+    const ingest = open(sizes.ingestConnections);
+    // Off for a pooler that cannot keep named statements (PgBouncer in transaction mode before 1.21).
+    if (sizes.preparedStatements) prepareRepeatedStatements(ingest);
+    return new Database(open(sizes.connections, sizes.statementTimeoutMs), url, ingest, embedded);
   }
 
   /** Why the database cannot be used now, when the server knows without asking it. */

@@ -1,0 +1,81 @@
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { prepareRepeatedStatements } from '../apps/server/src/database/repeated-statements';
+import { createTestDatabase } from './support/test-database';
+
+/**
+ * Statements a connection sends again and again are prepared on it once (ingest's statements),
+ * against PostgreSQL itself: a text seen once is not, one seen again is and answers as before, a
+ * connection keeps at most its share of them, and COPY, simple-protocol texts and statements with
+ * a name of their own go as they are.
+ */
+let pool: pg.Pool;
+let client: pg.PoolClient;
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+  prepareRepeatedStatements(pool, { perConnection: 2 });
+  client = await pool.connect();
+  await client.query('CREATE TABLE t (id int PRIMARY KEY, note text)');
+});
+afterAll(async () => {
+  client.release();
+  await pool.end();
+});
+
+/** The texts prepared on this connection, as PostgreSQL lists them. */
+const prepared = async () =>
+  (
+    await client.query<{ statement: string }>(
+      'SELECT statement FROM pg_prepared_statements ORDER BY prepare_time',
+    )
+  ).rows.map((r) => r.statement);
+
+const sum = (k: number) => `SELECT $1::int + ${k} AS n`;
+
+test('a text is prepared once it is seen again, and answers as it did unprepared', async () => {
+  expect((await client.query(sum(1), [1])).rows).toEqual([{ n: 2 }]);
+  expect(await prepared()).toEqual([]);
+  expect((await client.query({ text: sum(1), values: [2] })).rows).toEqual([{ n: 3 }]);
+  expect(await prepared()).toEqual([sum(1)]);
+  expect((await client.query(sum(1), [40])).rows).toEqual([{ n: 41 }]);
+  expect(await prepared()).toEqual([sum(1)]);
+});
+
+test('a connection keeps at most its share; COPY, simple texts and named statements go as they are', async () => {
+  for (const k of [2, 3]) for (let i = 0; i < 3; i++) await client.query(sum(k), [i]);
+  expect(await prepared()).toEqual([sum(1), sum(2)]); // the share (2) was full before sum(3)
+  expect((await client.query(sum(3), [1])).rows).toEqual([{ n: 4 }]);
+  await client.query('SELECT 1');
+  await client.query('SELECT 1');
+  await client.query({ name: 'mine', text: 'SELECT $1::int AS n', values: [5] });
+  await pipeline(
+    Readable.from(['1\tone\n', '2\ttwo\n']),
+    client.query(copyFrom('COPY t FROM STDIN')),
+  );
+  await pipeline(Readable.from(['3\tthree\n']), client.query(copyFrom('COPY t FROM STDIN')));
+  expect(await prepared()).toEqual([sum(1), sum(2), 'SELECT $1::int AS n']);
+  expect((await client.query('SELECT count(*)::int AS n FROM t')).rows).toEqual([{ n: 3 }]);
+});
+
+test('a statement that fails as a prepared one fails as it would have, and the connection goes on', async () => {
+  const own = new pg.Pool({ connectionString: pool.options.connectionString, max: 1 });
+  prepareRepeatedStatements(own);
+  const c = await own.connect();
+  try {
+    const insert = 'INSERT INTO t (id, note) VALUES ($1, $2)';
+    await c.query(insert, [10, 'a']);
+    await c.query(insert, [11, 'b']);
+    const listed = await c.query('SELECT statement FROM pg_prepared_statements');
+    expect(listed.rows).toEqual([{ statement: insert }]);
+    await expect(c.query(insert, [10, 'again'])).rejects.toThrow(/duplicate key/);
+    await c.query(insert, [12, 'c']);
+    expect((await c.query('SELECT count(*)::int AS n FROM t WHERE id >= 10')).rows).toEqual([
+      { n: 3 },
+    ]);
+  } finally {
+    c.release();
+    await own.end();
+  }
+});
