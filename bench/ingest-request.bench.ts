@@ -12,7 +12,7 @@ import { rolloutEvents } from '@creditlab/client';
 import { createRun } from './support/bench-run';
 import { fmt, machineLine, median, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
-import { cpuSeconds, databaseCpu } from './support/database-cost';
+import { cpuSeconds, databaseCpu, databaseCpuSince } from './support/database-cost';
 import { ADMIN_KEY } from '../test/support/test-server';
 
 const REQUESTS = Number(process.env.BENCH_INGEST_REQUEST_COUNT ?? 300);
@@ -99,8 +99,6 @@ function scenarios(): Scenario[] {
   ];
 }
 
-const total = (cpu: Map<number, number>) => [...cpu.values()].reduce((a, b) => a + b, 0);
-
 async function main(): Promise<void> {
   const bench = await startBenchServer({});
   const all = scenarios();
@@ -114,12 +112,13 @@ async function main(): Promise<void> {
         const requests = await s.requests(url);
         for (const r of requests.slice(0, WARM_UP)) await r();
         const server0 = await cpuSeconds(pid);
-        const database0 = total(await databaseCpu(bench.pgDataDir));
+        const database0 = await databaseCpu(bench.pgDataDir);
         const t0 = performance.now();
         for (const r of requests.slice(WARM_UP)) await r();
         const wall = performance.now() - t0;
         const server = (await cpuSeconds(pid)) - server0;
-        const database = total(await databaseCpu(bench.pgDataDir)) - database0;
+        // Per process since the start: one that ended meanwhile (autovacuum) takes nothing off.
+        const database = await databaseCpuSince(bench.pgDataDir, database0);
         const n = requests.length - WARM_UP;
         samples[k]?.push({
           wallMs: wall / n,

@@ -79,3 +79,49 @@ test('a statement that fails as a prepared one fails as it would have, and the c
     await own.end();
   }
 });
+
+test('pool.query (which passes a callback) and texts without parameters go as they are, and answer', async () => {
+  const own = new pg.Pool({ connectionString: pool.options.connectionString, max: 1 });
+  prepareRepeatedStatements(own);
+  try {
+    const text = 'SELECT $1::int * 2 AS n';
+    for (const n of [1, 2, 3])
+      expect((await own.query({ text, values: [n] })).rows).toEqual([{ n: 2 * n }]);
+    for (let i = 0; i < 3; i++) await own.query('SELECT 1 AS one; SELECT 2 AS two', []);
+    expect((await own.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows).toEqual(
+      [{ n: 0 }],
+    );
+  } finally {
+    await own.end();
+  }
+});
+
+test('a prepared statement broken under it (a value pg cannot send, a table changed by another connection) is sent unnamed from then on', async () => {
+  const own = new pg.Pool({ connectionString: pool.options.connectionString, max: 1 });
+  prepareRepeatedStatements(own);
+  const c = await own.connect();
+  try {
+    await c.query('CREATE TABLE wide (a int)');
+    const read = 'SELECT * FROM wide WHERE a = $1';
+    await c.query(read, [1]);
+    await c.query(read, [1]); // prepared now
+    await client.query('ALTER TABLE wide ADD COLUMN b int'); // another connection, as another process would
+    await expect(c.query(read, [1])).rejects.toMatchObject({ code: '0A000' });
+    await c.query('INSERT INTO wide VALUES (1, 2)');
+    expect((await c.query(read, [1])).rows).toEqual([{ a: 1, b: 2 }]);
+
+    const echo = 'SELECT $1::text AS v';
+    await c.query(echo, ['x']);
+    await c.query(echo, ['y']); // prepared now
+    const unsendable = {
+      toPostgres: () => {
+        throw new Error('cannot be sent');
+      },
+    };
+    await expect(c.query(echo, [unsendable])).rejects.toThrow('cannot be sent');
+    expect((await c.query(echo, ['z'])).rows).toEqual([{ v: 'z' }]);
+  } finally {
+    c.release();
+    await own.end();
+  }
+});

@@ -14,16 +14,18 @@ export function canonicalJson(value: unknown): string {
 function sortedJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (ArrayBuffer.isView(value)) return JSON.stringify(Array.from(value as Float32Array));
+  // Below a value not in order, each part is sorted without asking again whether it is in order:
+  // asking at every level would walk a deep value once per level above it.
   if (Array.isArray(value)) {
     if (value.every((x) => typeof x === 'number')) return JSON.stringify(value);
-    return `[${value.map((x) => (x === undefined ? 'null' : canonicalJson(x))).join(',')}]`;
+    return `[${value.map((x) => (x === undefined ? 'null' : sortedJson(x))).join(',')}]`;
   }
   const record = value as Record<string, unknown>;
   const parts: string[] = [];
   for (const key of Object.keys(record).sort()) {
     const item = record[key];
     if (item === undefined || typeof item === 'function') continue;
-    parts.push(`${JSON.stringify(key)}:${canonicalJson(item)}`);
+    parts.push(`${JSON.stringify(key)}:${sortedJson(item)}`);
   }
   return `{${parts.join(',')}}`;
 }

@@ -10,41 +10,63 @@ import type pg from 'pg';
  * in turn, 2.2–2.5 against 1.4–1.5 ms per one-step request (docs/benchmarks.md).
  *
  * Only a text seen before is named (one seen once, such as a packed upsert of an unusual number of
- * iterations, is not worth a statement kept on the connection), and at most `perConnection` texts per
- * connection, so a connection holds a bounded set of prepared statements however many texts the
- * process makes. Statements given as a Submittable (a COPY) or with a name of their own, and the
- * simple protocol's texts without parameters, go as they are.
+ * iterations, is not worth a statement kept on the connection), only texts of at most MAX_TEXT
+ * characters and MAX_PARAMETERS parameters, and at most `perConnection` per connection, so a
+ * connection holds a bounded set of prepared statements however many texts the process makes.
+ * Calls with a callback (pg-pool's own `pool.query` passes one), a Submittable (a COPY), a name of
+ * their own or no parameters (the simple protocol, which takes several statements in one text) go as
+ * they are. A named statement that fails for a reason a fresh parse would not have (its values could
+ * not be sent, and pg closed the statement; its cached plan no longer fits a table another process
+ * changed; it is gone) is sent unnamed on that connection from then on.
  */
 export function prepareRepeatedStatements(pool: pg.Pool, { perConnection = 64 } = {}): void {
   pool.on('connect', (client) => {
     const named = new Set<string>();
+    const unusable = new Set<string>();
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (...args: unknown[]) => {
       const statement = asStatement(args);
-      if (statement) {
-        const name = repeatedName(statement.text);
-        if (name && (named.has(name) || named.size < perConnection)) {
-          named.add(name);
-          return query({ ...statement, name });
-        }
-      }
-      return query(...args);
+      const name = statement && repeatedName(statement.text);
+      if (!statement || !name || unusable.has(name)) return query(...args);
+      if (!named.has(name) && named.size >= perConnection) return query(...args);
+      named.add(name);
+      return (query({ ...statement, name }) as Promise<unknown>).catch((e: unknown) => {
+        if (brokeTheStatement(e)) unusable.add(name);
+        throw e;
+      });
     };
   });
 }
 
-/** The call's statement if it is a text with parameters and no name (and no callback), else undefined. */
+const MAX_TEXT = 16 * 1024;
+const MAX_PARAMETERS = 512;
+
+/**
+ * The call's statement if it is a text with parameters, no name and no callback, not too large to
+ * keep; else undefined.
+ */
 function asStatement(args: unknown[]): { text: string; values: unknown[] } | undefined {
-  const [first, second, third] = args;
-  if (typeof first === 'string')
-    return Array.isArray(second) && third === undefined
-      ? { text: first, values: second }
-      : undefined;
-  if (typeof first !== 'object' || first === null || second !== undefined) return undefined;
-  const c = first as Partial<pg.QueryConfig> & { submit?: unknown };
-  if (typeof c.text !== 'string' || !Array.isArray(c.values) || c.name || c.submit)
-    return undefined;
-  return c as { text: string; values: unknown[] };
+  const [first, second, ...rest] = args;
+  let statement: Partial<pg.QueryConfig> & { submit?: unknown };
+  if (typeof first === 'string') statement = { text: first, values: second as unknown[] };
+  else if (typeof first === 'object' && first !== null && second === undefined)
+    statement = first as typeof statement;
+  else return undefined;
+  const { text, values } = statement;
+  if (rest.some((a) => a !== undefined) || statement.name || statement.submit) return undefined;
+  if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return undefined;
+  if (text.length > MAX_TEXT || values.length > MAX_PARAMETERS) return undefined;
+  return { ...statement, text, values };
+}
+
+/**
+ * Whether a named statement's failure leaves its name unusable on the connection: an error of the
+ * client's own (no SQLSTATE: a value pg could not send, after which it closed the statement),
+ * a cached plan whose result no longer fits (0A000), a statement that does not exist (26000).
+ */
+function brokeTheStatement(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === undefined || code === '0A000' || code === '26000';
 }
 
 /**

@@ -76,10 +76,12 @@ export class IterationTally {
         metrics: Record<string, number>;
         evaluation_success_rate: number | null;
         last_seq: string;
-      }>('SELECT * FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])', [
-        this.runId,
-        stored,
-      ]);
+      }>(
+        `SELECT iteration, group_count, trajectory_count, step_count, inputs_seq, metrics,
+                evaluation_success_rate, last_seq
+         FROM iterations WHERE run_id = $1 AND iteration = ANY($2::int[])`,
+        [this.runId, stored],
+      );
       for (const r of res.rows) {
         this.rows.set(r.iteration, {
           iteration: r.iteration,
