@@ -4,9 +4,9 @@ import {
   type PrismaClient,
   type RunningPostgres,
 } from '@creditlab/db';
-import { prepareRepeatedStatements } from './repeated-statements';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
+import { prepareRepeatedStatements } from './repeated-statements';
 
 /**
  * The server's handles on Postgres: a pg pool for the bulk write path and the
@@ -72,7 +72,7 @@ export class Database {
     };
     // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
     const ingest = open(sizes.ingestConnections);
-    // Off for a pooler that cannot keep named statements (PgBouncer in transaction mode before 1.21).
+    // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).
     if (sizes.preparedStatements) prepareRepeatedStatements(ingest);
     return new Database(open(sizes.connections, sizes.statementTimeoutMs), url, ingest, embedded);
   }

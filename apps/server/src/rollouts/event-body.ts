@@ -386,7 +386,8 @@ function setNumber(
   if (x !== undefined && !Number.isNaN(x)) step[key] = x;
 }
 
-function extraOf(step: StepPayload): string | null {
+/** A step's fields beyond rollout-batch/v1 as canonical JSON (the body holds them so), or null. */
+export function extraOf(step: StepPayload): string | null {
   const keys = fieldsBeyondV1(step);
   if (!keys) return null;
   const extra: Record<string, unknown> = {};

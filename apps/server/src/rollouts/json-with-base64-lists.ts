@@ -15,11 +15,8 @@ export function jsonWithBase64Lists(
   value: unknown,
   lists: readonly (readonly (string | null)[])[],
 ): Buffer {
-  const json = JSON.stringify(value);
-  // Nothing to splice (a body without vectors): a plain search for a stray mark, not the split.
-  if (lists.length === 0 && !json.includes(MARK_START)) return Buffer.from(json, 'utf8');
   // Between pieces of the value's own JSON, the numbers of the lists that go there.
-  const pieces = json.split(MARK_IN_JSON);
+  const pieces = JSON.stringify(value).split(MARK_IN_JSON);
   if (pieces.length !== 2 * lists.length + 1 || !pieces.every(inOrder))
     throw new Error(
       `jsonWithBase64Lists: the value marks ${(pieces.length - 1) / 2} lists, not ${lists.length}`,
@@ -109,9 +106,6 @@ function writeList(out: Buffer, at: number, items: readonly (string | null)[]): 
 export function base64ListMark(index: number): string {
   return `\u0000${index}`;
 }
-
-/** How a mark starts as JSON.stringify writes it. */
-const MARK_START = '"\\u0000';
 
 /** A mark as JSON.stringify writes it, the list's number captured. */
 const MARK_IN_JSON = /"\\u0000(\d+)"/;

@@ -1,16 +1,11 @@
 import {
-  canonicalJson,
-  fieldsBeyondV1,
   TextTable,
   type ColumnarRolloutsData,
   type StepColumns,
   type StepPayload,
   type ValidEvent,
 } from '@creditlab/events';
-
-/** In hand: an imported name read in a per-step loop is a getter call each time once compiled. */
-const beyondV1 = fieldsBeyondV1;
-const canonical = canonicalJson;
+import { extraOf } from './event-body';
 
 /**
  * A rollouts.appended whose steps came as objects, as the same event with its steps as columns
@@ -65,8 +60,8 @@ function columnsOf(slices: readonly (readonly StepPayload[])[]): StepColumns {
       if (step.tokenLogprobs !== undefined)
         (c.tokenLogprobs ??= nullColumn(n))[i] = step.tokenLogprobs;
       if (step.embedding !== undefined) (c.embedding ??= nullColumn(n))[i] = step.embedding;
-      const extra = beyondV1(step);
-      if (extra) (c.extra ??= nullColumn(n))[i] = canonical(pick(step, extra));
+      const extra = extraOf(step);
+      if (extra !== null) (c.extra ??= nullColumn(n))[i] = extra;
       i++;
     }
   return c;
@@ -74,9 +69,3 @@ function columnsOf(slices: readonly (readonly StepPayload[])[]): StepColumns {
 
 const nanColumn = (n: number) => new Float64Array(n).fill(NaN);
 const nullColumn = <T>(n: number) => new Array<T | null>(n).fill(null);
-
-function pick(step: StepPayload, keys: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of keys) out[key] = step[key];
-  return out;
-}
