@@ -21,7 +21,10 @@ export const APPEND_PHASES = [
   'write',
   /** Packing for recompute, at the end, the iterations still in hand (CREDITLAB_PACK_ITERATIONS=on-append). */
   'pack',
-  /** Writing the groups and trajectories and the run's summary, and the notice to its subscribers. */
+  /**
+   * Writing the groups and trajectories and the run's summary, and the notice to its subscribers:
+   * the request's last statement, which holds the last chunk's other rows too (not its steps).
+   */
   'rollouts',
   /** Rows the server adds to the request (a checkpoint's bytes), and COMMIT. */
   'commit',

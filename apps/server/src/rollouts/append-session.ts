@@ -132,14 +132,13 @@ export class AppendSession {
    */
   async finish({ notify = false } = {}): Promise<AppendResult & { steps: number }> {
     // The body has ended: the last chunk's iterations are packed while it is written, rather than
-    // after every write (a request of one iteration waited 1.4–1.9 ms for it, bench:ingest's split).
-    await this.flush({ last: true });
+    // after every write (a request of one iteration waited 1.4–1.9 ms for it, bench:ingest's split),
+    // and its statement ends the request's writes (the projector's finish, then, has none to send).
+    const notice = () => (notify && this.accepted > 0 ? [runNotice(this.runId)] : []);
+    await this.flush({ last: true, notice });
     await this.writes;
     this.clock?.lap('write');
-    await this.projector.finish(
-      this.clock,
-      notify && this.accepted > 0 ? [runNotice(this.runId)] : [],
-    );
+    await this.projector.finish(this.clock, notice());
     return {
       accepted: this.accepted,
       duplicates: this.duplicates,
@@ -154,7 +153,10 @@ export class AppendSession {
    * next (at most two chunks' rows are held), and statements stay in order on the transaction's
    * connection. A failed write surfaces here or in `finish`.
    */
-  private async flush({ last = false } = {}): Promise<void> {
+  private async flush({
+    last = false,
+    notice = () => [],
+  }: { last?: boolean; notice?: () => pg.QueryConfig[] } = {}): Promise<void> {
     const pending = this.pending;
     this.pending = [];
     this.pendingSteps = 0;
@@ -170,7 +172,12 @@ export class AppendSession {
         status = this.checkStatus(position, event, status);
         return { seq: ++seq, position, event, body, recordedAt: this.now };
       });
-      const { placed, write } = await this.projector.project(sequenced, { last });
+      this.accepted += batch.length;
+      const { placed, write } = await this.projector.project(sequenced, {
+        last,
+        notice: last ? notice() : [],
+        clock: this.clock,
+      });
       const logged = eventsInsert(
         this.runId,
         sequenced.map((e, n) => eventRow(e, placed[n] as PlacedSlice[], batch[n] as PreparedEvent)),
@@ -179,7 +186,6 @@ export class AppendSession {
       this.writes = before.then(() => write([logged]));
       this.writes.catch(() => undefined); // observed later, by the next await
       this.writing = true;
-      this.accepted += batch.length;
     }
     this.clock?.lap('project');
     await before;

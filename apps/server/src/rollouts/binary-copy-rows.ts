@@ -1,7 +1,5 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import { copyBuffersInto } from '../database/pipelined-copy';
 
 /** `PGCOPY\n\377\r\n\0`, flags 0, no header extension: PostgreSQL's binary COPY header. */
 const HEADER = Buffer.from([
@@ -200,13 +198,15 @@ export class BinaryCopyRows {
     return this;
   }
 
-  /** Streams the rows written so far into `table` (inside the caller's transaction). */
+  /**
+   * Copies the rows written so far into `table` (inside the caller's transaction): the statement and
+   * the rows in one write, the rows being in memory already (pipelined-copy.ts).
+   */
   async copyInto(client: pg.PoolClient, table: string, columns: readonly string[]): Promise<void> {
     if (this.rowCount === 0) return;
     this.seal();
     this.chunks.push(TRAILER);
-    const sink = client.query(copyFrom(binaryCopySql(table, columns)));
-    await pipeline(Readable.from(this.chunks), sink);
+    await copyBuffersInto(client, binaryCopySql(table, columns), this.chunks);
   }
 
   private reserve(bytes: number): void {

@@ -92,6 +92,20 @@ export interface ProjectedChunk {
   write: (also: pg.QueryConfig[]) => Promise<void>;
 }
 
+/** How a chunk is projected. */
+export interface ChunkOptions {
+  /**
+   * No event follows (the request's body has ended): every iteration in hand is complete as far as
+   * the request goes and is packed while this chunk is written, and the chunk's write ends the
+   * request's writes too (what `finish` would send: groups, trajectories, the run's summary), in its
+   * last statement, with `notice` (the notice to the run's subscribers) last of all.
+   */
+  last?: boolean;
+  notice?: pg.QueryConfig[];
+  /** Where the request's time goes: the last chunk's write laps the phases `finish` would. */
+  clock?: AppendClock;
+}
+
 export type Fail = (position: number, path: string, reason: string) => never;
 
 /**
@@ -129,6 +143,8 @@ export class RunProjector {
   /** Packs what the appending transaction wrote whole (CREDITLAB_PACK_ITERATIONS=on-append). */
   private readonly packing: InHandPacking | undefined;
   private steps = 0;
+  /** Whether the request's last writes were sent (endingParts): by the last chunk's, or by `finish`. */
+  private ended = false;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -160,10 +176,12 @@ export class RunProjector {
    * chunk's rows as a write, to be sent before the next chunk's (its groups and trajectories wait for
    * `finish`: a trajectory continued across chunks is then written once). Lookups of what is stored
    * read only rows from before this projector's first chunk (the rest it holds), so they need not
-   * wait for the writes. `last`: no event follows (the request's body has ended), so every iteration
-   * in hand is complete as far as the request goes and is packed while this chunk is written.
+   * wait for the writes (`last`: ChunkOptions).
    */
-  async project(batch: SequencedEvent[], { last = false } = {}): Promise<ProjectedChunk> {
+  async project(
+    batch: SequencedEvent[],
+    { last = false, notice = [], clock }: ChunkOptions = {},
+  ): Promise<ProjectedChunk> {
     const slices = batch.flatMap((e) => slicesOf(e.event));
     const created = await this.rollouts.ensure(slices);
     await this.rollouts.ensure(finishedRefs(batch), { createMissing: false });
@@ -191,35 +209,50 @@ export class RunProjector {
     const newTexts = this.texts.takeStore();
     const iterations = this.iterations.takeStatements();
     // The steps by COPY, then every other row of the chunk in as few statements as fit: each
-    // statement is a round trip the request waits for (one-statement.ts).
+    // statement is a round trip the request waits for (one-statement.ts). The last chunk's carries
+    // the request's last writes too, which would otherwise be one more round trip at its end.
     const write = async (also: pg.QueryConfig[]) => {
       const texts = await newTexts();
       await rows.copyInto(this.client);
       const packedRows = packedUpserts(this.runId, await packed);
-      for (const statement of asFewStatements([...texts, ...iterations, ...packedRows, ...also]))
-        await this.client.query(statement);
+      if (last) clock?.lap('write');
+      const ending = last ? [...(await this.endingParts(clock)), ...notice] : [];
+      const parts = [...texts, ...iterations, ...packedRows, ...also, ...ending];
+      for (const statement of asFewStatements(parts)) await this.client.query(statement);
+      if (last) clock?.lap('rollouts');
     };
     return { placed, write };
   }
 
   /**
-   * After every chunk's write: writes the iterations in hand not packed yet (none when the last
-   * chunk was projected as `last`), the groups and trajectories and the run's summary columns,
-   * with `also` (the notice to the run's subscribers) in the same statement as the last of them.
+   * After every chunk's write: writes what ends the writes (endingParts), with `also` (the notice to
+   * the run's subscribers) in the same statement as the last of them — unless a chunk projected as
+   * `last` sent them with its own rows.
    */
   async finish(clock?: AppendClock, also: pg.QueryConfig[] = []): Promise<void> {
+    if (this.ended) return; // the last chunk's write sent it all
+    const statements = asFewStatements([...(await this.endingParts(clock)), ...also]);
+    for (const statement of statements) await this.client.query(statement);
+    clock?.lap('rollouts');
+  }
+
+  /**
+   * What ends the writes (once): the iterations in hand not packed yet (none after a chunk projected
+   * as `last`), the groups and trajectories — by COPY first if many —, the run's summary columns.
+   * Their rows are none of a chunk's (other tables; iterations packed here were not packed before),
+   * and none reads a table, so they may share a statement with the last chunk's (one-statement.ts).
+   */
+  private async endingParts(clock?: AppendClock): Promise<pg.QueryConfig[]> {
+    this.ended = true;
     const packed = await this.packInHand(this.packing?.iterations ?? [], { here: true });
     clock?.lap('pack');
     const rollouts = this.rollouts.takeWrite();
     await rollouts.copies();
-    const statements = asFewStatements([
+    return [
       ...packedUpserts(this.runId, packed),
       ...rollouts.statements,
       runSummaryUpdate(this.runId, this.state),
-      ...also,
-    ]);
-    for (const statement of statements) await this.client.query(statement);
-    clock?.lap('rollouts');
+    ];
   }
 
   /**

@@ -1,0 +1,145 @@
+import { rolloutEvents } from '@creditlab/client';
+import pg from 'pg';
+import { AppendSession } from '../apps/server/src/rollouts/append-session';
+import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
+import { beginAndLockRun } from '../apps/server/src/rollouts/run-lock';
+import { createTestDatabase } from './support/test-database';
+
+/**
+ * What an append of one iteration sends PostgreSQL once its run is locked, against PostgreSQL
+ * itself: every statement is a round trip the request waits for, and every write to the socket
+ * wakes the database's process, so their number is what a trainer logging each iteration pays on
+ * top of its steps (docs/architecture.md, "Ingest"). Four of each: the duplicate check, the texts'
+ * lookup, the steps' COPY sent whole with its data (pipelined-copy.ts), and one statement with
+ * every other row and the run's summary.
+ */
+let pool: pg.Pool;
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 2 });
+});
+afterAll(() => pool.end());
+
+interface Wire {
+  stream: { _write: (...a: unknown[]) => void; _writev?: (...a: unknown[]) => void };
+  on(event: 'readyForQuery', listener: () => void): void;
+}
+
+/** Counts the connection's writes to its socket and the answers it waits for (ReadyForQuery). */
+function countTraffic(client: pg.PoolClient): { writes: number; roundTrips: number } {
+  const counts = { writes: 0, roundTrips: 0 };
+  const wire = (client as unknown as { connection: Wire }).connection;
+  const socket = wire.stream;
+  for (const method of ['_write', '_writev'] as const) {
+    const original = socket[method];
+    if (!original) continue;
+    socket[method] = function (this: unknown, ...args: unknown[]) {
+      counts.writes++;
+      return original.apply(this, args);
+    };
+  }
+  wire.on('readyForQuery', () => counts.roundTrips++);
+  return counts;
+}
+
+async function newRun(): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO runs (name, project, env, method) VALUES ('r', 'default', 'e', 'grpo') RETURNING id`,
+  );
+  return rows[0]!.id;
+}
+
+/** An iteration of two trajectories of `steps` steps, as the TypeScript client sends it. */
+const iteration = (i: number, steps: number) =>
+  rolloutEvents(i, {
+    groups: [
+      {
+        id: `g${i}`,
+        trajectories: [0, 1].map((t) => ({
+          id: `g${i}/t${t}`,
+          steps: Array.from({ length: steps }, (_, s) => ({
+            state: `state ${s % 5}`,
+            action: `action ${(s + t) % 3}`,
+            reward: s === steps - 1 ? t : 0,
+            nll: 0.5,
+          })),
+        })),
+      },
+    ],
+  });
+
+async function append(runId: string, events: unknown[]) {
+  const client = await pool.connect();
+  try {
+    const locked = await beginAndLockRun(client, runId);
+    const traffic = countTraffic(client);
+    const session = new AppendSession(
+      client,
+      pool,
+      runId,
+      locked!.run,
+      locked!.now,
+      BODY_LINES,
+      'client',
+    );
+    for (const [n, value] of events.entries()) await session.add({ position: n + 1, value });
+    const result = await session.finish({ notify: true });
+    const sent = { ...traffic };
+    await client.query('COMMIT');
+    return { result, sent };
+  } catch (e) {
+    await client.query('ROLLBACK');
+    throw e;
+  } finally {
+    client.release();
+  }
+}
+
+test('an iteration appended once its run is locked: four statements, four writes to the socket', async () => {
+  const runId = await newRun();
+  const first = await append(runId, iteration(0, 40));
+  expect(first.result).toMatchObject({ accepted: 1, duplicates: 0, lastSeq: 1, steps: 80 });
+  expect(first.sent).toEqual({ writes: 4, roundTrips: 4 });
+
+  // A later iteration of the same run, whose texts are all stored: the same four.
+  const second = await append(runId, iteration(1, 40));
+  expect(second.result).toMatchObject({ accepted: 1, lastSeq: 2, steps: 80 });
+  expect(second.sent).toEqual({ writes: 4, roundTrips: 4 });
+
+  // What the single last statement carried is all there: the log, the steps, the rollouts, the summary.
+  const stored = await pool.query<Record<string, number>>(
+    `SELECT (SELECT count(*)::int FROM events WHERE run_id = $1) AS events,
+            (SELECT coalesce(sum(step_count), 0)::int FROM step_slices WHERE run_id = $1) AS steps,
+            (SELECT count(*)::int FROM trajectories WHERE run_id = $1) AS trajectories,
+            (SELECT count(*)::int FROM rollout_groups WHERE run_id = $1) AS groups,
+            (SELECT count(*)::int FROM iterations WHERE run_id = $1) AS iterations,
+            (SELECT count(*)::int FROM texts WHERE run_id = $1) AS texts,
+            (SELECT last_seq::int FROM runs WHERE id = $1) AS "lastSeq",
+            (SELECT last_iteration FROM runs WHERE id = $1) AS "lastIteration"`,
+    [runId],
+  );
+  expect(stored.rows[0]).toEqual({
+    events: 2,
+    steps: 160,
+    trajectories: 4,
+    groups: 2,
+    iterations: 2,
+    texts: 8,
+    lastSeq: 2,
+    lastIteration: 1,
+  });
+});
+
+test('a request of duplicates only still ends with the run’s summary, and stores nothing twice', async () => {
+  const runId = await newRun();
+  const events = iteration(0, 3);
+  await append(runId, events);
+  const again = await append(runId, events);
+  expect(again.result).toMatchObject({ accepted: 0, duplicates: 1, lastSeq: 1 });
+  // The duplicate check, then the summary's statement (the run's row as it was).
+  expect(again.sent).toEqual({ writes: 2, roundTrips: 2 });
+  const { rows } = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM events WHERE run_id = $1',
+    [runId],
+  );
+  expect(rows[0]?.n).toBe(1);
+});
