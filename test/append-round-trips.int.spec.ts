@@ -1,4 +1,5 @@
 import { rolloutEvents } from '@creditlab/client';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { AppendSession } from '../apps/server/src/rollouts/append-session';
 import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
@@ -9,8 +10,8 @@ import { createTestDatabase } from './support/test-database';
  * What an append of one iteration sends PostgreSQL once its run is locked, against PostgreSQL
  * itself: every statement is a round trip the request waits for, and every write to the socket
  * wakes the database's process, so their number is what a trainer logging each iteration pays on
- * top of its steps (docs/architecture.md, "Ingest"). Four of each: the duplicate check, the texts'
- * lookup, the steps' COPY sent whole with its data (pipelined-copy.ts), and one statement with
+ * top of its steps (docs/architecture.md, "Ingest"). Three of each: the duplicate check with the
+ * texts' lookup, the steps' COPY sent whole with its data (pipelined-copy.ts), and one statement with
  * every other row and the run's summary.
  */
 let pool: pg.Pool;
@@ -94,16 +95,16 @@ async function append(runId: string, events: unknown[]) {
   }
 }
 
-test('an iteration appended once its run is locked: four statements, four writes to the socket', async () => {
+test('an iteration appended once its run is locked: three statements, three writes to the socket', async () => {
   const runId = await newRun();
   const first = await append(runId, iteration(0, 40));
   expect(first.result).toMatchObject({ accepted: 1, duplicates: 0, lastSeq: 1, steps: 80 });
-  expect(first.sent).toEqual({ writes: 4, roundTrips: 4 });
+  expect(first.sent).toEqual({ writes: 3, roundTrips: 3 });
 
-  // A later iteration of the same run, whose texts are all stored: the same four.
+  // A later iteration of the same run, whose texts are all stored: the same three.
   const second = await append(runId, iteration(1, 40));
   expect(second.result).toMatchObject({ accepted: 1, lastSeq: 2, steps: 80 });
-  expect(second.sent).toEqual({ writes: 4, roundTrips: 4 });
+  expect(second.sent).toEqual({ writes: 3, roundTrips: 3 });
 
   // What the single last statement carried is all there: the log, the steps, the rollouts, the summary.
   const stored = await pool.query<Record<string, number>>(
@@ -142,4 +143,58 @@ test('a request of duplicates only still ends with the run’s summary, and stor
     [runId],
   );
   expect(rows[0]?.n).toBe(1);
+});
+
+test('texts met in an earlier chunk, stored before, or new in a later chunk are each stored once', async () => {
+  const runId = await newRun();
+  // Stored before the request: "state 0".."state 4", "action 0".."action 2".
+  await append(runId, iteration(0, 5));
+  // 1,100 events: two chunks (the second's lookup ahead asks on another connection, which does not
+  // see the first chunk's texts). Event k's state is new in the chunk of event k, or one the first
+  // chunk stored, or one stored before the request.
+  const events = Array.from({ length: 1100 }, (_, k) => ({
+    id: randomUUID(),
+    type: 'rollouts.appended',
+    data: {
+      iteration: 1,
+      groups: [
+        {
+          id: `g${k}`,
+          trajectories: [
+            {
+              id: `t${k}`,
+              steps: [
+                {
+                  state: k < 1000 || k % 2 === 0 ? `new ${k}` : `new ${k - 1000}`,
+                  action: `action ${k % 3}`,
+                  nextState: `state ${k % 5}`,
+                  reward: 1,
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    },
+  }));
+  const { result } = await append(runId, events);
+  expect(result).toMatchObject({ accepted: 1100, steps: 1100 });
+  const texts = await pool.query<{ text: string; n: number }>(
+    'SELECT text, count(*)::int AS n FROM texts WHERE run_id = $1 GROUP BY text',
+    [runId],
+  );
+  const expected = new Set([
+    ...[0, 1, 2, 3, 4].map((i) => `state ${i}`),
+    ...[0, 1, 2].map((i) => `action ${i}`),
+    ...events.map((e) => e.data.groups[0]!.trajectories[0]!.steps[0]!.state),
+  ]);
+  expect(new Set(texts.rows.map((r) => r.text))).toEqual(expected);
+  expect(texts.rows.every((r) => r.n === 1)).toBe(true);
+  // Every step of the run names texts the run has.
+  const missing = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM steps s WHERE s.run_id = $1 AND NOT EXISTS
+       (SELECT 1 FROM texts t WHERE t.run_id = s.run_id AND t.id = s.state_id)`,
+    [runId],
+  );
+  expect(missing.rows[0]?.n).toBe(0);
 });

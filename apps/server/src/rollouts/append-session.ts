@@ -37,6 +37,14 @@ export const STORED_EVENT_IDS_SQL =
   'SELECT id, seq, body_hash FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])';
 
 /**
+ * The same, with which of the chunk's texts (ids, $3) the run has stored (`text` set on those rows):
+ * the texts' lookup in the duplicate check's round trip rather than one of its own before the
+ * chunk's COPY (TextDictionary.toLookUp).
+ */
+const STORED_EVENTS_AND_TEXTS_SQL = `SELECT id::text AS id, seq, body_hash, false AS text FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])
+  UNION ALL SELECT id::text, NULL, NULL, true FROM texts WHERE run_id = $1 AND id = ANY($3::bigint[])`;
+
+/**
  * A chunk is projected and written once it holds this many steps, events or bytes of log bodies,
  * so that memory stays bounded (at most two chunks are held: the one written, the one projected).
  * Large, because every chunk costs its statements, each a round trip on which the chunk being
@@ -205,13 +213,22 @@ export class AppendSession {
   private async dropStoredDuplicates(batch: PreparedEvent[]): Promise<PreparedEvent[]> {
     if (batch.length === 0) return batch;
     const lookup = this.writing ? this.storedEvents : this.client;
-    const stored = await lookup.query<{
+    const ids = batch.map((p) => p.event.id);
+    const texts = this.projector.textsToLookUp(batch.map((p) => p.event));
+    const answer = await lookup.query<{
       id: string;
-      seq: string;
+      seq: string | null;
       body_hash: Buffer | null;
-    }>(STORED_EVENT_IDS_SQL, [this.runId, batch.map((p) => p.event.id)]);
-    if (stored.rowCount === 0) return batch;
-    const byId = new Map(stored.rows.map((r) => [r.id, r]));
+      text?: boolean;
+    }>(
+      texts.length > 0
+        ? { text: STORED_EVENTS_AND_TEXTS_SQL, values: [this.runId, ids, texts] }
+        : { text: STORED_EVENT_IDS_SQL, values: [this.runId, ids] },
+    );
+    const stored = answer.rows.filter((r) => !r.text);
+    this.projector.textsStored(answer.rows.flatMap((r) => (r.text ? [r.id] : [])));
+    if (stored.length === 0) return batch;
+    const byId = new Map(stored.map((r) => [r.id, r]));
     for (const p of batch) {
       const row = byId.get(p.event.id);
       if (row?.body_hash && !sameEvent(row.body_hash, p))

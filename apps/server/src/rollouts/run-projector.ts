@@ -166,6 +166,16 @@ export class RunProjector {
     return this.state;
   }
 
+  /** The texts of these events to look up ahead (TextDictionary.toLookUp), as ids. */
+  textsToLookUp(events: readonly ValidEvent[]): string[] {
+    return this.texts.toLookUp(events.flatMap(textsOf));
+  }
+
+  /** Which of those the run has stored (the lookup's answer). */
+  textsStored(ids: Iterable<string>): void {
+    this.texts.storedAmong(ids);
+  }
+
   /** Steps projected so far. */
   get stepCount(): number {
     return this.steps;
@@ -453,6 +463,20 @@ export function slicesOf(event: ValidEvent): StepSlice[] {
 }
 
 const slicesByEvent = new WeakMap<ValidEvent, StepSlice[]>();
+
+/** The state, action and next-state texts an event's steps use. */
+export function textsOf(event: ValidEvent): readonly string[] {
+  if (event.type === 'rollouts.appended' && 'columns' in event.data)
+    return event.data.columns.texts; // every one is some step's (the columns' check)
+  const texts: string[] = [];
+  for (const { steps } of slicesOf(event))
+    if (Array.isArray(steps))
+      for (const step of steps as StepPayload[]) {
+        texts.push(step.state, step.action);
+        if (step.nextState !== undefined) texts.push(step.nextState);
+      }
+  return texts;
+}
 
 function computeSlices(event: ValidEvent): StepSlice[] {
   if (event.type === 'steps.appended') {
