@@ -13,7 +13,7 @@ export const APPEND_PHASES = [
   'connect',
   /** BEGIN and the run's row lock (appenders to one run take turns here). */
   'lock',
-  /** Looking up which of a chunk's event ids are stored already (after the first chunk, on the main pool). */
+  /** Looking up which of a chunk's event ids (and texts) are stored already (after the first chunk, on the main pool). */
   'check',
   /** Projecting a chunk into rows (its lookups of stored rollouts queue behind the writes). */
   'project',
