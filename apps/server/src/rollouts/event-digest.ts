@@ -40,7 +40,11 @@ export function logBodiesOf(event: ValidEvent): {
 } {
   const held = stepsAsColumns(event);
   const apart = embeddingsOfOneSize(held);
-  if (held !== event && held.type === 'rollouts.appended' && 'columns' in held.data) {
+  if (
+    held.type === 'rollouts.appended' &&
+    'columns' in held.data &&
+    held.data.columns.sentAsSteps
+  ) {
     const counts = held.data.groups.flatMap((g) => g.trajectories.map((t) => t.stepCount));
     const bodies = encodeSlicedColumnsBody(held.data.columns, counts, { embeddingsApart: apart });
     return { canonical: bodies.canonical, stored: bodies.apart ?? bodies.canonical, held };
@@ -132,8 +136,16 @@ function skeleton(event: ValidEvent): unknown {
   }
   if (event.type !== 'rollouts.appended') return event.data;
   if ('columns' in event.data) {
-    const { columns: _columns, ...rest } = event.data; // trajectories name their stepCount
-    return rest;
+    const { columns, ...rest } = event.data; // trajectories name their stepCount
+    if (!columns.sentAsSteps) return rest;
+    // Steps sent as objects: the skeleton the objects had (trajectories without a stepCount).
+    return {
+      iteration: rest.iteration,
+      groups: rest.groups.map((g) => ({
+        id: g.id,
+        trajectories: g.trajectories.map(({ stepCount: _n, ...t }) => t),
+      })),
+    };
   }
   return {
     iteration: event.data.iteration,

@@ -1,5 +1,6 @@
 import { validateEvent, type ValidEvent } from '@creditlab/events';
 import { eventDigest, logBodiesOf } from './event-digest';
+import { stepObjectsAsColumns } from './step-objects-as-columns';
 
 /** An event checked and ready for the log: where it came from, what it is, its body and digest. */
 export interface PreparedEvent {
@@ -28,15 +29,14 @@ export function checkEvent(
   value: unknown,
   from: 'client' | 'server',
 ): PreparedEvent | EventIssue {
-  const result = validateEvent(value, from);
-  if (!result.ok) return { path: result.issue.path, reason: result.issue.message };
-  const { canonical, stored, held } = logBodiesOf(result.event);
-  return {
-    position,
-    event: held,
-    body: stored,
-    hash: eventDigest(result.event, canonical),
-  };
+  let event = stepObjectsAsColumns(value);
+  if (!event) {
+    const result = validateEvent(value, from);
+    if (!result.ok) return { path: result.issue.path, reason: result.issue.message };
+    event = result.event;
+  }
+  const { canonical, stored, held } = logBodiesOf(event);
+  return { position, event: held, body: stored, hash: eventDigest(held, canonical) };
 }
 
 export function isIssue(checked: PreparedEvent | EventIssue): checked is EventIssue {

@@ -38,14 +38,7 @@ function columnsOf(slices: readonly (readonly StepPayload[])[]): StepColumns {
   let n = 0;
   for (const steps of slices) n += steps.length;
   const texts = new TextTable();
-  const c: StepColumns = {
-    n,
-    texts: texts.list,
-    state: new Int32Array(n),
-    action: new Int32Array(n),
-    reward: new Float64Array(n),
-    sentAsSteps: true,
-  };
+  const c = columnsSentAsSteps(n, texts);
   let i = 0;
   for (const steps of slices)
     for (const step of steps) {
@@ -67,5 +60,21 @@ function columnsOf(slices: readonly (readonly StepPayload[])[]): StepColumns {
   return c;
 }
 
-const nanColumn = (n: number) => new Float64Array(n).fill(NaN);
-const nullColumn = <T>(n: number) => new Array<T | null>(n).fill(null);
+/**
+ * The columns of `n` steps a client sent as objects, before they are filled: the required ones, the
+ * texts numbered in `texts`. An optional column is made (nanColumn, nullColumn, or −1 for a next
+ * state) once a step has its field.
+ */
+export function columnsSentAsSteps(n: number, texts: TextTable): StepColumns {
+  return {
+    n,
+    texts: texts.list,
+    state: new Int32Array(n),
+    action: new Int32Array(n),
+    reward: new Float64Array(n),
+    sentAsSteps: true,
+  };
+}
+
+export const nanColumn = (n: number) => new Float64Array(n).fill(NaN);
+export const nullColumn = <T>(n: number) => new Array<T | null>(n).fill(null);
