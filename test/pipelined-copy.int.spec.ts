@@ -87,3 +87,28 @@ test('a connection lost before the COPY rejects it rather than hanging', async (
   doomed.release(true);
   expect(await count()).toBe(0);
 });
+
+test('a query_timeout (the connection string may set one) is over with the COPY', async () => {
+  // pg arms a timer per statement and clears it when the statement calls back: one left running
+  // would fire after the COPY and act on whatever the connection does then.
+  const timed = new pg.Pool({
+    connectionString: pool.options.connectionString,
+    query_timeout: 5000,
+  });
+  const other = await timed.connect();
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  try {
+    const before = timers();
+    expect(await copyBuffersInto(other, COPY, [Buffer.from('1\tone\n')])).toBe(1);
+    expect(timers()).toBe(before);
+    await expect(copyBuffersInto(other, COPY, [Buffer.from('1\tagain\n')])).rejects.toMatchObject({
+      code: '23505',
+    });
+    expect(timers()).toBe(before);
+    expect((await other.query<{ n: number }>('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]);
+  } finally {
+    other.release();
+    await timed.end();
+  }
+  expect(await count()).toBe(1);
+});

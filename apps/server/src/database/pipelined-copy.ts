@@ -72,13 +72,22 @@ class WholeCopy {
   }
 
   handleReadyForQuery(): void {
+    this.callback();
     this.resolve(this.rows);
   }
 
   /** pg calls this on PostgreSQL's error (and then no longer counts this as its active query), or a lost connection. */
   handleError(error: Error): void {
+    this.callback();
     this.reject(error);
   }
+
+  /**
+   * Called once the COPY is over either way. pg replaces it, when a `query_timeout` is set (the
+   * connection string may set one), with what clears that timeout's timer: left running, it would
+   * fire after the COPY and act on the connection's next statement.
+   */
+  callback(): void {}
 
   // A COPY FROM answers with none of these; pg calls them only if the statement was something else.
   handleRowDescription(): void {}

@@ -67,6 +67,16 @@ const DATA_KEYS = new Set(['iteration', 'groups']);
 const GROUP_KEYS = new Set(['id', 'trajectories']);
 const OUTCOMES = new Set(['success', 'failure', 'truncated']);
 const NUMBER_FIELDS = ['nll', 'value', 'nextValue'] as const;
+/** rollout-batch/v1's step fields (STEP_FIELDS, in hand: see fieldsBeyondV1 on imported names in per-step loops). */
+export const V1_FIELDS: ReadonlySet<string> = new Set([
+  'state',
+  'action',
+  'reward',
+  ...NUMBER_FIELDS,
+  'nextState',
+  'tokenLogprobs',
+  'embedding',
+]);
 /** Ids of groups and trajectories: at most 512 characters as zod counts them (code points), so at most 512 UTF-16 units is surely within. */
 const MAX_KEY_UNITS = 512;
 
@@ -81,39 +91,33 @@ function columnsOf(slices: readonly unknown[][], n: number): StepColumns | undef
   for (const steps of slices)
     for (const step of steps) {
       if (!isRecord(step)) return undefined;
-      let fields = 0;
+      // A field beyond rollout-batch/v1: the general way (told before any vector is decoded).
+      for (const key in step) if (!V1_FIELDS.has(key)) return undefined;
       const { state, action, reward, nextState, tokenLogprobs, embedding } = step;
       if (!isText(state) || !isText(action) || !isFiniteNumber(reward)) return undefined;
       c.state[i] = texts.of(state);
       c.action[i] = texts.of(action);
       c.reward[i] = reward;
-      fields += 3;
       for (const name of NUMBER_FIELDS) {
         const x = step[name];
         if (x === undefined) continue;
         if (!isFiniteNumber(x)) return undefined;
         (c[name] ??= nanColumn(n))[i] = x;
-        fields++;
       }
       if (nextState !== undefined) {
         if (!isText(nextState)) return undefined;
         (c.nextState ??= new Int32Array(n).fill(-1))[i] = texts.of(nextState);
-        fields++;
       }
       if (tokenLogprobs !== undefined) {
         const vector = float32Vector(tokenLogprobs);
         if (!vector) return undefined;
         (c.tokenLogprobs ??= nullColumn(n))[i] = vector;
-        fields++;
       }
       if (embedding !== undefined) {
         const vector = float32Vector(embedding);
         if (!vector || vector.length === 0) return undefined;
         (c.embedding ??= nullColumn(n))[i] = vector;
-        fields++;
       }
-      // A field beyond rollout-batch/v1 (or a v1 field twice, which JSON cannot say): the general way.
-      if (Object.keys(step).length !== fields) return undefined;
       i++;
     }
   return c;
