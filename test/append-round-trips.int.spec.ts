@@ -1,9 +1,10 @@
 import { rolloutEvents } from '@creditlab/client';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { AppendSession } from '../apps/server/src/rollouts/append-session';
+import { AppendSession, type StoredLookupRow } from '../apps/server/src/rollouts/append-session';
 import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
-import { beginAndLockRun } from '../apps/server/src/rollouts/run-lock';
+import { firstEventLookup } from '../apps/server/src/rollouts/first-event-lookup';
+import { beginLockAndAsk } from '../apps/server/src/rollouts/run-lock';
 import { createTestDatabase } from './support/test-database';
 
 /**
@@ -68,10 +69,15 @@ const iteration = (i: number, steps: number) =>
     ],
   });
 
-async function append(runId: string, events: unknown[]) {
+/**
+ * Appends `events` as the appender does. `ahead`: the first event's lookup is asked with the lock
+ * (first-event-lookup.ts), as the appender asks it; else the session looks up everything itself.
+ */
+async function append(runId: string, events: unknown[], { ahead = false } = {}) {
   const client = await pool.connect();
   try {
-    const locked = await beginAndLockRun(client, runId);
+    const lookup = ahead ? firstEventLookup(runId, events[0]) : undefined;
+    const { locked, rows } = await beginLockAndAsk<StoredLookupRow>(client, runId, lookup?.sql);
     const traffic = countTraffic(client);
     const session = new AppendSession(
       client,
@@ -82,6 +88,7 @@ async function append(runId: string, events: unknown[]) {
       BODY_LINES,
       'client',
     );
+    if (lookup) session.lookedUpAhead(lookup, rows);
     for (const [n, value] of events.entries()) await session.add({ position: n + 1, value });
     const result = await session.finish({ notify: true });
     const sent = { ...traffic };
@@ -194,6 +201,67 @@ test('texts met in an earlier chunk, stored before, or new in a later chunk are 
   const missing = await pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM steps s WHERE s.run_id = $1 AND NOT EXISTS
        (SELECT 1 FROM texts t WHERE t.run_id = s.run_id AND t.id = s.state_id)`,
+    [runId],
+  );
+  expect(missing.rows[0]?.n).toBe(0);
+});
+
+test('with the first event looked up with the lock, as the appender does: two statements, two writes', async () => {
+  const runId = await newRun();
+  const first = await append(runId, iteration(0, 40), { ahead: true });
+  expect(first.result).toMatchObject({ accepted: 1, duplicates: 0, lastSeq: 1, steps: 80 });
+  expect(first.sent).toEqual({ writes: 2, roundTrips: 2 }); // the steps' COPY, the one statement
+
+  // Texts stored before (every one of iteration 1's), a retry of a stored event, and a request whose
+  // second event, with a new text, is looked up by the session itself.
+  const again = iteration(1, 40);
+  await append(runId, again, { ahead: true });
+  const retry = await append(runId, again, { ahead: true });
+  expect(retry.result).toMatchObject({ accepted: 0, duplicates: 1, lastSeq: 2 });
+  expect(retry.sent).toEqual({ writes: 1, roundTrips: 1 }); // the run's summary only
+  const mixed = await append(
+    runId,
+    [
+      ...iteration(2, 3),
+      ...rolloutEvents(3, {
+        groups: [
+          {
+            id: 'x',
+            trajectories: [
+              { id: 'x/t', steps: [{ state: 'brand new', action: 'action 0', reward: 1 }] },
+            ],
+          },
+        ],
+      }),
+    ],
+    { ahead: true },
+  );
+  expect(mixed.result).toMatchObject({ accepted: 2, lastSeq: 4 });
+  expect(mixed.sent).toEqual({ writes: 3, roundTrips: 3 }); // the second event's lookup, COPY, statement
+
+  const reused = { ...(again[0] as object), data: (iteration(9, 2)[0] as { data: unknown }).data };
+  await expect(append(runId, [reused], { ahead: true })).rejects.toThrow(/already used by event 2/);
+
+  const texts = await pool.query<{ text: string }>('SELECT text FROM texts WHERE run_id = $1', [
+    runId,
+  ]);
+  expect(new Set(texts.rows.map((r) => r.text))).toEqual(
+    new Set([
+      'state 0',
+      'state 1',
+      'state 2',
+      'state 3',
+      'state 4',
+      'action 0',
+      'action 1',
+      'action 2',
+      'brand new',
+    ]),
+  );
+  const missing = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM steps s WHERE s.run_id = $1 AND (
+       NOT EXISTS (SELECT 1 FROM texts t WHERE t.run_id = s.run_id AND t.id = s.state_id) OR
+       NOT EXISTS (SELECT 1 FROM texts t WHERE t.run_id = s.run_id AND t.id = s.action_id))`,
     [runId],
   );
   expect(missing.rows[0]?.n).toBe(0);

@@ -5,6 +5,7 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import { sameEvent } from './event-digest';
 import type { AppendClock } from './append-clock';
 import type { EventOrigin } from './event-origin';
+import type { FirstEventLookup } from './first-event-lookup';
 import { eventsInsert, type EventRow } from './events-insert';
 import { checkEvent, isIssue, type PreparedEvent } from './prepare-event';
 import {
@@ -44,6 +45,16 @@ export const STORED_EVENT_IDS_SQL =
 const STORED_EVENTS_AND_TEXTS_SQL = `SELECT id::text AS id, seq, body_hash, false AS text FROM events WHERE run_id = $1 AND id = ANY($2::uuid[])
   UNION ALL SELECT id::text, NULL, NULL, true FROM texts WHERE run_id = $1 AND id = ANY($3::bigint[])`;
 
+/** A stored event, as the duplicate check reads it. */
+interface StoredEventRow {
+  id: string;
+  seq: string | null;
+  body_hash: Buffer | null;
+}
+
+/** A row of the duplicate check with the texts' lookup: an event, or (`text`) a stored text's id. */
+export type StoredLookupRow = StoredEventRow & { text?: boolean };
+
 /**
  * A chunk is projected and written once it holds this many steps, events or bytes of log bodies,
  * so that memory stays bounded (at most two chunks are held: the one written, the one projected).
@@ -76,6 +87,8 @@ export class AppendSession {
   private writes: Promise<void> = Promise.resolve();
   /** Whether a chunk's writes were queued: the transaction's connection may be busy from then on. */
   private writing = false;
+  /** Event ids looked up before the session began (`lookedUpAhead`): their stored row, or null. */
+  private readonly storedAhead = new Map<string, StoredEventRow | null>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -106,6 +119,19 @@ export class AppendSession {
       run,
       (position, path, reason) => this.fail(position, path, reason),
       packInHand,
+    );
+  }
+
+  /**
+   * What was looked up for the request's first event with the run's lock (first-event-lookup.ts), in
+   * this session's transaction: the chunk's own lookup then asks only for what this did not.
+   */
+  lookedUpAhead(asked: FirstEventLookup, rows: readonly StoredLookupRow[]): void {
+    if (asked.eventId) this.storedAhead.set(asked.eventId, null);
+    for (const r of rows) if (!r.text) this.storedAhead.set(r.id, r);
+    this.projector.textsAskedAhead(
+      asked.textIds,
+      rows.flatMap((r) => (r.text ? [r.id] : [])),
     );
   }
 
@@ -213,20 +239,23 @@ export class AppendSession {
   private async dropStoredDuplicates(batch: PreparedEvent[]): Promise<PreparedEvent[]> {
     if (batch.length === 0) return batch;
     const lookup = this.writing ? this.storedEvents : this.client;
-    const ids = batch.map((p) => p.event.id);
+    const stored: StoredEventRow[] = [];
+    const ids: string[] = [];
+    for (const p of batch) {
+      const ahead = this.storedAhead.get(p.event.id);
+      if (ahead === undefined) ids.push(p.event.id);
+      else if (ahead) stored.push(ahead);
+    }
     const texts = this.projector.textsToLookUp(batch.map((p) => p.event));
-    const answer = await lookup.query<{
-      id: string;
-      seq: string | null;
-      body_hash: Buffer | null;
-      text?: boolean;
-    }>(
-      texts.length > 0
-        ? { text: STORED_EVENTS_AND_TEXTS_SQL, values: [this.runId, ids, texts] }
-        : { text: STORED_EVENT_IDS_SQL, values: [this.runId, ids] },
-    );
-    const stored = answer.rows.filter((r) => !r.text);
-    this.projector.textsStored(answer.rows.flatMap((r) => (r.text ? [r.id] : [])));
+    if (ids.length > 0 || texts.length > 0) {
+      const answer = await lookup.query<StoredLookupRow>(
+        texts.length > 0
+          ? { text: STORED_EVENTS_AND_TEXTS_SQL, values: [this.runId, ids, texts] }
+          : { text: STORED_EVENT_IDS_SQL, values: [this.runId, ids] },
+      );
+      for (const r of answer.rows) if (!r.text) stored.push(r);
+      this.projector.textsStored(answer.rows.flatMap((r) => (r.text ? [r.id] : [])));
+    }
     if (stored.length === 0) return batch;
     const byId = new Map(stored.map((r) => [r.id, r]));
     for (const p of batch) {

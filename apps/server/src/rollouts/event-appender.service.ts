@@ -11,14 +11,16 @@ import {
   prepareEvent,
   type AppendResult,
   type IncomingEvent,
+  type StoredLookupRow,
 } from './append-session';
 import { AppendClock } from './append-clock';
 import type { PackInHand } from './run-projector';
 import { BODY_LINES, serverEvent, type EventOrigin } from './event-origin';
 import { ndjsonEvents, ndjsonLines } from './ndjson-source';
-import type { PreparedEvent } from './prepare-event';
+import { pendingEvent, type PendingEvent } from './prepare-event';
 import { PrepareThread, preparedInThread } from './prepare-thread';
-import { beginAndLockRun, lockRun } from './run-lock';
+import { firstEventLookup } from './first-event-lookup';
+import { beginLockAndAsk, lockRun } from './run-lock';
 
 /** Writes done in the appending transaction, after the events (e.g. a checkpoint's bytes). */
 export type AlsoWrite = (client: pg.PoolClient) => Promise<void>;
@@ -90,7 +92,7 @@ export class EventAppender implements OnModuleDestroy {
 
   private async appendPrepared(
     runId: string,
-    events: AsyncIterable<() => PreparedEvent>,
+    events: AsyncIterable<PendingEvent>,
     origin: EventOrigin,
     alsoWrite?: AlsoWrite,
   ): Promise<AppendResult> {
@@ -158,7 +160,7 @@ export class EventAppender implements OnModuleDestroy {
 
   private async appendInTransaction(
     runId: string,
-    events: AsyncIterable<() => PreparedEvent>,
+    events: AsyncIterable<PendingEvent>,
     origin: EventOrigin,
     alsoWrite: AlsoWrite | undefined,
     clock: AppendClock,
@@ -174,13 +176,14 @@ export class EventAppender implements OnModuleDestroy {
     clock.lap('connect');
     let session: AppendSession | undefined;
     try {
-      // The transaction begins and the run is locked while the first event is checked; a missing
-      // run is still reported before a bad event.
-      const locking = beginAndLockRun(client, runId);
+      // The transaction begins and the run is locked while the first event is checked, and what the
+      // event needs looked up is asked with them; a missing run is still reported before a bad event.
+      const lookup = first.done ? undefined : firstEventLookup(runId, first.value.value);
+      const locking = beginLockAndAsk<StoredLookupRow>(client, runId, lookup?.sql);
       locking.catch(() => undefined); // awaited below
       const prepared = first.done ? undefined : attempt(first.value);
       clock.lap('read');
-      const locked = await locking;
+      const { locked, rows: lookedUp } = await locking;
       clock.lap('lock');
       if (!locked) throw runNotFound(runId);
       session = new AppendSession(
@@ -194,6 +197,7 @@ export class EventAppender implements OnModuleDestroy {
         this.packInHand,
         clock,
       );
+      if (lookup) session.lookedUpAhead(lookup, lookedUp);
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())
         await session.addPrepared(item.value());
@@ -234,6 +238,7 @@ function attempt<T>(f: () => T): () => T {
 async function* preparedHere(
   events: AsyncIterable<IncomingEvent>,
   origin: EventOrigin,
-): AsyncGenerator<() => PreparedEvent> {
-  for await (const item of events) yield () => prepareEvent(item, 'client', origin);
+): AsyncGenerator<PendingEvent> {
+  for await (const item of events)
+    yield pendingEvent(() => prepareEvent(item, 'client', origin), item.value);
 }

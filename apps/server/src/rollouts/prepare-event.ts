@@ -43,6 +43,17 @@ export function isIssue(checked: PreparedEvent | EventIssue): checked is EventIs
   return 'reason' in checked;
 }
 
+/**
+ * An event of a request as the appender takes it: a function that checks it (or throws why it is
+ * refused), called once the run is locked, with the event as parsed where the request's thread has
+ * it (`value`: the first event, which first-event-lookup.ts reads ahead of the check).
+ */
+export type PendingEvent = (() => PreparedEvent) & { value?: unknown };
+
+/** `prepare`, with the event as parsed. */
+export const pendingEvent = (prepare: () => PreparedEvent, value: unknown): PendingEvent =>
+  Object.assign(prepare, { value });
+
 /** What was made of one line of a body: its prepared event, or why it is refused. */
 export type PreparedLine =
   | PreparedEvent

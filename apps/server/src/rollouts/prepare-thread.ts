@@ -5,7 +5,14 @@ import { invalidEvent, prepareEvent } from './append-session';
 import type { EventOrigin } from './event-origin';
 import type { BodyLine } from './ndjson-source';
 import { notJson, notUtf8, parseLine } from './ndjson-source';
-import { asBuffer, prepareLine, type PreparedEvent, type PreparedLine } from './prepare-event';
+import {
+  asBuffer,
+  pendingEvent,
+  prepareLine,
+  type PendingEvent,
+  type PreparedEvent,
+  type PreparedLine,
+} from './prepare-event';
 import { packJobs, type PackingJob, type PackingOutcome } from '../advantages/in-hand-packing';
 import type { PackedIteration } from '../advantages/packed-columns';
 
@@ -167,7 +174,7 @@ export async function* preparedInThread(
   pieces: AsyncIterable<BodyLine[]>,
   from: 'client' | 'server',
   origin: EventOrigin,
-): AsyncGenerator<() => PreparedEvent> {
+): AsyncGenerator<PendingEvent> {
   const body = pieces[Symbol.asyncIterator]();
   let prepared: Readable | undefined;
   try {
@@ -187,7 +194,7 @@ export async function* preparedInThread(
     // listener one met while the first event is stored would be thrown at the process.
     prepared.on('error', () => undefined);
     prepared.read(0);
-    yield () => prepareEvent({ position: head.position, value }, from, origin);
+    yield pendingEvent(() => prepareEvent({ position: head.position, value }, from, origin), value);
     for await (const lines of prepared as AsyncIterable<PreparedLine[]>)
       for (const line of lines) {
         if ('notUtf8' in line) throw notUtf8(line.position);

@@ -42,11 +42,26 @@ export async function beginAndLockRun(
   client: pg.PoolClient,
   runId: string,
 ): Promise<LockedRun | undefined> {
+  return (await beginLockAndAsk(client, runId)).locked;
+}
+
+/**
+ * beginAndLockRun, and `also` (a statement with its values inlined: first-event-lookup.ts) run
+ * once the run is locked, in the same message: its rows come back with the lock's.
+ */
+export async function beginLockAndAsk<R extends pg.QueryResultRow>(
+  client: pg.PoolClient,
+  runId: string,
+  also?: string,
+): Promise<{ locked: LockedRun | undefined; rows: R[] }> {
   if (!isUuid(runId)) throw new Error(`not a run id: ${runId}`);
   const results = (await client.query(
-    `BEGIN; ${LOCK_SQL(`'${runId}'`)}`,
-  )) as unknown as pg.QueryResult<LockedRow>[];
-  return lockedRun(results[1]?.rows[0]);
+    `BEGIN; ${LOCK_SQL(`'${runId}'`)}${also ? `; ${also}` : ''}`,
+  )) as unknown as pg.QueryResult[];
+  return {
+    locked: lockedRun((results[1] as pg.QueryResult<LockedRow> | undefined)?.rows[0]),
+    rows: (results[2]?.rows ?? []) as R[],
+  };
 }
 
 function lockedRun(r: LockedRow | undefined): LockedRun | undefined {

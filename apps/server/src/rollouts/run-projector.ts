@@ -176,6 +176,11 @@ export class RunProjector {
     this.texts.storedAmong(ids);
   }
 
+  /** Texts' ids asked about before the session began, and which of them the run has stored. */
+  textsAskedAhead(asked: Iterable<string>, stored: Iterable<string>): void {
+    this.texts.askedAhead(asked, stored);
+  }
+
   /** Steps projected so far. */
   get stepCount(): number {
     return this.steps;

@@ -60,6 +60,13 @@ function cachedTextId(runId: string, text: string): TextIdForms {
   return id;
 }
 
+/** The distinct ids (decimal) of `texts` in `runId`, from the cache where it has them. */
+export function textIdsOf(runId: string, texts: Iterable<string>): string[] {
+  const ids = new Set<string>();
+  for (const text of texts) ids.add(cachedTextId(runId, text).decimal);
+  return [...ids];
+}
+
 /** What the cache holds now, as it counts it (bytes of both generations): for tests and diagnostics. */
 export function textIdCacheSize(): { entries: number; bytes: number } {
   let entries = 0;
@@ -135,6 +142,15 @@ export class TextDictionary {
   /** The answer to `toLookUp`'s ids: these of them the run has stored. */
   storedAmong(ids: Iterable<string>): void {
     for (const id of ids) this.storedBefore.set(id, true);
+  }
+
+  /**
+   * Ids asked about before the session began (first-event-lookup.ts, in its transaction), and
+   * which of them the run has stored: not asked about again.
+   */
+  askedAhead(asked: Iterable<string>, stored: Iterable<string>): void {
+    for (const id of asked) if (!this.storedBefore.has(id)) this.storedBefore.set(id, false);
+    this.storedAmong(stored);
   }
 
   /**
