@@ -99,8 +99,10 @@ test('a body prepared on the thread gives its events in order, each refusal as t
       want.push((e as Error).message);
     }
   }
+  const parsed: unknown[] = [];
   try {
     for await (const prepared of preparedInThread(thread, pieces(), 'client', BODY_LINES)) {
+      parsed.push(prepared.value);
       try {
         seen.push(prepared().event.id);
       } catch (e) {
@@ -113,6 +115,10 @@ test('a body prepared on the thread gives its events in order, each refusal as t
   }
   expect(seen).toEqual(want.slice(0, lines.length + 1));
   expect(seen.at(-1)).toMatch(/^line \d+: not valid JSON/);
+  // The first event comes with its value as parsed, which the appender looks up with the run's lock
+  // (first-event-lookup.ts); the thread's events come without (they are parsed over there).
+  expect(parsed[0]).toEqual(JSON.parse(texts[0] as string));
+  expect(parsed.slice(1).every((v) => v === undefined)).toBe(true);
 });
 
 test('while the caller holds an event, the thread is sent only a few pieces more of the body', async () => {

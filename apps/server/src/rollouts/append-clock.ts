@@ -11,9 +11,15 @@ export const APPEND_PHASES = [
   'read',
   /** Waiting for a connection of the ingest pool (more appenders than connections wait here). */
   'connect',
-  /** BEGIN and the run's row lock (appenders to one run take turns here). */
+  /**
+   * BEGIN and the run's row lock (appenders to one run take turns here), with the first event's
+   * duplicate check and texts' lookup, which go in the same message (first-event-lookup.ts).
+   */
   'lock',
-  /** Looking up which of a chunk's event ids (and texts) are stored already (after the first chunk, on the main pool). */
+  /**
+   * Looking up which of a chunk's event ids (and texts) are stored already, those not asked with the
+   * lock (after the first chunk, on the main pool).
+   */
   'check',
   /** Projecting a chunk into rows (its lookups of stored rollouts queue behind the writes). */
   'project',
