@@ -36,18 +36,9 @@ export async function lockRun(
 /**
  * BEGIN and lockRun in one message (the simple protocol, which takes several statements but no
  * parameters: the run id is checked and inlined), so that the transaction begins and the run is
- * locked in one round trip, while the server checks the request's first event.
- */
-export async function beginAndLockRun(
-  client: pg.PoolClient,
-  runId: string,
-): Promise<LockedRun | undefined> {
-  return (await beginLockAndAsk(client, runId)).locked;
-}
-
-/**
- * beginAndLockRun, and `also` (a statement with its values inlined: first-event-lookup.ts) run
- * once the run is locked, in the same message: its rows come back with the lock's.
+ * locked in one round trip, while the server checks the request's first event; with `also` (a
+ * statement with its values inlined: first-event-lookup.ts), run once the run is locked, whose rows
+ * come back with the lock's.
  */
 export async function beginLockAndAsk<R extends pg.QueryResultRow>(
   client: pg.PoolClient,
