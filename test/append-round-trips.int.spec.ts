@@ -6,20 +6,40 @@ import { BODY_LINES } from '../apps/server/src/rollouts/event-origin';
 import { firstEventLookup } from '../apps/server/src/rollouts/first-event-lookup';
 import { beginLockAndAsk } from '../apps/server/src/rollouts/run-lock';
 import { createTestDatabase } from './support/test-database';
+import { prepareRepeatedStatements } from '../apps/server/src/database/repeated-statements';
 
 /**
  * What an append of one iteration sends PostgreSQL once its run is locked, against PostgreSQL
  * itself: every statement is a round trip the request waits for, and every write to the socket
  * wakes the database's process, so their number is what a trainer logging each iteration pays on
- * top of its steps (docs/architecture.md, "Ingest"). Three of each: the duplicate check with the
- * texts' lookup, the steps' COPY sent whole with its data (pipelined-copy.ts), and one statement with
- * every other row and the run's summary.
+ * top of its steps (docs/architecture.md, "Ingest"). Three of each, COMMIT included: the duplicate
+ * check with the texts' lookup, the COPYs of the steps, groups and trajectories sent whole with
+ * their data (pipeline.ts), and one statement with every other row and the run's summary, sent with
+ * the COMMIT in one pipeline once the connection has that statement prepared
+ * (repeated-statements.ts), as it has from a connection's third request of the kind on.
  */
 let pool: pg.Pool;
+/** The appends' own connection (one: its prepared statements are known), as the ingest pool's are. */
+let appender: pg.Pool;
 beforeAll(async () => {
-  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 2 });
+  const url = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: url, max: 2 });
+  appender = new pg.Pool({ connectionString: url, max: 1 });
+  prepareRepeatedStatements(appender);
+  // The statements of a request of new texts, of stored ones and of duplicates only, each sent twice
+  // (a text is prepared the second time the process sends it) before the tests count anything.
+  for (let round = 0; round < 2; round++) {
+    const runId = await newRun();
+    await append(runId, iteration(0, 2));
+    const stored = iteration(1, 2);
+    await append(runId, stored);
+    await append(runId, stored);
+  }
 });
-afterAll(() => pool.end());
+afterAll(async () => {
+  await appender.end();
+  await pool.end();
+});
 
 interface Wire {
   stream: { _write: (...a: unknown[]) => void; _writev?: (...a: unknown[]) => void };
@@ -73,8 +93,12 @@ const iteration = (i: number, steps: number) =>
  * Appends `events` as the appender does. `ahead`: the first event's lookup is asked with the lock
  * (first-event-lookup.ts), as the appender asks it; else the session looks up everything itself.
  */
-async function append(runId: string, events: unknown[], { ahead = false } = {}) {
-  const client = await pool.connect();
+async function append(
+  runId: string,
+  events: unknown[],
+  { ahead = false, via = appender }: { ahead?: boolean; via?: pg.Pool } = {},
+) {
+  const client = await via.connect();
   try {
     const lookup = ahead ? firstEventLookup(runId, events[0]) : undefined;
     const { locked, rows } = await beginLockAndAsk<StoredLookupRow>(client, runId, lookup?.sql);
@@ -90,10 +114,8 @@ async function append(runId: string, events: unknown[], { ahead = false } = {}) 
     );
     if (lookup) session.lookedUpAhead(lookup, rows);
     for (const [n, value] of events.entries()) await session.add({ position: n + 1, value });
-    const result = await session.finish({ notify: true });
-    const sent = { ...traffic };
-    await client.query('COMMIT');
-    return { result, sent };
+    const result = await session.finish({ notify: true, commit: true });
+    return { result, sent: { ...traffic } };
   } catch (e) {
     await client.query('ROLLBACK');
     throw e;
@@ -102,7 +124,7 @@ async function append(runId: string, events: unknown[], { ahead = false } = {}) 
   }
 }
 
-test('an iteration appended once its run is locked: three statements, three writes to the socket', async () => {
+test('an iteration appended once its run is locked: three round trips and three writes, COMMIT included', async () => {
   const runId = await newRun();
   const first = await append(runId, iteration(0, 40));
   expect(first.result).toMatchObject({ accepted: 1, duplicates: 0, lastSeq: 1, steps: 80 });
@@ -112,6 +134,11 @@ test('an iteration appended once its run is locked: three statements, three writ
   const second = await append(runId, iteration(1, 40));
   expect(second.result).toMatchObject({ accepted: 1, lastSeq: 2, steps: 80 });
   expect(second.sent).toEqual({ writes: 3, roundTrips: 3 });
+  const open = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND state LIKE 'idle in transaction%'`,
+  );
+  expect(open.rows[0]?.n).toBe(0); // committed: the connection went back idle, not in a transaction
 
   // What the single last statement carried is all there: the log, the steps, the rollouts, the summary.
   const stored = await pool.query<Record<string, number>>(
@@ -137,13 +164,30 @@ test('an iteration appended once its run is locked: three statements, three writ
   });
 });
 
+test('a connection’s first requests send their statements one by one, which prepares them', async () => {
+  const fresh = new pg.Pool({ connectionString: pool.options.connectionString, max: 1 });
+  prepareRepeatedStatements(fresh);
+  try {
+    const runId = await newRun();
+    const sent = [];
+    for (let i = 0; i < 3; i++)
+      sent.push((await append(runId, iteration(i, 5), { via: fresh })).sent);
+    // The check, the COPYs, the statement, COMMIT, until this connection has the statement prepared:
+    // the process has seen these texts before, so the first request prepares them.
+    expect(sent[0]).toEqual({ writes: 4, roundTrips: 4 });
+    expect(sent[2]).toEqual({ writes: 3, roundTrips: 3 });
+  } finally {
+    await fresh.end();
+  }
+});
+
 test('a request of duplicates only still ends with the run’s summary, and stores nothing twice', async () => {
   const runId = await newRun();
   const events = iteration(0, 3);
   await append(runId, events);
   const again = await append(runId, events);
   expect(again.result).toMatchObject({ accepted: 0, duplicates: 1, lastSeq: 1 });
-  // The duplicate check, then the summary's statement (the run's row as it was).
+  // The duplicate check, then the summary's statement (the run's row as it was) with COMMIT.
   expect(again.sent).toEqual({ writes: 2, roundTrips: 2 });
   const { rows } = await pool.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM events WHERE run_id = $1',
@@ -206,11 +250,11 @@ test('texts met in an earlier chunk, stored before, or new in a later chunk are 
   expect(missing.rows[0]?.n).toBe(0);
 });
 
-test('with the first event looked up with the lock, as the appender does: two statements, two writes', async () => {
+test('with the first event looked up with the lock, as the appender does: two round trips, two writes', async () => {
   const runId = await newRun();
   const first = await append(runId, iteration(0, 40), { ahead: true });
   expect(first.result).toMatchObject({ accepted: 1, duplicates: 0, lastSeq: 1, steps: 80 });
-  expect(first.sent).toEqual({ writes: 2, roundTrips: 2 }); // the steps' COPY, the one statement
+  expect(first.sent).toEqual({ writes: 2, roundTrips: 2 }); // the COPYs, the statement and COMMIT
 
   // Texts stored before (every one of iteration 1's), a retry of a stored event, and a request whose
   // second event, with a new text, is looked up by the session itself.
@@ -218,7 +262,7 @@ test('with the first event looked up with the lock, as the appender does: two st
   await append(runId, again, { ahead: true });
   const retry = await append(runId, again, { ahead: true });
   expect(retry.result).toMatchObject({ accepted: 0, duplicates: 1, lastSeq: 2 });
-  expect(retry.sent).toEqual({ writes: 1, roundTrips: 1 }); // the run's summary only
+  expect(retry.sent).toEqual({ writes: 1, roundTrips: 1 }); // the run's summary and COMMIT
   const mixed = await append(
     runId,
     [
@@ -237,7 +281,7 @@ test('with the first event looked up with the lock, as the appender does: two st
     { ahead: true },
   );
   expect(mixed.result).toMatchObject({ accepted: 2, lastSeq: 4 });
-  expect(mixed.sent).toEqual({ writes: 3, roundTrips: 3 }); // the second event's lookup, COPY, statement
+  expect(mixed.sent).toEqual({ writes: 3, roundTrips: 3 }); // the second event's lookup, COPYs, statement and COMMIT
 
   const reused = { ...(again[0] as object), data: (iteration(9, 2)[0] as { data: unknown }).data };
   await expect(append(runId, [reused], { ahead: true })).rejects.toThrow(/already used by event 2/);

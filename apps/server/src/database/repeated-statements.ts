@@ -23,6 +23,7 @@ export function prepareRepeatedStatements(pool: pg.Pool, { perConnection = 64 } 
   pool.on('connect', (client) => {
     const named = new Set<string>();
     const unusable = new Set<string>();
+    unusableOn.set(client, unusable);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (...args: unknown[]) => {
       const statement = asStatement(args);
@@ -36,6 +37,34 @@ export function prepareRepeatedStatements(pool: pg.Pool, { perConnection = 64 } 
       });
     };
   });
+}
+
+/** Each prepared connection's names no longer used (a statement failed in a way a fresh parse would not). */
+const unusableOn = new WeakMap<pg.ClientBase, Set<string>>();
+
+/**
+ * The name `text` is prepared under on this client's connection (parsed there already, and usable),
+ * for a pipeline that binds it without a round trip of its own (pipeline.ts); undefined if it is not
+ * (a connection of a pool without prepared statements, a text seen once, a connection that has not
+ * sent it yet: sent as one query, it gets its name as any other).
+ */
+export function preparedName(client: pg.ClientBase, text: string): string | undefined {
+  const name = seen.get(text);
+  const unusable = unusableOn.get(client);
+  if (!name || !unusable || unusable.has(name)) return undefined;
+  const connection = (client as { connection?: { parsedStatements?: Record<string, string> } })
+    .connection;
+  return connection?.parsedStatements?.[name] === text ? name : undefined;
+}
+
+/** After a pipeline that bound `names` failed with `error`: names it may have broken are not used again. */
+export function notePipelineFailure(
+  client: pg.ClientBase,
+  names: readonly string[],
+  error: unknown,
+): void {
+  const unusable = unusableOn.get(client);
+  if (unusable && brokeTheStatement(error)) for (const name of names) unusable.add(name);
 }
 
 const MAX_TEXT = 16 * 1024;

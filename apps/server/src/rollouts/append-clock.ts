@@ -25,14 +25,17 @@ export const APPEND_PHASES = [
   'project',
   /** Waiting for a chunk's writes (texts, steps, iterations, the log) to finish. */
   'write',
-  /** Packing for recompute, at the end, the iterations still in hand (CREDITLAB_PACK_ITERATIONS=on-append). */
+  /**
+   * Packing for recompute, at the end, the iterations still in hand (CREDITLAB_PACK_ITERATIONS=on-append):
+   * the last chunk's, on the preparing thread, while its COPYs are written.
+   */
   'pack',
   /**
-   * Writing the groups and trajectories and the run's summary, and the notice to its subscribers:
-   * the request's last statement, which holds the last chunk's other rows too (not its steps).
+   * The request's last writes: the last chunk's COPYs and statement, with the groups and
+   * trajectories, the run's summary, the notice to its subscribers and, when nothing follows, COMMIT.
    */
   'rollouts',
-  /** Rows the server adds to the request (a checkpoint's bytes), and COMMIT. */
+  /** Rows the server adds to the request (a checkpoint's bytes) and COMMIT; else nothing is left. */
   'commit',
 ] as const;
 

@@ -163,16 +163,17 @@ export class AppendSession {
   /**
    * Writes what is left. `notify`: the run's subscribers are told of the events (when the
    * transaction commits), if any were accepted, by the statement that writes the run's summary.
+   * `commit`: the transaction commits with the last writes (in their round trip: nothing follows).
    */
-  async finish({ notify = false } = {}): Promise<AppendResult & { steps: number }> {
+  async finish({ notify = false, commit = false } = {}): Promise<AppendResult & { steps: number }> {
     // The body has ended: the last chunk's iterations are packed while it is written, rather than
     // after every write (a request of one iteration waited 1.4–1.9 ms for it, bench:ingest's split),
     // and its statement ends the request's writes (the projector's finish, then, has none to send).
     const notice = () => (notify && this.accepted > 0 ? [runNotice(this.runId)] : []);
-    await this.flush({ last: true, notice });
+    await this.flush({ last: true, notice, commit });
     await this.writes;
     this.clock?.lap('write');
-    await this.projector.finish(this.clock, notice());
+    await this.projector.finish(this.clock, notice(), commit);
     return {
       accepted: this.accepted,
       duplicates: this.duplicates,
@@ -190,7 +191,8 @@ export class AppendSession {
   private async flush({
     last = false,
     notice = () => [],
-  }: { last?: boolean; notice?: () => pg.QueryConfig[] } = {}): Promise<void> {
+    commit = false,
+  }: { last?: boolean; notice?: () => pg.QueryConfig[]; commit?: boolean } = {}): Promise<void> {
     const pending = this.pending;
     this.pending = [];
     this.pendingSteps = 0;
@@ -210,6 +212,7 @@ export class AppendSession {
       const { placed, write } = await this.projector.project(sequenced, {
         last,
         notice: last ? notice() : [],
+        commit,
         clock: this.clock,
       });
       const logged = eventsInsert(

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { CopyStep } from '../database/pipeline';
 import { copyBuffersInto } from '../database/pipelined-copy';
 
 /** `PGCOPY\n\377\r\n\0`, flags 0, no header extension: PostgreSQL's binary COPY header. */
@@ -203,10 +204,16 @@ export class BinaryCopyRows {
    * the rows in one write, the rows being in memory already (pipelined-copy.ts).
    */
   async copyInto(client: pg.PoolClient, table: string, columns: readonly string[]): Promise<void> {
-    if (this.rowCount === 0) return;
+    const copy = this.copyStep(table, columns);
+    if (copy) await copyBuffersInto(client, copy.copy, copy.buffers);
+  }
+
+  /** The COPY of the rows written so far into `table`, for a pipeline (pipeline.ts); none if no rows. */
+  copyStep(table: string, columns: readonly string[]): CopyStep | undefined {
+    if (this.rowCount === 0) return undefined;
     this.seal();
     this.chunks.push(TRAILER);
-    await copyBuffersInto(client, binaryCopySql(table, columns), this.chunks);
+    return { copy: binaryCopySql(table, columns), buffers: this.chunks };
   }
 
   private reserve(bytes: number): void {

@@ -201,10 +201,13 @@ export class EventAppender implements OnModuleDestroy {
       if (prepared) await session.addPrepared(prepared());
       for (let item = await source.next(); !item.done; item = await source.next())
         await session.addPrepared(item.value());
-      // Subscribers hear of the events when the transaction commits.
-      const result = await session.finish({ notify: true });
-      await alsoWrite?.(client);
-      await client.query('COMMIT');
+      // Subscribers hear of the events when the transaction commits. It commits with the last
+      // writes, in their round trip, unless the caller adds rows of its own after them.
+      const result = await session.finish({ notify: true, commit: !alsoWrite });
+      if (alsoWrite) {
+        await alsoWrite(client);
+        await client.query('COMMIT');
+      }
       clock.lap('commit');
       return result;
     } catch (e) {

@@ -5,6 +5,8 @@ import type pg from 'pg';
 import { InHandPacking, type PackingJob, type PackingOutcome } from '../advantages/in-hand-packing';
 import { packedUpserts } from '../advantages/iteration-packing';
 import { asFewStatements } from '../database/one-statement';
+import { sendPipelined, type CopyStep } from '../database/pipeline';
+import { sendWrites } from '../database/send-statements';
 import type { PackedIteration } from '../advantages/packed-columns';
 import type { AppendClock } from './append-clock';
 import { uuidBytes } from './binary-copy-rows';
@@ -102,6 +104,8 @@ export interface ChunkOptions {
    */
   last?: boolean;
   notice?: pg.QueryConfig[];
+  /** `last` only: the transaction commits with the last chunk's write (nothing follows it). */
+  commit?: boolean;
   /** Where the request's time goes: the last chunk's write laps the phases `finish` would. */
   clock?: AppendClock;
 }
@@ -195,7 +199,7 @@ export class RunProjector {
    */
   async project(
     batch: SequencedEvent[],
-    { last = false, notice = [], clock }: ChunkOptions = {},
+    { last = false, notice = [], commit = false, clock }: ChunkOptions = {},
   ): Promise<ProjectedChunk> {
     const slices = batch.flatMap((e) => slicesOf(e.event));
     const created = await this.rollouts.ensure(slices);
@@ -223,17 +227,27 @@ export class RunProjector {
     );
     const newTexts = this.texts.takeStore();
     const iterations = this.iterations.takeStatements();
-    // The steps by COPY, then every other row of the chunk in as few statements as fit: each
-    // statement is a round trip the request waits for (one-statement.ts). The last chunk's carries
-    // the request's last writes too, which would otherwise be one more round trip at its end.
+    // The steps by COPY at once (PostgreSQL copies them while the packing ends), then every other
+    // row of the chunk in as few statements as fit, with COMMIT after them when this chunk ends the
+    // request: each statement and each COPY waited for alone was a round trip (one-statement.ts,
+    // pipeline.ts), and the last chunk's carry the request's last writes, which were more. Sending
+    // all in one pipeline after the packing was slower on this machine's local PostgreSQL and no
+    // faster through a 1 ms delay each way (docs/benchmarks.md).
     const write = async (also: pg.QueryConfig[]) => {
       const texts = await newTexts();
-      await rows.copyInto(this.client);
+      const ending = last ? await this.endingParts() : undefined;
+      const copying = sendPipelined(this.client, [
+        ...[rows.copyStep()].filter((c) => c !== undefined),
+        ...(ending?.copies ?? []),
+      ]);
+      copying.catch(() => undefined); // awaited below
       const packedRows = packedUpserts(this.runId, await packed);
-      if (last) clock?.lap('write');
-      const ending = last ? [...(await this.endingParts(clock)), ...notice] : [];
-      const parts = [...texts, ...iterations, ...packedRows, ...also, ...ending];
-      for (const statement of asFewStatements(parts)) await this.client.query(statement);
+      if (last) clock?.lap('pack');
+      const parts = [...texts, ...iterations, ...packedRows, ...also];
+      if (ending) parts.push(...ending.statements, ...notice);
+      const rest = sendWrites(this.client, [], asFewStatements(parts), last && commit);
+      // pg runs them in the order handed; the COPY's error, if any, is the first and the one told.
+      await Promise.all([copying, rest]);
       if (last) clock?.lap('rollouts');
     };
     return { placed, write };
@@ -241,33 +255,37 @@ export class RunProjector {
 
   /**
    * After every chunk's write: writes what ends the writes (endingParts), with `also` (the notice to
-   * the run's subscribers) in the same statement as the last of them — unless a chunk projected as
-   * `last` sent them with its own rows.
+   * the run's subscribers) in the same statement as the last of them, and COMMIT after them if
+   * `commit` — unless a chunk projected as `last` sent them with its own rows.
    */
-  async finish(clock?: AppendClock, also: pg.QueryConfig[] = []): Promise<void> {
+  async finish(clock?: AppendClock, also: pg.QueryConfig[] = [], commit = false): Promise<void> {
     if (this.ended) return; // the last chunk's write sent it all
-    const statements = asFewStatements([...(await this.endingParts(clock)), ...also]);
-    for (const statement of statements) await this.client.query(statement);
+    const ending = await this.endingParts();
+    clock?.lap('pack');
+    const statements = asFewStatements([...ending.statements, ...also]);
+    await sendWrites(this.client, ending.copies, statements, commit);
     clock?.lap('rollouts');
   }
 
   /**
    * What ends the writes (once): the iterations in hand not packed yet (none after a chunk projected
-   * as `last`), the groups and trajectories — by COPY first if many —, the run's summary columns.
-   * Their rows are none of a chunk's (other tables; iterations packed here were not packed before),
-   * and none reads a table, so they may share a statement with the last chunk's (one-statement.ts).
+   * as `last`), the new groups and trajectories (by COPY), the changed ones and the run's summary
+   * columns (statements). Their rows are none of a chunk's (other tables; iterations packed here were
+   * not packed before), and none reads a table, so they may share a statement with the last chunk's
+   * (one-statement.ts).
    */
-  private async endingParts(clock?: AppendClock): Promise<pg.QueryConfig[]> {
+  private async endingParts(): Promise<{ copies: CopyStep[]; statements: pg.QueryConfig[] }> {
     this.ended = true;
     const packed = await this.packInHand(this.packing?.iterations ?? [], { here: true });
-    clock?.lap('pack');
     const rollouts = this.rollouts.takeWrite();
-    await rollouts.copies();
-    return [
-      ...packedUpserts(this.runId, packed),
-      ...rollouts.statements,
-      runSummaryUpdate(this.runId, this.state),
-    ];
+    return {
+      copies: rollouts.copies,
+      statements: [
+        ...packedUpserts(this.runId, packed),
+        ...rollouts.statements,
+        runSummaryUpdate(this.runId, this.state),
+      ],
+    };
   }
 
   /**

@@ -1,5 +1,5 @@
 import { fieldsBeyondV1, type StepColumns, type StepPayload } from '@creditlab/events';
-import type pg from 'pg';
+import type { CopyStep } from '../database/pipeline';
 import { arrayBytes, BinaryCopyRows, type Int8Words } from './binary-copy-rows';
 import { embeddingsAfter, type EmbeddingsInBody } from './event-body';
 import type { TextDictionary, TextIdForms } from './text-dictionary';
@@ -194,9 +194,9 @@ export class StepSliceRows {
     this.onRow?.(traj, first, this.rows.lastRow());
   }
 
-  /** Streams the rows into `step_slices` (inside the caller's transaction). */
-  copyInto(client: pg.PoolClient): Promise<void> {
-    return this.rows.copyInto(client, 'step_slices', STEP_SLICE_COLUMNS);
+  /** The COPY of the rows into `step_slices`, for the chunk's pipeline (pipeline.ts); none if no rows. */
+  copyStep(): CopyStep | undefined {
+    return this.rows.copyStep('step_slices', STEP_SLICE_COLUMNS);
   }
 
   /** A slice row's fields up to its step count; `variableBytes` bounds its vectors and extras. */
