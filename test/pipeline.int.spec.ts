@@ -34,7 +34,7 @@ const rows = async () =>
 
 test('COPYs and statements run in order in one write; each reports its rows; COMMIT ends them', async () => {
   await client.query('BEGIN');
-  const counts = await sendPipelined(client, [
+  const tags = await sendPipelined(client, [
     { copy: COPY, buffers: [Buffer.from('1\tone\n2\ttw'), Buffer.from('o\n')] },
     {
       statement: {
@@ -47,7 +47,7 @@ test('COPYs and statements run in order in one write; each reports its rows; COM
     { copy: COPY, buffers: [Buffer.from('4\tfour\n')] },
     { statement: { text: 'COMMIT' } },
   ]);
-  expect(counts).toEqual([2, 1, 2, 1, 0]);
+  expect(tags).toEqual(['COPY 2', 'INSERT 0 1', 'UPDATE 2', 'COPY 1', 'COMMIT']);
   expect(await rows()).toEqual([
     { id: 1, note: 'one!' },
     { id: 2, note: 'two!' },
@@ -79,6 +79,34 @@ test('a step that fails stops the rest, COMMIT included; its error is the one re
   await client.query('ROLLBACK');
   expect(await rows()).toEqual([]);
   expect((await client.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
+});
+
+test('a COPY that fails on a row mid-way stops the steps behind it, its rows still coming dropped', async () => {
+  await client.query('BEGIN');
+  // About 300 kB of rows, the 9,000th of which repeats the first, then more rows, a statement, COMMIT.
+  const lines = Array.from({ length: 12_000 }, (_, i) => `${i === 8999 ? 0 : i}\tnote ${i}\n`);
+  const all = Buffer.from(lines.join(''));
+  const pieces = Array.from({ length: Math.ceil(all.length / 4096) }, (_, k) =>
+    all.subarray(k * 4096, (k + 1) * 4096),
+  );
+  const failing = sendPipelined(client, [
+    { copy: COPY, buffers: pieces },
+    { statement: { text: INSERT, values: [99_999, 'after', null, null, null] } },
+    { statement: { text: 'COMMIT' } },
+  ]);
+  await expect(failing).rejects.toMatchObject({ code: '23505' });
+  await client.query('ROLLBACK');
+  expect(await rows()).toEqual([]);
+  expect((await client.query('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]);
+});
+
+test('a COMMIT that finds its transaction failed is refused as not committed', async () => {
+  await client.query('BEGIN');
+  await client.query('INSERT INTO piped (id, note) VALUES (1, $1)', ['kept?']);
+  await expect(client.query('SELECT 1/0')).rejects.toMatchObject({ code: '22012' });
+  // PostgreSQL answers such a COMMIT with ROLLBACK and no error: sendWrites says so.
+  await expect(sendWrites(client, [], [], true)).rejects.toThrow(/not committed.*ROLLBACK/);
+  expect(await rows()).toEqual([]);
 });
 
 test('a value pg cannot send rejects before anything is written', async () => {
@@ -121,8 +149,11 @@ test('statements prepared on the connection go in one round trip with COMMIT; ot
     expect(preparedName(own, INSERT)).toMatch(/^s[0-9a-f]{40}$/);
     expect(await writes(30)).toBe(1);
     expect((await rows()).map((r) => r.id)).toEqual([10, 11, 20, 21, 30, 31]);
-    // A name whose statement broke (26000: it is gone) is not used on this connection again.
-    notePipelineFailure(own, [preparedName(own, INSERT)!], { code: '26000' });
+    // A failure the statement survives (a duplicate key) leaves its name in use; one of pg's or
+    // Node's own (a code that is no SQLSTATE, after which pg closed the statement) does not.
+    notePipelineFailure(own, [preparedName(own, INSERT)!], { code: '23505' });
+    expect(preparedName(own, INSERT)).toMatch(/^s[0-9a-f]{40}$/);
+    notePipelineFailure(own, [preparedName(own, INSERT)!], { code: 'ERR_INVALID_ARG_TYPE' });
     expect(preparedName(own, INSERT)).toBeUndefined();
     expect(await writes(40)).toBe(3);
   } finally {

@@ -1,3 +1,4 @@
+import { serialize } from 'pg-protocol';
 import type pg from 'pg';
 
 // pg's own conversion of a parameter to what it sends (arrays as literals, dates, JSON, Buffers as
@@ -22,17 +23,12 @@ export interface StatementStep {
 
 export type PipelineStep = CopyStep | StatementStep;
 
-/** CopyData's and CopyDone's type bytes in PostgreSQL's wire protocol. */
+/** CopyData's type byte in PostgreSQL's wire protocol. */
 const COPY_DATA = 0x64; // 'd'
-const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]); // 'c', length 4
 
-/** What of pg's connection a pipeline needs: the socket and the messages it writes. */
+/** What of pg's connection a pipeline needs: its socket. */
 interface Connection {
-  stream: { cork(): void; uncork(): void; write(bytes: Uint8Array): boolean };
-  parse(query: { text: string; name?: string }): void;
-  bind(config: { statement?: string; values?: unknown[] }): void;
-  execute(config: { portal?: string; rows?: number }): void;
-  sync(): void;
+  stream: { writable: boolean; cork(): void; uncork(): void; write(bytes: Uint8Array): boolean };
 }
 
 /**
@@ -40,78 +36,96 @@ interface Connection {
  * extended query protocol (a COPY's rows and CopyDone right after its Execute, without waiting for
  * its CopyInResponse: PostgreSQL reads them once the COPY has put it in copy mode), then one Sync.
  * Before, each statement and COPY of an append was a round trip of its own that the request waited
- * for (a write that wakes the database's process, its answer, a turn of the event loop), so the
- * last chunk of an append with its COMMIT took three (docs/benchmarks.md).
+ * for (a write that wakes the database's process, its answer, a turn of the event loop).
  *
  * If a step fails, PostgreSQL answers with the error and skips every message up to the Sync, the
  * rows of a COPY still coming included (its protocol says so), so nothing after the failed step
  * runs, the transaction is left failed for the caller's ROLLBACK, and the connection is ready for it.
  *
- * Resolves with the rows each step wrote or returned (its CommandComplete's count); rejects with
- * PostgreSQL's first error.
+ * Resolves with each step's command tag (`COPY 2`, `INSERT 0 1`, `COMMIT`: a COMMIT of a failed
+ * transaction answers `ROLLBACK`); rejects with PostgreSQL's first error, or pg's if the values
+ * cannot be sent (then nothing is).
  */
 export function sendPipelined(
   client: pg.ClientBase,
   steps: readonly PipelineStep[],
-): Promise<number[]> {
+): Promise<string[]> {
   if (steps.length === 0) return Promise.resolve([]);
-  let values: unknown[][];
+  let messages: Uint8Array[];
   try {
-    // pg's conversion can throw (a value it cannot send): before anything is written, not halfway.
-    values = steps.map((s) => ('copy' in s ? [] : (s.statement.values ?? []).map(prepareValue)));
+    messages = [...steps.flatMap(messagesOf), serialize.sync()];
   } catch (e) {
     return Promise.reject(e as Error);
   }
   return new Promise((resolve, reject) => {
-    void client.query(new Pipeline(steps, values, resolve, reject) as unknown as pg.QueryConfig);
+    void client.query(new Pipeline(messages, resolve, reject) as unknown as pg.QueryConfig);
   });
+}
+
+/** A step's messages, built before anything is sent (pg's conversion of a value may throw). */
+function messagesOf(step: PipelineStep): Uint8Array[] {
+  if ('copy' in step)
+    return [
+      serialize.parse({ text: step.copy }),
+      serialize.bind(),
+      serialize.execute(),
+      ...step.buffers
+        .filter((b) => b.length > 0)
+        .flatMap((bytes) => [copyDataHeader(bytes), bytes]),
+      serialize.copyDone(),
+    ];
+  const { statement, name } = step;
+  return [
+    ...(name ? [] : [serialize.parse({ text: statement.text })]),
+    serialize.bind({
+      statement: name,
+      values: (statement.values ?? []).map(prepareValue) as (string | Buffer | null)[],
+    }),
+    serialize.execute(),
+  ];
+}
+
+/** A CopyData message's type and length, sent before its bytes (which are not copied). */
+function copyDataHeader(bytes: Uint8Array): Buffer {
+  const header = Buffer.allocUnsafe(5);
+  header[0] = COPY_DATA;
+  header.writeUInt32BE(bytes.length + 4, 1);
+  return header;
 }
 
 /** A Submittable in pg's sense: pg hands it the connection when its turn comes, and its answers. */
 class Pipeline {
-  private readonly rows: number[] = [];
-  private failed = false;
+  private readonly tags: string[] = [];
 
   constructor(
-    private readonly steps: readonly PipelineStep[],
-    private readonly values: unknown[][],
-    private readonly resolve: (rows: number[]) => void,
+    private readonly messages: readonly Uint8Array[],
+    private readonly resolve: (tags: string[]) => void,
     private readonly reject: (error: Error) => void,
   ) {}
 
-  submit(connection: Connection): void {
+  /** Returns an error rather than throwing: pg then fails this query alone, and goes on. */
+  submit(connection: Connection): Error | null {
     const socket = connection.stream;
+    if (!socket.writable) return new Error('the connection to PostgreSQL is closed');
     socket.cork();
     try {
-      this.steps.forEach((step, k) => {
-        if ('copy' in step) {
-          connection.parse({ text: step.copy });
-          connection.bind({});
-          connection.execute({});
-          writeCopyData(socket, step.buffers);
-          return;
-        }
-        if (!step.name) connection.parse({ text: step.statement.text });
-        connection.bind({ statement: step.name, values: this.values[k] });
-        connection.execute({});
-      });
-      connection.sync();
+      for (const message of this.messages) socket.write(message);
     } finally {
       socket.uncork();
     }
+    return null;
   }
 
   /** The rows went with the statement: nothing is left to send. */
   handleCopyInResponse(): void {}
 
   handleCommandComplete(message: { text?: string }): void {
-    const count = /(\d+)$/.exec(message.text ?? '');
-    this.rows.push(count ? Number(count[1]) : 0);
+    this.tags.push(message.text ?? '');
   }
 
   handleReadyForQuery(): void {
     this.callback();
-    if (!this.failed) this.resolve(this.rows);
+    this.resolve(this.tags);
   }
 
   /**
@@ -119,7 +133,6 @@ class Pipeline {
    * ReadyForQuery after the Sync reaches no one), or a lost connection.
    */
   handleError(error: Error): void {
-    this.failed = true;
     this.callback();
     this.reject(error);
   }
@@ -137,17 +150,4 @@ class Pipeline {
   handleEmptyQuery(): void {}
   handlePortalSuspended(): void {}
   handleCopyData(): void {}
-}
-
-/** Each buffer as a CopyData message, then CopyDone, into the (corked) socket. */
-export function writeCopyData(socket: Connection['stream'], buffers: readonly Uint8Array[]): void {
-  for (const bytes of buffers) {
-    if (bytes.length === 0) continue;
-    const header = Buffer.allocUnsafe(5);
-    header[0] = COPY_DATA;
-    header.writeUInt32BE(bytes.length + 4, 1);
-    socket.write(header);
-    socket.write(bytes);
-  }
-  socket.write(COPY_DONE);
 }

@@ -18,6 +18,6 @@ export async function copyBuffersInto(
   sql: string,
   buffers: readonly Uint8Array[],
 ): Promise<number> {
-  const [rows = 0] = await sendPipelined(client, [{ copy: sql, buffers }]);
-  return rows;
+  const [tag = ''] = await sendPipelined(client, [{ copy: sql, buffers }]);
+  return Number(/^COPY (\d+)$/.exec(tag)?.[1] ?? 0);
 }

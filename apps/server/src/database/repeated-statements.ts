@@ -90,12 +90,14 @@ function asStatement(args: unknown[]): { text: string; values: unknown[] } | und
 
 /**
  * Whether a named statement's failure leaves its name unusable on the connection: an error of the
- * client's own (no SQLSTATE: a value pg could not send, after which it closed the statement),
- * a cached plan whose result no longer fits (0A000), a statement that does not exist (26000).
+ * client's own (no SQLSTATE, or a code that is not one, such as Node's `ERR_…`: a value pg could not
+ * send, after which it closed the statement), a cached plan whose result no longer fits (0A000), a
+ * statement that does not exist (26000).
  */
 function brokeTheStatement(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
-  return code === undefined || code === '0A000' || code === '26000';
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code === '0A000' || code === '26000';
 }
 
 /**

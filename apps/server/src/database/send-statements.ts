@@ -25,12 +25,16 @@ export async function sendWrites(
     names.push(name);
   }
   if (commit) steps.push({ statement: { text: 'COMMIT' } });
+  let tags: string[];
   try {
-    await sendPipelined(client, steps);
+    tags = await sendPipelined(client, steps);
   } catch (e) {
     notePipelineFailure(client, names, e);
     throw e;
   }
+  // A COMMIT of a transaction that failed before the pipeline rolls it back without an error.
+  if (commit && tags.at(-1) !== 'COMMIT')
+    throw new Error(`the transaction was not committed: PostgreSQL answered ${tags.at(-1)}`);
 }
 
 async function oneByOne(

@@ -246,8 +246,12 @@ export class RunProjector {
       const parts = [...texts, ...iterations, ...packedRows, ...also];
       if (ending) parts.push(...ending.statements, ...notice);
       const rest = sendWrites(this.client, [], asFewStatements(parts), last && commit);
-      // pg runs them in the order handed; the COPY's error, if any, is the first and the one told.
-      await Promise.all([copying, rest]);
+      // pg runs them in the order handed. Both are waited for, so that a ROLLBACK after a failure
+      // cannot overtake the statements (a COPY failed on this side leaves the transaction usable);
+      // the COPY's error, if any, is the first and the one told.
+      const [copied, wrote] = await Promise.allSettled([copying, rest]);
+      if (copied.status === 'rejected') throw copied.reason;
+      if (wrote.status === 'rejected') throw wrote.reason;
       if (last) clock?.lap('rollouts');
     };
     return { placed, write };
