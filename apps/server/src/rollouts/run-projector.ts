@@ -273,8 +273,8 @@ export class RunProjector {
 
   /**
    * What ends the writes (once): the iterations in hand not packed yet (none after a chunk projected
-   * as `last`), the new groups and trajectories (by COPY), the changed ones and the run's summary
-   * columns (statements). Their rows are none of a chunk's (other tables; iterations packed here were
+   * as `last`), the new groups and trajectories (by statement when few, by COPY when many), the
+   * changed ones and the run's summary columns (statements). Their rows are none of a chunk's (other tables; iterations packed here were
    * not packed before), and none reads a table, so they may share a statement with the last chunk's
    * (one-statement.ts).
    */
