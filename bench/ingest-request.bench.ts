@@ -2,7 +2,8 @@
  * `npm run bench:ingest-request`: what one append request costs whatever it holds, against what it
  * costs per step. Requests are sent one after the other, each answer awaited (as a trainer that
  * logs each iteration and waits), each one iteration of one trajectory of 1, 100 or 1,500 steps as
- * columns, to a server process on a fresh embedded PostgreSQL. For each: the wall time, the server
+ * columns, or bench:ingest's iteration of 16 groups and 128 trajectories, to a server process on a
+ * fresh embedded PostgreSQL. For each: the wall time, the server
  * process's CPU and the database's (every PostgreSQL process), per request, from /proc. Baselines in
  * the same run: `GET /healthz` (the HTTP floor: no key, no log line, no database) and the run's
  * checkpoint list (an authenticated, logged request that reads the database once). Writes its
@@ -14,6 +15,8 @@ import { fmt, machineLine, median, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 import { cpuSeconds, databaseCpu, databaseCpuSince } from './support/database-cost';
 import { ADMIN_KEY } from '../test/support/test-server';
+import { BENCH_ITERATION } from './support/synthetic-ingest';
+import { syntheticBatchJson } from '../libs/estimators/test/support/synthetic-rollouts';
 
 const REQUESTS = Number(process.env.BENCH_INGEST_REQUEST_COUNT ?? 300);
 const PASSES = Number(process.env.BENCH_INGEST_REQUEST_PASSES ?? 3);
@@ -61,6 +64,33 @@ function iterationBody(iteration: number, steps: number): string {
   return events.map((e) => JSON.stringify(e)).join('\n') + '\n';
 }
 
+/** bench:ingest's iteration (16 groups of 8 trajectories, about 1,500 steps, new texts) as columns. */
+function benchIterationBody(iteration: number): string {
+  const batch = syntheticBatchJson(BENCH_ITERATION, 1000 + iteration);
+  const events = rolloutEvents(iteration, batch, 100_000, { columnar: true });
+  return events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+}
+
+/** The steps of a body made by benchIterationBody (they vary a little from one iteration to the next). */
+const BENCH_ITERATION_STEPS = 1500;
+
+/** Appends of `body(i)` to a new run, one per request. */
+function appends(body: (iteration: number) => string, name: string) {
+  return async (url: string) => {
+    const runId = await createRun(url, name);
+    const events = `${url}/v1/runs/${runId}/events`;
+    return Array.from({ length: WARM_UP + REQUESTS }, (_, i) => {
+      const text = body(i);
+      return () =>
+        send(events, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-ndjson' },
+          body: text,
+        });
+    });
+  };
+}
+
 function scenarios(): Scenario[] {
   const count = WARM_UP + REQUESTS;
   return [
@@ -82,20 +112,13 @@ function scenarios(): Scenario[] {
     ...SIZES.map((steps): Scenario => ({
       label: `append, one trajectory of ${steps.toLocaleString('en')} step${steps === 1 ? '' : 's'}`,
       steps,
-      requests: async (url) => {
-        const runId = await createRun(url, `bench request ${steps}`);
-        const events = `${url}/v1/runs/${runId}/events`;
-        return Array.from({ length: count }, (_, i) => {
-          const body = iterationBody(i, steps);
-          return () =>
-            send(events, {
-              method: 'POST',
-              headers: { 'content-type': 'application/x-ndjson' },
-              body,
-            });
-        });
-      },
+      requests: appends((i) => iterationBody(i, steps), `bench request ${steps}`),
     })),
+    {
+      label: "append, bench:ingest's iteration: 16 groups of 8 trajectories, about 1,500 steps",
+      steps: BENCH_ITERATION_STEPS,
+      requests: appends(benchIterationBody, 'bench request iteration'),
+    },
   ];
 }
 
@@ -143,8 +166,9 @@ async function main(): Promise<void> {
     return `| ${s.label} | ${fmt(c.wallMs)} ms | ${fmt(c.serverMs)} ms | ${fmt(c.databaseMs)} ms | ${fmt(c.serverMs / read.serverMs, 1)} |`;
   });
   const at = (steps: number) =>
-    cost[all.findIndex((s) => s.steps === steps && s.label.startsWith('append'))] as Cost;
+    cost[all.findIndex((s) => s.steps === steps && s.label.startsWith('append, one'))] as Cost;
   const [one, most] = [at(1), at(1500)];
+  const shaped = cost[all.length - 1] as Cost;
   const perStep = (x: keyof Cost) => ((most[x] - one[x]) / 1499) * 1000;
   writeSection(
     'ingest-request',
@@ -156,8 +180,8 @@ Command: \`npm run bench:ingest-request\` (\`BENCH_INGEST_REQUEST_COUNT\`, defau
 \`BENCH_INGEST_REQUEST_PASSES\`, default 3).
 
 Requests sent one after the other to a server process on a fresh embedded PostgreSQL, each answer awaited (a
-trainer that logs each iteration and waits), each append one iteration of one trajectory as columns, a new run
-per pass. Per request, medians over ${PASSES} passes of ${REQUESTS} (after ${WARM_UP} not counted): the wall time, the
+trainer that logs each iteration and waits), each append one iteration as columns (of one trajectory, or, in the
+last row, bench:ingest's), a new run per pass. Per request, medians over ${PASSES} passes of ${REQUESTS} (after ${WARM_UP} not counted): the wall time, the
 server process's CPU and the database's (every PostgreSQL process), from /proc. The baselines, in the same run:
 \`GET /healthz\` (no key, no log line, no database) and the run's checkpoint list (a key checked, a log line, one
 read of the database); the last column is the server's CPU per request over the latter's.
@@ -169,7 +193,12 @@ ${rows.join('\n')}
 So an append of one step costs the server ${fmt(one.serverMs)} ms and the database ${fmt(one.databaseMs)} ms, and each step
 more adds about ${fmt(perStep('serverMs'))} µs and ${fmt(perStep('databaseMs'))} µs (from the 1- and 1,500-step rows): at
 1,500 steps a request, ${fmt((100 * one.serverMs) / most.serverMs, 0)} % of the server's CPU for it is the part a request costs whatever it
-holds.
+holds. The last row is about as many steps as bench:ingest's iteration sends them (tasks of 8 rollouts over 20
+recurring states, new to the run each iteration, of about 120 characters; token log-probs, next states and values
+besides): ${fmt(shaped.wallMs - most.wallMs)} ms more per request than one trajectory of 1,500 steps, ${fmt(shaped.serverMs - most.serverMs)} ms of it the
+server's CPU and ${fmt(shaped.databaseMs - most.databaseMs)} ms the database's. About half of that is its 16 groups and 128 trajectories (the same
+steps sent as one trajectory: "Why one request per iteration…" in the ingest section), the rest its new texts and
+fuller steps.
 `,
   );
   console.log('wrote docs/benchmarks.md');
