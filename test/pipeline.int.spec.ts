@@ -6,6 +6,7 @@ import {
   preparedName,
 } from '../apps/server/src/database/repeated-statements';
 import { sendWrites } from '../apps/server/src/database/send-statements';
+import { cut } from './support/copy-pieces';
 import { createTestDatabase } from './support/test-database';
 
 /**
@@ -29,6 +30,12 @@ beforeEach(() => client.query('TRUNCATE piped'));
 
 const COPY = 'COPY piped (id, note) FROM STDIN';
 const INSERT = 'INSERT INTO piped (id, note, tags, doc, raw) VALUES ($1, $2, $3, $4, $5)';
+/** After a failed pipeline: the ROLLBACK leaves nothing stored, and the connection answers again. */
+async function rolledBackAndGoingOn(): Promise<void> {
+  await client.query('ROLLBACK');
+  expect(await rows()).toEqual([]);
+  expect((await client.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
+}
 const rows = async () =>
   (await client.query<{ id: number; note: string }>('SELECT id, note FROM piped ORDER BY id')).rows;
 
@@ -76,28 +83,20 @@ test('a step that fails stops the rest, COMMIT included; its error is the one re
   const queued = client.query('SELECT 1'); // behind the pipeline: in the failed transaction
   await expect(failing).rejects.toMatchObject({ code: '23505' });
   await expect(queued).rejects.toMatchObject({ code: '25P02' });
-  await client.query('ROLLBACK');
-  expect(await rows()).toEqual([]);
-  expect((await client.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
+  await rolledBackAndGoingOn();
 });
 
 test('a COPY that fails on a row mid-way stops the steps behind it, its rows still coming dropped', async () => {
   await client.query('BEGIN');
   // About 300 kB of rows, the 9,000th of which repeats the first, then more rows, a statement, COMMIT.
   const lines = Array.from({ length: 12_000 }, (_, i) => `${i === 8999 ? 0 : i}\tnote ${i}\n`);
-  const all = Buffer.from(lines.join(''));
-  const pieces = Array.from({ length: Math.ceil(all.length / 4096) }, (_, k) =>
-    all.subarray(k * 4096, (k + 1) * 4096),
-  );
   const failing = sendPipelined(client, [
-    { copy: COPY, buffers: pieces },
+    { copy: COPY, buffers: cut(lines, 4096) },
     { statement: { text: INSERT, values: [99_999, 'after', null, null, null] } },
     { statement: { text: 'COMMIT' } },
   ]);
   await expect(failing).rejects.toMatchObject({ code: '23505' });
-  await client.query('ROLLBACK');
-  expect(await rows()).toEqual([]);
-  expect((await client.query('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]);
+  await rolledBackAndGoingOn();
 });
 
 test('a COMMIT that finds its transaction failed is refused as not committed', async () => {

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { copyBuffersInto } from '../apps/server/src/database/pipelined-copy';
+import { copyBuffersInto } from '../apps/server/src/database/pipeline';
+import { cut } from './support/copy-pieces';
 import { createTestDatabase } from './support/test-database';
 
 /**
@@ -24,14 +25,6 @@ beforeEach(() => client.query('TRUNCATE copied'));
 const COPY = 'COPY copied (id, note) FROM STDIN';
 const count = async () =>
   (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM copied')).rows[0]?.n;
-
-/** `rows` text-format lines cut into buffers of `size` bytes, wherever the cut falls. */
-function cut(rows: string[], size: number): Buffer[] {
-  const all = Buffer.from(rows.join(''));
-  const pieces: Buffer[] = [];
-  for (let at = 0; at < all.length; at += size) pieces.push(all.subarray(at, at + size));
-  return pieces;
-}
 
 const lines = (from: number, n: number) =>
   Array.from({ length: n }, (_, i) => `${from + i}\tnote ${from + i} ${'é'.repeat(i % 7)}\n`);

@@ -62,6 +62,24 @@ export function sendPipelined(
   });
 }
 
+/**
+ * `COPY … FROM STDIN` with every byte it sends known beforehand, as a pipeline of its own: the
+ * statement, each buffer as a CopyData message and CopyDone in one write. pg-copy-streams' `from`
+ * waits for PostgreSQL to enter copy mode (a round trip), then writes each message's 5-byte header
+ * and its bytes apart: a COPY of one row took 7 writes to the socket, each of which woke the
+ * database's process to read a few bytes (bench:ingest-request, docs/benchmarks.md).
+ *
+ * Resolves with the number of rows copied; rejects with PostgreSQL's error.
+ */
+export async function copyBuffersInto(
+  client: pg.ClientBase,
+  sql: string,
+  buffers: readonly Uint8Array[],
+): Promise<number> {
+  const [tag = ''] = await sendPipelined(client, [{ copy: sql, buffers }]);
+  return Number(/^COPY (\d+)$/.exec(tag)?.[1] ?? 0);
+}
+
 /** A step's messages, built before anything is sent (pg's conversion of a value may throw). */
 function messagesOf(step: PipelineStep): Uint8Array[] {
   if ('copy' in step)

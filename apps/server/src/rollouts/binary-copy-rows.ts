@@ -1,6 +1,5 @@
 import type pg from 'pg';
-import type { CopyStep } from '../database/pipeline';
-import { copyBuffersInto } from '../database/pipelined-copy';
+import { copyBuffersInto, type CopyStep } from '../database/pipeline';
 
 /** `PGCOPY\n\377\r\n\0`, flags 0, no header extension: PostgreSQL's binary COPY header. */
 const HEADER = Buffer.from([
@@ -201,7 +200,7 @@ export class BinaryCopyRows {
 
   /**
    * Copies the rows written so far into `table` (inside the caller's transaction): the statement and
-   * the rows in one write, the rows being in memory already (pipelined-copy.ts).
+   * the rows in one write, the rows being in memory already (pipeline.ts).
    */
   async copyInto(client: pg.PoolClient, table: string, columns: readonly string[]): Promise<void> {
     const copy = this.copyStep(table, columns);
