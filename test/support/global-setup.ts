@@ -8,11 +8,13 @@ import { freePort } from './free-port';
 import { reapOrphans, track } from './process-registry';
 import { startRunWatchdog } from './run-watchdog';
 import { startSystemPostgres } from './system-postgres';
+import { startPgBouncer } from './test-pgbouncer';
 
 /**
  * One PostgreSQL server per test run (the embedded one, in a fresh data
- * directory), unless CREDITLAB_TEST_DATABASE_URL names a server to use. Spec
- * files then create their own database on it (test/support/test-database.ts).
+ * directory), unless CREDITLAB_TEST_DATABASE_URL names a server to use, reached through a PgBouncer
+ * when CREDITLAB_TEST_PGBOUNCER names one. Spec files then create their own database on it
+ * (test/support/test-database.ts).
  * First, whatever an earlier run that was killed outright left running is stopped, and this run's
  * watchdog started, which stops what this run starts if it is killed outright.
  */
@@ -22,7 +24,22 @@ export default async function globalSetup(): Promise<void> {
   await useScratchFolder();
   startRunWatchdog(process.pid);
   buildWebApp();
-  if (process.env.CREDITLAB_TEST_DATABASE_URL) return;
+  if (!process.env.CREDITLAB_TEST_DATABASE_URL) await startTestPostgres();
+  const pgbouncer = process.env.CREDITLAB_TEST_PGBOUNCER;
+  if (pgbouncer) {
+    // Every spec through a session-mode PgBouncer (npm run test:pgbouncer; docs/scaling.md).
+    const bouncer = await startPgBouncer(
+      pgbouncer,
+      process.env.CREDITLAB_TEST_DATABASE_URL as string,
+      await freePort(),
+    );
+    process.env.CREDITLAB_TEST_DATABASE_URL = bouncer.url;
+    (globalThis as { __creditlabTestPgBouncer?: TestPostgres }).__creditlabTestPgBouncer = bouncer;
+  }
+}
+
+/** The run's PostgreSQL: the embedded one, or another version's (CREDITLAB_TEST_POSTGRES_BIN). */
+async function startTestPostgres(): Promise<void> {
   const bin = process.env.CREDITLAB_TEST_POSTGRES_BIN;
   if (bin) {
     // Another PostgreSQL than the embedded one (npm run test:postgres15: Debian's postgresql-15).

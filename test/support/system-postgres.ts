@@ -80,9 +80,11 @@ export async function startSystemPostgres(
   };
 }
 
-function idOf(name: string): { uid: number; gid: number } {
+/** The ids of system user `name` (PostgreSQL and PgBouncer run as `postgres` when the tests run as root). */
+export function idOf(name: string): { uid: number; gid: number } {
   const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
   const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
-  if (uid.status !== 0) throw new Error(`no user ${name}: PostgreSQL cannot run as root`);
+  if (uid.status !== 0)
+    throw new Error(`no user ${name}: PostgreSQL and PgBouncer cannot run as root`);
   return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
 }

@@ -6,6 +6,7 @@ import {
 } from '@creditlab/db';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
+import { openPool } from './pools';
 import { prepareRepeatedStatements } from './repeated-statements';
 
 /**
@@ -51,25 +52,11 @@ export class Database {
     embedded?: Pick<RunningPostgres, 'pid'>,
   ): Database {
     const logger = new Logger('database');
-    const open = (max: number, statementTimeoutMs = 0) => {
-      const pool = new pg.Pool({
-        connectionString: url,
-        max,
-        // PostgreSQL's own limit, so that a statement is stopped where it runs: a read whose plan went
-        // wrong had run for minutes after its client left, and held the server's shutdown meanwhile.
-        ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+    const open = (max: number, statementTimeoutMs = 0) =>
+      openPool(url, max, statementTimeoutMs, {
+        warn: (m) => logger.warn(m),
+        debug: (m) => logger.debug(m),
       });
-      // A connection can lose its server at any time (PostgreSQL restarted or killed, a failover),
-      // and pg reports that as an 'error' event: on the pool for an idle client, on the client itself
-      // while it is checked out (a transaction between two statements). Unheard, either event would
-      // end the process. The statement running fails with the error (a 503 for the request), pg-pool
-      // drops the broken client when it is released, and the next query opens a new connection.
-      pool.on('error', (e) => logger.warn(`idle connection lost: ${e.message}`));
-      pool.on('connect', (client) =>
-        client.on('error', (e) => logger.debug(`connection lost: ${e.message}`)),
-      );
-      return pool;
-    };
     // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
     const ingest = open(sizes.ingestConnections);
     // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).

@@ -1,0 +1,112 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { track } from './process-registry';
+import { idOf } from './system-postgres';
+
+/**
+ * A PgBouncer in session mode in front of the run's PostgreSQL (CREDITLAB_TEST_PGBOUNCER: the
+ * binary; `npm run test:pgbouncer`), so that the specs it selects reach their databases through it,
+ * as a lab's server does that shares one PostgreSQL among several processes through a pooler
+ * (docs/scaling.md). Every database name is passed through (`*`), since each spec file creates its
+ * own. As root it runs as the `postgres` user: PgBouncer, like PostgreSQL, refuses to run as root.
+ */
+export async function startPgBouncer(
+  binary: string,
+  upstreamUrl: string,
+  port: number,
+): Promise<{ url: string; root: string; stop(): Promise<void> }> {
+  if (!existsSync(binary))
+    throw new Error(
+      `no PgBouncer at ${binary}: install it first (Debian: apt-get install -y pgbouncer)`,
+    );
+  const upstream = new URL(upstreamUrl);
+  const user = decodeURIComponent(upstream.username);
+  const password = decodeURIComponent(upstream.password);
+  // The embedded PostgreSQL's URL names its socket folder (?host=…): PgBouncer reaches it there.
+  const host = upstream.searchParams.get('host') ?? upstream.hostname;
+  const root = mkdtempSync(path.join(tmpdir(), 'creditlab-test-pgbouncer-'));
+  chmodSync(root, 0o755);
+  const quoted = (s: string) => `"${s.replace(/"/g, '""')}"`;
+  const files = {
+    ini: path.join(root, 'pgbouncer.ini'),
+    users: path.join(root, 'users.txt'),
+    log: path.join(root, 'pgbouncer.log'),
+  };
+  writeFileSync(files.users, `${quoted(user)} ${quoted(password)}\n`);
+  writeFileSync(
+    files.ini,
+    [
+      '[databases]',
+      `* = host=${host} port=${upstream.port || 5432}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = plain',
+      `auth_file = ${files.users}`,
+      'pool_mode = session',
+      // Spec files run two at a time, each with servers of about 20 connections and clients of its own.
+      'max_client_conn = 1000',
+      'default_pool_size = 200',
+      // Each spec file has databases of its own: their idle server connections close soon, or they
+      // would pile up past PostgreSQL's max_connections.
+      'server_idle_timeout = 2',
+      `logfile = ${files.log}`,
+      '',
+    ].join('\n'),
+  );
+  const asRoot = process.getuid?.() === 0;
+  const owner = asRoot ? idOf('postgres') : undefined;
+  if (owner)
+    for (const f of [root, ...Object.values(files)])
+      if (existsSync(f)) chownSync(f, owner.uid, owner.gid);
+  const bouncer = spawn(binary, [files.ini], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    ...(owner ?? {}),
+  });
+  track(bouncer.pid as number, `PgBouncer on port ${port}`, false, 'run');
+  let said = '';
+  bouncer.stderr.on('data', (c: Buffer) => (said += c.toString()));
+  const exited = new Promise<never>((_, reject) =>
+    bouncer.once('exit', (code) =>
+      reject(new Error(`PgBouncer exited with ${code} (its log: ${files.log}):\n${said}`)),
+    ),
+  );
+  exited.catch(() => undefined); // once it has started, its exit is stop()'s business
+  await Promise.race([exited, accepting(port, 60_000)]);
+  const url = new URL(upstreamUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  url.search = '';
+  return {
+    url: url.toString(),
+    root,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (bouncer.exitCode !== null) return resolve();
+        bouncer.once('exit', () => resolve());
+        bouncer.kill('SIGINT'); // shut down at once
+      }),
+  };
+}
+
+/** Resolves once something accepts TCP connections on 127.0.0.1:`port` (PgBouncer logs to its file). */
+async function accepting(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) =>
+      connect(port, '127.0.0.1')
+        .once('connect', function (this: Socket) {
+          this.destroy();
+          resolve(true);
+        })
+        .once('error', () => resolve(false)),
+    );
+    if (up) return;
+    if (Date.now() > deadline) throw new Error(`PgBouncer took no connection on port ${port}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
