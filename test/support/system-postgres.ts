@@ -2,13 +2,16 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { track } from './process-registry';
 
 /**
  * A PostgreSQL from an installed distribution (Debian's postgresql-15: bin at
  * /usr/lib/postgresql/15/bin), in a fresh data directory on a given port, for running the suite
  * against another version than the embedded one (CREDITLAB_TEST_POSTGRES_BIN). As root it runs as
- * the `postgres` user, which PostgreSQL requires.
+ * the `postgres` user, which PostgreSQL requires. It is reached over TLS (a self-signed certificate
+ * made here, not verified: `sslmode=no-verify`), as a managed PostgreSQL is, so that the suite's
+ * other database is also its TLS transport (the embedded one is reached through a Unix socket).
  */
 export async function startSystemPostgres(
   bin: string,
@@ -49,9 +52,13 @@ export async function startSystemPostgres(
     { encoding: 'utf8', timeout: 120_000, ...(user ?? {}) },
   );
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+  const tls = selfSignedCertificate(path.join(root, 'tls'), user);
   const server = spawn(
     path.join(bin, 'postgres'),
-    ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', socketDir],
+    [
+      ...['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', socketDir],
+      ...['-c', 'ssl=on', '-c', `ssl_cert_file=${tls.cert}`, '-c', `ssl_key_file=${tls.key}`],
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) },
   );
   track(server.pid as number, `PostgreSQL from ${bin} on port ${port}`, false, 'run');
@@ -68,8 +75,10 @@ export async function startSystemPostgres(
     server.stderr.on('data', check);
     server.once('exit', (code) => reject(new Error(`PostgreSQL exited with ${code}:\n${log}`)));
   });
+  const url = `postgres://postgres:creditlab@127.0.0.1:${port}/postgres?sslmode=no-verify`;
+  await expectTls(url);
   return {
-    url: `postgres://postgres:creditlab@127.0.0.1:${port}/postgres`,
+    url,
     root,
     stop: () =>
       new Promise<void>((resolve) => {
@@ -87,4 +96,44 @@ export function idOf(name: string): { uid: number; gid: number } {
   if (uid.status !== 0)
     throw new Error(`no user ${name}: PostgreSQL and PgBouncer cannot run as root`);
   return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
+}
+
+/** A certificate and key for 127.0.0.1 in `dir`, readable by the server's user only. */
+function selfSignedCertificate(
+  dir: string,
+  user: { uid: number; gid: number } | undefined,
+): { cert: string; key: string } {
+  mkdirSync(dir);
+  const cert = path.join(dir, 'server.crt');
+  const key = path.join(dir, 'server.key');
+  const made = spawnSync(
+    'openssl',
+    [
+      ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2'],
+      ...['-subj', '/CN=127.0.0.1', '-keyout', key, '-out', cert],
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  if (made.status !== 0)
+    throw new Error(
+      `openssl could not make the test certificate: ${made.error?.message ?? made.stderr}`,
+    );
+  chmodSync(key, 0o600); // PostgreSQL refuses a key others can read
+  if (user) for (const f of [dir, cert, key]) chownSync(f, user.uid, user.gid);
+  return { cert, key };
+}
+
+/** Fails unless a connection to `url` is encrypted (pg_stat_ssl of its own backend). */
+async function expectTls(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const res = await client.query<{ ssl: boolean }>(
+      'SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
+    );
+    if (res.rows[0]?.ssl !== true)
+      throw new Error(`the test PostgreSQL at ${url} is not reached over TLS`);
+  } finally {
+    await client.end();
+  }
 }
