@@ -33,11 +33,20 @@ test('the limit is a session setting on every connection of the pool', async () 
   }
 });
 
-test('with no limit, a connection is left at the server default', async () => {
-  const pool = openPool(await createTestDatabase(), 1, 0, quiet);
+/** The setting a connection of a new pool with limit `ms` has. */
+async function settingWith(ms: number): Promise<unknown> {
+  const pool = openPool(await createTestDatabase(), 1, ms, quiet);
   try {
-    expect((await pool.query(SETTING)).rows[0]).toEqual({ setting: '0', source: 'default' });
+    return (await pool.query(SETTING)).rows[0];
   } finally {
     await pool.end();
   }
+}
+
+test('with no limit, a connection is left at the server default', async () => {
+  expect(await settingWith(0)).toEqual({ setting: '0', source: 'default' });
+});
+
+test('a limit in parts of a millisecond is rounded up (one under a millisecond is not none)', async () => {
+  expect(await settingWith(1500.2)).toEqual({ setting: '1501', source: 'session' });
 });

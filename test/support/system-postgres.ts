@@ -76,17 +76,19 @@ export async function startSystemPostgres(
     server.once('exit', (code) => reject(new Error(`PostgreSQL exited with ${code}:\n${log}`)));
   });
   const url = `postgres://postgres:creditlab@127.0.0.1:${port}/postgres?sslmode=no-verify`;
-  await expectTls(url);
-  return {
-    url,
-    root,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (server.exitCode !== null) return resolve();
-        server.once('exit', () => resolve());
-        server.kill('SIGINT'); // fast shutdown
-      }),
-  };
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (server.exitCode !== null) return resolve();
+      server.once('exit', () => resolve());
+      server.kill('SIGINT'); // fast shutdown
+    });
+  try {
+    await expectTls(url);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { url, root, stop };
 }
 
 /** The ids of system user `name` (PostgreSQL and PgBouncer run as `postgres` when the tests run as root). */
@@ -116,7 +118,7 @@ function selfSignedCertificate(
   );
   if (made.status !== 0)
     throw new Error(
-      `openssl could not make the test certificate: ${made.error?.message ?? made.stderr}`,
+      `openssl could not make the test certificate (Debian: apt-get install -y openssl): ${made.error?.message ?? made.stderr}`,
     );
   chmodSync(key, 0o600); // PostgreSQL refuses a key others can read
   if (user) for (const f of [dir, cert, key]) chownSync(f, user.uid, user.gid);
@@ -126,6 +128,7 @@ function selfSignedCertificate(
 /** Fails unless a connection to `url` is encrypted (pg_stat_ssl of its own backend). */
 async function expectTls(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined); // a lost connection fails the query below instead
   await client.connect();
   try {
     const res = await client.query<{ ssl: boolean }>(

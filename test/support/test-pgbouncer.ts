@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,15 +27,15 @@ export async function startPgBouncer(
   const password = decodeURIComponent(upstream.password);
   // The embedded PostgreSQL's URL names its socket folder (?host=…): PgBouncer reaches it there.
   const host = upstream.searchParams.get('host') ?? upstream.hostname;
+  // Its own folder (0700, as mkdtemp makes it), handed to PgBouncer's user: the password file in it.
   const root = mkdtempSync(path.join(tmpdir(), 'creditlab-test-pgbouncer-'));
-  chmodSync(root, 0o755);
   const quoted = (s: string) => `"${s.replace(/"/g, '""')}"`;
   const files = {
     ini: path.join(root, 'pgbouncer.ini'),
     users: path.join(root, 'users.txt'),
     log: path.join(root, 'pgbouncer.log'),
   };
-  writeFileSync(files.users, `${quoted(user)} ${quoted(password)}\n`);
+  writeFileSync(files.users, `${quoted(user)} ${quoted(password)}\n`, { mode: 0o600 });
   writeFileSync(
     files.ini,
     [
@@ -67,16 +67,23 @@ export async function startPgBouncer(
     stdio: ['ignore', 'ignore', 'pipe'],
     ...(owner ?? {}),
   });
-  track(bouncer.pid as number, `PgBouncer on port ${port}`, false, 'run');
-  let said = '';
-  bouncer.stderr.on('data', (c: Buffer) => (said += c.toString()));
-  const exited = new Promise<never>((_, reject) =>
+  if (bouncer.pid !== undefined) track(bouncer.pid, `PgBouncer on port ${port}`, false, 'run');
+  let said = ''; // the last of what it wrote to stderr (it logs to its file), for a failed start
+  bouncer.stderr.on('data', (c: Buffer) => (said = (said + c.toString()).slice(-4000)));
+  const failed = new Promise<never>((_, reject) => {
+    bouncer.once('error', (e) => reject(new Error(`PgBouncer could not be started: ${e.message}`)));
     bouncer.once('exit', (code) =>
       reject(new Error(`PgBouncer exited with ${code} (its log: ${files.log}):\n${said}`)),
-    ),
-  );
-  exited.catch(() => undefined); // once it has started, its exit is stop()'s business
-  await Promise.race([exited, accepting(port, 60_000)]);
+    );
+  });
+  failed.catch(() => undefined); // once it has started, its exit is stop()'s business
+  const stop = () => stopProcess(bouncer);
+  try {
+    await Promise.race([failed, accepting(port, 60_000)]);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
   const url = new URL(upstreamUrl);
   url.hostname = '127.0.0.1';
   url.port = String(port);
@@ -84,13 +91,25 @@ export async function startPgBouncer(
   return {
     url: url.toString(),
     root,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (bouncer.exitCode !== null) return resolve();
-        bouncer.once('exit', () => resolve());
-        bouncer.kill('SIGINT'); // shut down at once
-      }),
+    stop,
   };
+}
+
+/**
+ * Stops it: SIGINT, which PgBouncer 1.18 takes as a safe shutdown that waits for its clients to
+ * leave, then SIGKILL if some client still holds on after a few seconds (nothing of it is kept).
+ */
+function stopProcess(bouncer: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (bouncer.exitCode !== null || bouncer.signalCode !== null || bouncer.pid === undefined)
+      return resolve();
+    const hard = setTimeout(() => bouncer.kill('SIGKILL'), 5_000);
+    bouncer.once('exit', () => {
+      clearTimeout(hard);
+      resolve();
+    });
+    bouncer.kill('SIGINT');
+  });
 }
 
 /** Resolves once something accepts TCP connections on 127.0.0.1:`port` (PgBouncer logs to its file). */

@@ -44,7 +44,8 @@ const schema = z.object({
   CREDITLAB_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).default(4),
   CREDITLAB_DB_CONNECTIONS: z.coerce.number().int().min(2).default(10),
   CREDITLAB_INGEST_CONNECTIONS: z.coerce.number().int().min(1).default(8),
-  CREDITLAB_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().min(0).default(120),
+  // PostgreSQL's statement_timeout is a 32-bit count of milliseconds.
+  CREDITLAB_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().min(0).max(2_147_483).default(120),
   CREDITLAB_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
   CREDITLAB_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).default(12),
   CREDITLAB_GRAPHQL_MAX_COST: z.coerce.number().int().min(10).default(250_000),

@@ -42,5 +42,6 @@ export function openPool(
 
 /** A session setting: a session pooler keeps it for as long as its client keeps the connection. */
 async function setStatementTimeout(client: pg.ClientBase, ms: number): Promise<void> {
-  await client.query(`SET statement_timeout = ${Math.round(ms)}`);
+  // Whole milliseconds, rounded up: a limit under one must not become 0, which is none.
+  await client.query(`SET statement_timeout = ${Math.ceil(ms)}`);
 }
