@@ -8,6 +8,7 @@ import {
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Database } from './database';
+import { notificationsArrive } from './notification-probe';
 import { RUN_CHANNEL, runNotice } from './run-notice';
 
 export { RUN_CHANNEL };
@@ -33,6 +34,8 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
   private client: pg.Client | undefined;
   private stopped = false;
   private retryMs = 500;
+  /** Whether this process has checked that notifications reach its listening connection. */
+  private probed = false;
 
   constructor(@Inject(Database) private readonly db: Database) {}
 
@@ -84,12 +87,43 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
       await client.query(`LISTEN ${RUN_CHANNEL}; LISTEN ${REBUILT_CHANNEL}`);
       this.client = client;
       this.retryMs = 500;
+      if (!this.probed) {
+        this.probed = true;
+        void checkArrivalOf(this.db.url, client, this.logger);
+      }
     } catch (e) {
       this.logger.warn(`cannot listen for run changes yet: ${(e as Error).message}`);
       await client.end().catch(() => undefined);
     }
   }
 }
+
+/**
+ * Warns, once, when a notice sent on a connection of its own (not the pools, whose statements
+ * `/metrics` counts) does not reach the listening one within PROBE_TIMEOUT_MS.
+ */
+async function checkArrivalOf(
+  url: string,
+  listener: pg.Client,
+  logger: Pick<Logger, 'warn'>,
+): Promise<void> {
+  const sender = new pg.Client({ connectionString: url });
+  sender.on('error', () => undefined); // a lost connection fails the probe's query instead
+  try {
+    await sender.connect();
+    if (!(await notificationsArrive(sender, listener, PROBE_TIMEOUT_MS)))
+      logger.warn(
+        `a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`,
+      );
+  } catch (e) {
+    logger.warn(`could not check that notifications arrive: ${(e as Error).message}`);
+  } finally {
+    await sender.end().catch(() => undefined);
+  }
+}
+
+/** How long a notice may take to arrive before the server says it did not (a loaded machine's worst is far less). */
+const PROBE_TIMEOUT_MS = 10_000;
 
 /** Announces a change of run `runId` (inside a transaction: when it commits). */
 export async function notifyRun(client: pg.ClientBase | pg.Pool, runId: string): Promise<void> {
