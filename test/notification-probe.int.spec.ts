@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { notificationsArrive } from '../apps/server/src/database/notification-probe';
+import { ListenerLost, notificationsArrive } from '../apps/server/src/database/notification-probe';
 import { createTestDatabase } from './support/test-database';
 
 /**
@@ -48,9 +48,9 @@ test('a listener that hears other channels is not fooled by them', async () => {
   // Notices on the listener's own database, on its other channel and on the probe's channel with
   // another payload, while the probe's own goes to a database nobody listens on.
   const noise = setInterval(() => {
-    void other.query(
-      `SELECT pg_notify('creditlab_run', 'x'), pg_notify('creditlab_listen_probe', 'y')`,
-    );
+    other
+      .query(`SELECT pg_notify('creditlab_run', 'x'), pg_notify('creditlab_listen_probe', 'y')`)
+      .catch(() => undefined);
   }, 50);
   try {
     expect(await notificationsArrive(sender, listener, 500)).toBe(false);
@@ -58,4 +58,16 @@ test('a listener that hears other channels is not fooled by them', async () => {
     clearInterval(noise);
   }
   expect(heard).toBeGreaterThan(2); // the noise did arrive
+});
+
+test('a listener lost while the probe waits is told apart from a notice that did not come', async () => {
+  const sender = await connect(await createTestDatabase());
+  const listener = new pg.Client({ connectionString: await createTestDatabase() });
+  listener.on('error', () => undefined);
+  await listener.connect();
+  const started = Date.now();
+  const probe = notificationsArrive(sender, listener, 30_000);
+  setTimeout(() => void listener.end(), 200);
+  await expect(probe).rejects.toBeInstanceOf(ListenerLost);
+  expect(Date.now() - started).toBeLessThan(25_000); // not the timeout
 });

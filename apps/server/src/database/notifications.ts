@@ -8,7 +8,7 @@ import {
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Database } from './database';
-import { notificationsArrive } from './notification-probe';
+import { ListenerLost, notificationsArrive } from './notification-probe';
 import { RUN_CHANNEL, runNotice } from './run-notice';
 
 export { RUN_CHANNEL };
@@ -36,6 +36,8 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
   private retryMs = 500;
   /** Whether this process has checked that notifications reach its listening connection. */
   private probed = false;
+  /** The probe's own connection while it runs (ended with the process). */
+  private prober: pg.Client | undefined;
 
   constructor(@Inject(Database) private readonly db: Database) {}
 
@@ -45,6 +47,7 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
+    await this.prober?.end().catch(() => undefined);
     await this.client?.end().catch(() => undefined);
   }
 
@@ -64,6 +67,35 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
   onAnyRebuild(listener: (runId: string) => void): () => void {
     this.rebuilds.on(ANY_RUN, listener);
     return () => this.rebuilds.off(ANY_RUN, listener);
+  }
+
+  /**
+   * Warns when a notice sent on a connection of its own (not the pools, whose statements `/metrics`
+   * counts) does not reach the listening one within PROBE_TIMEOUT_MS, connecting included. A
+   * listener lost meanwhile is checked again once it is back; a process stopping says nothing.
+   */
+  private async checkArrival(listener: pg.Client): Promise<void> {
+    const sender = new pg.Client({
+      connectionString: this.db.url,
+      connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+    });
+    sender.on('error', () => undefined); // a lost connection fails the probe's query instead
+    this.prober = sender;
+    try {
+      await sender.connect();
+      const arrived = await notificationsArrive(sender, listener, PROBE_TIMEOUT_MS);
+      if (!arrived && !this.stopped)
+        this.logger.warn(
+          `a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`,
+        );
+    } catch (e) {
+      if (this.stopped) return;
+      if (e instanceof ListenerLost) this.probed = false;
+      else this.logger.warn(`could not check that notifications arrive: ${(e as Error).message}`);
+    } finally {
+      this.prober = undefined;
+      await sender.end().catch(() => undefined);
+    }
   }
 
   private async connect(): Promise<void> {
@@ -89,36 +121,12 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
       this.retryMs = 500;
       if (!this.probed) {
         this.probed = true;
-        void checkArrivalOf(this.db.url, client, this.logger);
+        void this.checkArrival(client);
       }
     } catch (e) {
       this.logger.warn(`cannot listen for run changes yet: ${(e as Error).message}`);
       await client.end().catch(() => undefined);
     }
-  }
-}
-
-/**
- * Warns, once, when a notice sent on a connection of its own (not the pools, whose statements
- * `/metrics` counts) does not reach the listening one within PROBE_TIMEOUT_MS.
- */
-async function checkArrivalOf(
-  url: string,
-  listener: pg.Client,
-  logger: Pick<Logger, 'warn'>,
-): Promise<void> {
-  const sender = new pg.Client({ connectionString: url });
-  sender.on('error', () => undefined); // a lost connection fails the probe's query instead
-  try {
-    await sender.connect();
-    if (!(await notificationsArrive(sender, listener, PROBE_TIMEOUT_MS)))
-      logger.warn(
-        `a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`,
-      );
-  } catch (e) {
-    logger.warn(`could not check that notifications arrive: ${(e as Error).message}`);
-  } finally {
-    await sender.end().catch(() => undefined);
   }
 }
 
