@@ -1,5 +1,6 @@
 // Test tiers by file suffix (see docs/DEVELOPERS.md): unit = pure, no I/O;
-// int = real Postgres; e2e = the app over HTTP/GraphQL.
+// int = real Postgres; e2e = the app over HTTP/GraphQL; pooler = behind a PgBouncer of the spec's
+// own (needs the pgbouncer binary: only `npm run test:pgbouncer` selects it, not `npm test`).
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -32,7 +33,7 @@ const shared = {
  * shared with other jobs); a test or hook that exceeds them fails, and its processes are stopped.
  * Hooks (beforeAll starting a server) get the same limit as tests.
  */
-const TIMEOUT_MS = { unit: 60_000, int: 120_000, e2e: 300_000 };
+const TIMEOUT_MS = { unit: 60_000, int: 120_000, e2e: 300_000, pooler: 300_000 };
 
 const tier = (name, suffix) => ({
   ...shared,
@@ -56,5 +57,10 @@ module.exports = {
   transform: shared.transform,
   transformIgnorePatterns: shared.transformIgnorePatterns,
   moduleNameMapper: shared.moduleNameMapper,
-  projects: [tier('unit', 'unit'), tier('int', 'int'), tier('e2e', 'e2e')],
+  projects: [
+    tier('unit', 'unit'),
+    tier('int', 'int'),
+    tier('e2e', 'e2e'),
+    tier('pooler', 'pooler'),
+  ],
 };

@@ -1,6 +1,6 @@
 import { ensureDatabase, MIGRATIONS_DIR, runMigrations } from '@creditlab/db';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -36,13 +36,80 @@ describe('migrations', () => {
       process.env.CREDITLAB_TEST_DATABASE_URL as string,
       `test_${randomBytes(6).toString('hex')}`,
     );
+    const all = readdirSync(MIGRATIONS_DIR).sort();
+    // The lock is each migration's transaction's: the two may take turns, never both apply one.
     const [a, b] = await Promise.all([runMigrations(pool(url)), runMigrations(pool(url))]);
+    expect([...a.applied, ...b.applied].sort()).toEqual(all);
     expect(a.applied.length + b.applied.length).toBe(migrationCount);
-    expect(a.applied.length * b.applied.length).toBe(0);
-    const rows = await pool(url).query('SELECT name FROM _migrations ORDER BY name');
-    expect(rows.rows.map((r) => r.name)).toEqual(readdirSync(MIGRATIONS_DIR).sort());
+    for (const r of [a, b]) expect([...r.applied, ...r.alreadyApplied].sort()).toEqual(all);
+    const rows = await pool(url).query('SELECT name FROM _migrations ORDER BY applied_at, name');
+    expect(rows.rows.map((r) => r.name)).toEqual(all);
     const again = await runMigrations(pool(url));
     expect(again).toEqual({ applied: [], alreadyApplied: readdirSync(MIGRATIONS_DIR).sort() });
+  });
+
+  /** A folder of three migrations of a test's own: a table, then `second`, then another table. */
+  const ownMigrations = (second: string) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'creditlab-migrations-'));
+    const write = (name: string, sql: string) => {
+      mkdirSync(path.join(dir, name));
+      writeFileSync(path.join(dir, name, 'migration.sql'), sql);
+    };
+    write('1_first', 'CREATE TABLE first_table (x int);');
+    write('2_second', second);
+    write('3_third', 'CREATE TABLE third_table (x int);');
+    return { dir, write };
+  };
+  const tables = async (db: pg.Pool) =>
+    (
+      await db.query<{ name: string }>(
+        `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`,
+      )
+    ).rows.map((r) => r.name);
+  const heldLocks = async (db: pg.Pool) =>
+    (
+      await db.query(
+        `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database =
+           (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      )
+    ).rowCount;
+  const freshPool = async () =>
+    pool(
+      await ensureDatabase(
+        process.env.CREDITLAB_TEST_DATABASE_URL as string,
+        `test_${randomBytes(6).toString('hex')}`,
+      ),
+    );
+
+  test('a failing migration is named, leaves nothing of itself, keeps the ones before it, and holds no lock', async () => {
+    const db = await freshPool();
+    const { dir } = ownMigrations(
+      'CREATE TABLE second_table (x int); INSERT INTO second_table VALUES (1), (NULL); ALTER TABLE second_table ALTER x SET NOT NULL;',
+    );
+    await expect(runMigrations(db, dir)).rejects.toThrow(
+      /^migration 2_second failed: column "x" of relation "second_table" contains null values$/,
+    );
+    expect(await tables(db)).toEqual(['_migrations', 'first_table']);
+    const recorded = await db.query('SELECT name FROM _migrations');
+    expect(recorded.rows).toEqual([{ name: '1_first' }]);
+    expect(await heldLocks(db)).toBe(0);
+    // The next start tries again from there (and is not kept waiting by a lock).
+    await expect(runMigrations(db, dir)).rejects.toThrow(/^migration 2_second failed/);
+  });
+
+  test('a migration edited after it was applied is refused, by name, and nothing after it runs', async () => {
+    const db = await freshPool();
+    const { dir, write } = ownMigrations('CREATE TABLE second_table (x int);');
+    expect((await runMigrations(db, dir)).applied).toEqual(['1_first', '2_second', '3_third']);
+    rmSync(path.join(dir, '3_third'), { recursive: true });
+    await db.query(`DROP TABLE third_table; DELETE FROM _migrations WHERE name = '3_third'`);
+    rmSync(path.join(dir, '2_second'), { recursive: true });
+    write('2_second', 'CREATE TABLE second_table (x bigint);');
+    write('3_third', 'CREATE TABLE third_table (x int);');
+    await expect(runMigrations(db, dir)).rejects.toThrow(
+      /^migration 2_second changed after it was applied$/,
+    );
+    expect(await tables(db)).toEqual(['_migrations', 'first_table', 'second_table']);
   });
 
   test('upgrading a database with runs: the access migration makes a project of every project name in use', async () => {

@@ -16,6 +16,7 @@ test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
     expect(await ready.json()).toEqual({
       status: 'ready',
       checks: { database: 'ok', migrations: 'ok' },
+      warnings: {},
     });
     const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
     const { id } = await client.createRun({ name: 'metrics', env: 'e', method: 'gigpo' });

@@ -25,6 +25,9 @@ export default async function globalSetup(): Promise<void> {
   startRunWatchdog(process.pid);
   buildWebApp();
   if (!process.env.CREDITLAB_TEST_DATABASE_URL) await startTestPostgres();
+  // The PostgreSQL itself, behind any PgBouncer: for specs that look at its locks or put a pooler of
+  // their own in front of it.
+  process.env.CREDITLAB_TEST_POSTGRES_URL = process.env.CREDITLAB_TEST_DATABASE_URL;
   const pgbouncer = process.env.CREDITLAB_TEST_PGBOUNCER;
   if (pgbouncer) {
     // Every spec through a session-mode PgBouncer (npm run test:pgbouncer; docs/scaling.md).

@@ -6,17 +6,30 @@ import path from 'node:path';
 import { track } from './process-registry';
 import { idOf } from './system-postgres';
 
+export interface PgBouncerOptions {
+  /** `session` (the run's own, which the server needs) or `transaction` (a spec's, to show what breaks). */
+  poolMode?: 'session' | 'transaction';
+  /**
+   * How long an idle server connection stays open. The run's closes them after 2 s: each spec file
+   * has databases of its own, and their idle server connections would otherwise pile up past
+   * PostgreSQL's max_connections. PgBouncer's own default is 600.
+   */
+  serverIdleTimeoutSeconds?: number;
+}
+
 /**
- * A PgBouncer in session mode in front of the run's PostgreSQL (CREDITLAB_TEST_PGBOUNCER: the
- * binary; `npm run test:pgbouncer`), so that the specs it selects reach their databases through it,
- * as a lab's server does that shares one PostgreSQL among several processes through a pooler
- * (docs/scaling.md). Every database name is passed through (`*`), since each spec file creates its
- * own. As root it runs as the `postgres` user: PgBouncer, like PostgreSQL, refuses to run as root.
+ * A PgBouncer in front of the run's PostgreSQL: in session mode for the whole run
+ * (CREDITLAB_TEST_PGBOUNCER: the binary; `npm run test:pgbouncer`), so that the specs it selects
+ * reach their databases through it, as a lab's server does that shares one PostgreSQL among several
+ * processes through a pooler (docs/scaling.md); or one of a spec's own. Every database name is
+ * passed through (`*`), since each spec file creates its own. As root it runs as the `postgres`
+ * user: PgBouncer, like PostgreSQL, refuses to run as root.
  */
 export async function startPgBouncer(
   binary: string,
   upstreamUrl: string,
   port: number,
+  options: PgBouncerOptions = {},
 ): Promise<{ url: string; root: string; stop(): Promise<void> }> {
   if (!existsSync(binary))
     throw new Error(
@@ -47,13 +60,11 @@ export async function startPgBouncer(
       'unix_socket_dir =',
       'auth_type = plain',
       `auth_file = ${files.users}`,
-      'pool_mode = session',
+      `pool_mode = ${options.poolMode ?? 'session'}`,
       // Spec files run two at a time, each with servers of about 20 connections and clients of its own.
       'max_client_conn = 1000',
       'default_pool_size = 200',
-      // Each spec file has databases of its own: their idle server connections close soon, or they
-      // would pile up past PostgreSQL's max_connections.
-      'server_idle_timeout = 2',
+      `server_idle_timeout = ${options.serverIdleTimeoutSeconds ?? 2}`,
       `logfile = ${files.log}`,
       '',
     ].join('\n'),

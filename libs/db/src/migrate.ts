@@ -5,7 +5,7 @@ import type pg from 'pg';
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../../migrations');
 
-/** Arbitrary constant key for pg_advisory_lock: one migrator per database at a time. */
+/** Arbitrary constant key for pg_advisory_xact_lock: one migrator per database at a time. */
 const MIGRATION_LOCK_KEY = 0x43726564; // "Cred"
 
 export interface MigrationResult {
@@ -13,55 +13,105 @@ export interface MigrationResult {
   alreadyApplied: string[];
 }
 
+interface Migration {
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
 /**
  * Applies `migrations/<timestamp>_<name>/migration.sql` in name order, each
- * once and in its own transaction, under a session advisory lock so that two
- * servers starting together do not race. A migration that was applied and then
- * edited is an error (its checksum is recorded), not silently skipped.
+ * once and in its own transaction, so that two servers starting together do not
+ * race. A migration that was applied and then edited is an error (its checksum is
+ * recorded), not silently skipped.
+ *
+ * The lock is a transaction's (`pg_advisory_xact_lock`), taken again by each
+ * migration's transaction, which then asks whether another process applied it
+ * meanwhile. A session lock would not hold behind a transaction-mode pooler,
+ * which may send the lock, the migrations and the unlock to different server
+ * connections: two processes would apply the same migration, and a lock left on
+ * an idle server connection would block every later start (docs/scaling.md).
  */
 export async function runMigrations(pool: pg.Pool, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
+  const migrations = await readMigrations(dir);
   const client = await pool.connect();
+  let failure: Error | undefined;
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE TABLE IF NOT EXISTS _migrations (
-      name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Map(
-      (
-        await client.query<{ name: string; checksum: string }>(
-          'SELECT name, checksum FROM _migrations',
-        )
-      ).rows.map((r) => [r.name, r.checksum]),
-    );
+    const recorded = await inTransaction(client, async () => {
+      await lock(client);
+      await client.query(`CREATE TABLE IF NOT EXISTS _migrations (
+        name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const rows = await client.query<{ name: string; checksum: string }>(
+        'SELECT name, checksum FROM _migrations',
+      );
+      return new Map(rows.rows.map((r) => [r.name, r.checksum]));
+    });
     const result: MigrationResult = { applied: [], alreadyApplied: [] };
-    for (const name of (await readdir(dir)).sort()) {
-      const sql = await readFile(path.join(dir, name, 'migration.sql'), 'utf8');
-      const checksum = createHash('sha256').update(sql).digest('hex');
-      const recorded = done.get(name);
-      if (recorded !== undefined) {
-        if (recorded !== checksum)
-          throw new Error(`migration ${name} changed after it was applied`);
-        result.alreadyApplied.push(name);
-        continue;
-      }
-      await client.query('BEGIN');
-      try {
-        await client.query(sql);
-        await client.query('INSERT INTO _migrations (name, checksum) VALUES ($1, $2)', [
-          name,
-          checksum,
-        ]);
-        await client.query('COMMIT');
-      } catch (e) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${name} failed: ${(e as Error).message}`);
-      }
-      result.applied.push(name);
+    for (const m of migrations) {
+      const before = recorded.get(m.name) ?? (await applyUnlessApplied(client, m));
+      if (before === undefined) result.applied.push(m.name);
+      else if (before !== m.checksum)
+        throw new Error(`migration ${m.name} changed after it was applied`);
+      else result.alreadyApplied.push(m.name);
     }
     return result;
+  } catch (e) {
+    failure = e as Error; // the connection may be what failed: it is not given back to the pool
+    throw e;
   } finally {
-    await client
-      .query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
-      .catch(() => undefined);
-    client.release();
+    client.release(failure);
+  }
+}
+
+async function readMigrations(dir: string): Promise<Migration[]> {
+  return Promise.all(
+    (await readdir(dir)).sort().map(async (name) => {
+      const sql = await readFile(path.join(dir, name, 'migration.sql'), 'utf8');
+      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    }),
+  );
+}
+
+/**
+ * Applies `m` in a transaction of its own, under the lock, unless another process did since this
+ * one looked; resolves with the checksum it was recorded with then, or undefined if applied here.
+ */
+async function applyUnlessApplied(
+  client: pg.PoolClient,
+  m: Migration,
+): Promise<string | undefined> {
+  return inTransaction(client, async () => {
+    await lock(client);
+    const other = await client.query<{ checksum: string }>(
+      'SELECT checksum FROM _migrations WHERE name = $1',
+      [m.name],
+    );
+    if (other.rows[0]) return other.rows[0].checksum;
+    try {
+      await client.query(m.sql);
+    } catch (e) {
+      throw new Error(`migration ${m.name} failed: ${(e as Error).message}`);
+    }
+    await client.query('INSERT INTO _migrations (name, checksum) VALUES ($1, $2)', [
+      m.name,
+      m.checksum,
+    ]);
+    return undefined;
+  });
+}
+
+function lock(client: pg.PoolClient): Promise<unknown> {
+  return client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+}
+
+async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
   }
 }

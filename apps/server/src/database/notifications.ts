@@ -38,6 +38,8 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
   private probed = false;
   /** The probe's own connection while it runs (ended with the process). */
   private prober: pg.Client | undefined;
+  /** What the last check found wrong, if anything (`/readyz` shows it). */
+  private problem: string | undefined;
 
   constructor(@Inject(Database) private readonly db: Database) {}
 
@@ -49,6 +51,14 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
     this.stopped = true;
     await this.prober?.end().catch(() => undefined);
     await this.client?.end().catch(() => undefined);
+  }
+
+  /**
+   * Why notices may not be reaching this process, when the check after listening found so (it did
+   * not see its own come back, or could not check); undefined when it saw it, or has not ended yet.
+   */
+  warning(): string | undefined {
+    return this.problem;
   }
 
   /** Calls `listener` whenever run `runId` changed (in any process); returns how to stop. */
@@ -84,14 +94,18 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
     try {
       await sender.connect();
       const arrived = await notificationsArrive(sender, listener, PROBE_TIMEOUT_MS);
-      if (!arrived && !this.stopped)
-        this.logger.warn(
-          `a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`,
-        );
+      if (this.stopped) return;
+      this.problem = arrived
+        ? undefined
+        : `not arriving: a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`;
+      if (this.problem) this.logger.warn(this.problem);
     } catch (e) {
       if (this.stopped) return;
       if (e instanceof ListenerLost) this.probed = false;
-      else this.logger.warn(`could not check that notifications arrive: ${(e as Error).message}`);
+      else {
+        this.problem = `unchecked: could not check that notifications arrive: ${(e as Error).message}`;
+        this.logger.warn(this.problem);
+      }
     } finally {
       this.prober = undefined;
       await sender.end().catch(() => undefined);

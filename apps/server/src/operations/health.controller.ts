@@ -3,17 +3,24 @@ import type { Response } from 'express';
 import { readdir } from 'node:fs/promises';
 import { MIGRATIONS_DIR } from '@creditlab/db';
 import { Database } from '../database/database';
+import { Notifications } from '../database/notifications';
 import { Requires } from '../access/requires.decorator';
 
 /**
  * Liveness and readiness for load balancers and orchestrators: /healthz says
  * the process serves HTTP; /readyz says it can do its work (the database
  * answers and every migration in the image is applied), else 503 with why.
+ * Its `warnings` name what works less than it should without stopping the
+ * process's work (notices of changes not arriving: live updates stand still),
+ * which an orchestrator should not take it out of service for.
  */
 @Controller()
 @Requires('public')
 export class HealthController {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(Notifications) private readonly notifications: Notifications,
+  ) {}
 
   @Get('healthz')
   @HttpCode(200)
@@ -24,7 +31,7 @@ export class HealthController {
   @Get('readyz')
   async ready(
     @Res({ passthrough: true }) res: Response,
-  ): Promise<{ status: string; checks: Record<string, string> }> {
+  ): Promise<{ status: string; checks: Record<string, string>; warnings: Record<string, string> }> {
     const checks: Record<string, string> = {};
     const down = this.db.knownDown();
     if (down) checks.database = `unreachable: ${down}`;
@@ -45,6 +52,9 @@ export class HealthController {
       }
     const ok = Object.values(checks).every((c) => c === 'ok') && checks.migrations !== undefined;
     res.status(ok ? 200 : 503);
-    return { status: ok ? 'ready' : 'not ready', checks };
+    const warnings: Record<string, string> = {};
+    const notifications = this.notifications.warning();
+    if (notifications) warnings.notifications = notifications;
+    return { status: ok ? 'ready' : 'not ready', checks, warnings };
   }
 }

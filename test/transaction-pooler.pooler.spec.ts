@@ -1,0 +1,132 @@
+import { CreditlabClient, rolloutEvents } from '@creditlab/client';
+import type { RolloutBatch } from '@creditlab/estimators';
+import { ensureDatabase, MIGRATIONS_DIR, runMigrations } from '@creditlab/db';
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import pg from 'pg';
+import { freePort } from './support/free-port';
+import { startPgBouncer } from './support/test-pgbouncer';
+import { fixtureBatches } from './support/fixture-batches';
+import { ADMIN_KEY, gql, spawnServer, type ServerProcess } from './support/test-server';
+
+/**
+ * Behind a transaction-mode PgBouncer, which hands each transaction (each statement outside one) to
+ * whichever server connection is free: what still works and what the server says does not
+ * (docs/scaling.md). Only `npm run test:pgbouncer` runs this tier (it needs the pgbouncer binary).
+ */
+describe('behind a transaction-mode pooler', () => {
+  const binary = process.env.CREDITLAB_TEST_PGBOUNCER;
+  const postgresUrl = process.env.CREDITLAB_TEST_POSTGRES_URL;
+  let bouncer: Awaited<ReturnType<typeof startPgBouncer>>;
+  const pools: pg.Pool[] = [];
+  const pool = (url: string, max = 2) => {
+    const p = new pg.Pool({ connectionString: url, max });
+    p.on('error', () => undefined);
+    pools.push(p);
+    return p;
+  };
+  /** A new database on the PostgreSQL: its URL straight, and through the pooler. */
+  const newDatabase = async () => {
+    const name = `test_${randomBytes(6).toString('hex')}`;
+    const straight = await ensureDatabase(postgresUrl as string, name);
+    const pooled = new URL(bouncer.url);
+    pooled.pathname = `/${name}`;
+    return { name, straight, pooled: pooled.toString() };
+  };
+
+  beforeAll(async () => {
+    if (!binary || !postgresUrl)
+      throw new Error(
+        'run this tier with `npm run test:pgbouncer` (CREDITLAB_TEST_PGBOUNCER names the pgbouncer binary)',
+      );
+    // PgBouncer's own idle timeout (600 s), so a lock left on an idle server connection stays there.
+    bouncer = await startPgBouncer(binary, postgresUrl, await freePort(), {
+      poolMode: 'transaction',
+      serverIdleTimeoutSeconds: 600,
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    await bouncer?.stop();
+  });
+
+  test('migrators racing through it apply each migration once, in order, and leave no lock held', async () => {
+    const db = await newDatabase();
+    const all = readdirSync(MIGRATIONS_DIR).sort();
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => runMigrations(pool(db.pooled))),
+    );
+    const applied = results.flatMap((r) => r.applied).sort();
+    expect(applied).toEqual(all);
+    for (const r of results) expect([...r.applied, ...r.alreadyApplied].sort()).toEqual(all);
+    const straight = pool(db.straight);
+    const recorded = await straight.query<{ name: string }>(
+      'SELECT name FROM _migrations ORDER BY applied_at, name',
+    );
+    expect(recorded.rows.map((r) => r.name)).toEqual(all);
+    // A session lock taken and released by statements the pooler sent to different server
+    // connections stays held on the first, idle in the pool, and blocks every later start.
+    const held = await straight.query(
+      `SELECT pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+        WHERE l.locktype = 'advisory' AND d.datname = $1`,
+      [db.name],
+    );
+    expect(held.rows).toEqual([]);
+    const next = await runMigrations(pool(db.pooled, 1));
+    expect(next).toEqual({ applied: [], alreadyApplied: all });
+  });
+
+  test('the server starts, stores and reads through it, and says that notifications do not arrive', async () => {
+    const db = await newDatabase();
+    let server: ServerProcess | undefined;
+    try {
+      server = await spawnServer({
+        DATABASE_URL: db.pooled,
+        // The pooler does not keep a connection's named statements.
+        CREDITLAB_PREPARED_STATEMENTS: 'off',
+      });
+      const client = new CreditlabClient({ url: server.url, apiKey: ADMIN_KEY });
+      const { id } = await client.createRun({ name: 'pooled', env: 'e', method: 'grpo' });
+      const batches = fixtureBatches().slice(0, 2);
+      for (const [i, [, batch]] of batches.entries())
+        await client.appendEvents(id, rolloutEvents(i, batch));
+      const read = await gql<{ run: { iterations: { index: number; stepCount: number }[] } }>(
+        server,
+        `query ($id: ID!) { run(id: $id) { iterations { index stepCount } } }`,
+        { id },
+      );
+      expect(read.errors).toBeUndefined();
+      expect(read.data?.run.iterations).toEqual(
+        batches.map(([, batch], index) => ({ index, stepCount: stepsOf(batch) })),
+      );
+      await waitFor(
+        () => /did not reach this process's LISTEN/.test(server?.output() ?? ''),
+        60_000,
+      );
+      expect(server.output()).toMatch(/Is DATABASE_URL a transaction-mode pooler\?/);
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({
+        status: 'ready',
+        warnings: { notifications: expect.stringMatching(/^not arriving/) },
+      });
+    } finally {
+      await server?.stop();
+    }
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not so after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function stepsOf(batch: RolloutBatch): number {
+  return batch.groups.reduce(
+    (n, g) => n + g.trajectories.reduce((m, t) => m + t.steps.length, 0),
+    0,
+  );
+}
