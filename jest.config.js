@@ -1,6 +1,7 @@
 // Test tiers by file suffix (see docs/DEVELOPERS.md): unit = pure, no I/O;
 // int = real Postgres; e2e = the app over HTTP/GraphQL; pooler = behind a PgBouncer of the spec's
-// own (needs the pgbouncer binary: only `npm run test:pgbouncer` selects it, not `npm test`).
+// own (needs the pgbouncer binary: a project only when CREDITLAB_TEST_PGBOUNCER names it, as
+// `npm run test:pgbouncer` does).
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -57,10 +58,11 @@ module.exports = {
   transform: shared.transform,
   transformIgnorePatterns: shared.transformIgnorePatterns,
   moduleNameMapper: shared.moduleNameMapper,
+  // The pooler tier only where PgBouncer is named (`npm run test:pgbouncer`): a bare `npx jest` runs the rest.
   projects: [
     tier('unit', 'unit'),
     tier('int', 'int'),
     tier('e2e', 'e2e'),
-    tier('pooler', 'pooler'),
+    ...(process.env.CREDITLAB_TEST_PGBOUNCER ? [tier('pooler', 'pooler')] : []),
   ],
 };

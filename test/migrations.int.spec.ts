@@ -81,6 +81,28 @@ describe('migrations', () => {
       ),
     );
 
+  test("migrations run to the end whatever the database's defaults: repeatable read, racing; a statement limit shorter than one", async () => {
+    const admin = pool(process.env.CREDITLAB_TEST_DATABASE_URL as string);
+    const strict = await freshPool();
+    const name = (await strict.query<{ db: string }>('SELECT current_database() AS db')).rows[0]!
+      .db;
+    await admin.query(
+      `ALTER DATABASE ${name} SET default_transaction_isolation = 'repeatable read'`,
+    );
+    // A snapshot taken before the lock's wait would not see the other's migration, and apply it again.
+    const { dir } = ownMigrations('SELECT pg_sleep(0.3); CREATE TABLE second_table (x int);');
+    const racing = await Promise.all(
+      [0, 1, 2].map(() => runMigrations(pool(strict.options.connectionString as string), dir)),
+    );
+    expect(racing.flatMap((r) => r.applied).sort()).toEqual(['1_first', '2_second', '3_third']);
+    const limited = await freshPool();
+    const other = (await limited.query<{ db: string }>('SELECT current_database() AS db')).rows[0]!
+      .db;
+    await admin.query(`ALTER DATABASE ${other} SET statement_timeout = '100ms'`);
+    const fresh = pool(limited.options.connectionString as string); // its connections get the setting
+    expect((await runMigrations(fresh, dir)).applied).toEqual(['1_first', '2_second', '3_third']);
+  });
+
   test('a failing migration is named, leaves nothing of itself, keeps the ones before it, and holds no lock', async () => {
     const db = await freshPool();
     const { dir } = ownMigrations(

@@ -37,8 +37,7 @@ export async function runMigrations(pool: pg.Pool, dir = MIGRATIONS_DIR): Promis
   const client = await pool.connect();
   let failure: Error | undefined;
   try {
-    const recorded = await inTransaction(client, async () => {
-      await lock(client);
+    const recorded = await underLock(client, async () => {
       await client.query(`CREATE TABLE IF NOT EXISTS _migrations (
         name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       const rows = await client.query<{ name: string; checksum: string }>(
@@ -48,7 +47,11 @@ export async function runMigrations(pool: pg.Pool, dir = MIGRATIONS_DIR): Promis
     });
     const result: MigrationResult = { applied: [], alreadyApplied: [] };
     for (const m of migrations) {
-      const before = recorded.get(m.name) ?? (await applyUnlessApplied(client, m));
+      const before =
+        recorded.get(m.name) ??
+        (await applyUnlessApplied(client, m).catch((e: Error) => {
+          throw new Error(`migration ${m.name} failed: ${e.message}`);
+        }));
       if (before === undefined) result.applied.push(m.name);
       else if (before !== m.checksum)
         throw new Error(`migration ${m.name} changed after it was applied`);
@@ -80,18 +83,13 @@ async function applyUnlessApplied(
   client: pg.PoolClient,
   m: Migration,
 ): Promise<string | undefined> {
-  return inTransaction(client, async () => {
-    await lock(client);
+  return underLock(client, async () => {
     const other = await client.query<{ checksum: string }>(
       'SELECT checksum FROM _migrations WHERE name = $1',
       [m.name],
     );
     if (other.rows[0]) return other.rows[0].checksum;
-    try {
-      await client.query(m.sql);
-    } catch (e) {
-      throw new Error(`migration ${m.name} failed: ${(e as Error).message}`);
-    }
+    await client.query(m.sql);
     await client.query('INSERT INTO _migrations (name, checksum) VALUES ($1, $2)', [
       m.name,
       m.checksum,
@@ -100,13 +98,18 @@ async function applyUnlessApplied(
   });
 }
 
-function lock(client: pg.PoolClient): Promise<unknown> {
-  return client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-}
-
-async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
+/**
+ * `work` in a transaction that holds the migration lock. Read committed whatever the database's
+ * default, so that what follows the lock sees what the process that held it before committed (a
+ * repeatable-read snapshot would date from before the wait). No time limit: neither the role's nor
+ * one a pooler's server connection carries over from another client may cancel a migration halfway.
+ */
+async function underLock<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
+    await client.query(
+      `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`,
+    );
     const result = await work();
     await client.query('COMMIT');
     return result;

@@ -105,6 +105,10 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
       else {
         this.problem = `unchecked: could not check that notifications arrive: ${(e as Error).message}`;
         this.logger.warn(this.problem);
+        // A database that could not be reached for a moment is not a lasting warning: check again.
+        setTimeout(() => {
+          if (!this.stopped && this.client === listener) void this.checkArrival(listener);
+        }, PROBE_RETRY_MS).unref();
       }
     } finally {
       this.prober = undefined;
@@ -146,6 +150,8 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
 
 /** How long a notice may take to arrive before the server says it did not (a loaded machine's worst is far less). */
 const PROBE_TIMEOUT_MS = 10_000;
+/** How long after a check that could not be made it is tried again. */
+const PROBE_RETRY_MS = 30_000;
 
 /** Announces a change of run `runId` (inside a transaction: when it commits). */
 export async function notifyRun(client: pg.ClientBase | pg.Pool, runId: string): Promise<void> {
