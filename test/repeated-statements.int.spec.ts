@@ -2,7 +2,11 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { prepareRepeatedStatements } from '../apps/server/src/database/repeated-statements';
+import { createHash } from 'node:crypto';
+import {
+  preparedName,
+  prepareRepeatedStatements,
+} from '../apps/server/src/database/repeated-statements';
 import { createTestDatabase } from './support/test-database';
 
 /**
@@ -123,5 +127,40 @@ test('a prepared statement broken under it (a value pg cannot send, a table chan
   } finally {
     c.release();
     await own.end();
+  }
+});
+
+test('a name already there that this connection never prepared (a shared server connection) turns naming off for the whole pool, said once', async () => {
+  const shared = new pg.Pool({ connectionString: pool.options.connectionString, max: 2 });
+  const said: string[] = [];
+  prepareRepeatedStatements(shared, { onNotKept: (m) => said.push(m) });
+  const [a, b] = [await shared.connect(), await shared.connect()];
+  try {
+    const text = 'SELECT $1::int * 3 AS n';
+    const name = `s${createHash('sha1').update(text).digest('hex')}`;
+    expect((await a.query(text, [1])).rows).toEqual([{ n: 3 }]); // seen once: not named yet
+    // What a transaction-mode pooler does: another client's statement of that name is on the
+    // server connection this one is lent.
+    await a.query(`PREPARE ${name} AS SELECT $1::int * 3 AS n`);
+    await expect(a.query(text, [2])).rejects.toMatchObject({ code: '42P05' });
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/CREDITLAB_PREPARED_STATEMENTS=off/);
+    // From now on every connection of the pool sends it unnamed, the other one too.
+    const names = (c: pg.PoolClient) =>
+      c
+        .query<{ name: string }>('SELECT name FROM pg_prepared_statements')
+        .then((r) => r.rows.map((x) => x.name));
+    for (const c of [a, b]) {
+      expect((await c.query(text, [4])).rows).toEqual([{ n: 12 }]);
+      expect((await c.query(text, [5])).rows).toEqual([{ n: 15 }]);
+      expect(preparedName(c, text)).toBeUndefined();
+    }
+    expect(await names(b)).toEqual([]);
+    expect(await names(a)).toEqual([name]); // the test's own, nothing more
+    expect(said).toHaveLength(1);
+  } finally {
+    a.release();
+    b.release();
+    await shared.end();
   }
 });

@@ -60,7 +60,8 @@ export class Database {
     // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
     const ingest = open(sizes.ingestConnections);
     // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).
-    if (sizes.preparedStatements) prepareRepeatedStatements(ingest);
+    if (sizes.preparedStatements)
+      prepareRepeatedStatements(ingest, { onNotKept: (m) => logger.warn(m) });
     return new Database(open(sizes.connections, sizes.statementTimeoutMs), url, ingest, embedded);
   }
 

@@ -95,16 +95,16 @@ export class Notifications implements OnModuleInit, OnModuleDestroy {
       await sender.connect();
       const arrived = await notificationsArrive(sender, listener, PROBE_TIMEOUT_MS);
       if (this.stopped) return;
-      this.problem = arrived
-        ? undefined
-        : `not arriving: a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`;
-      if (this.problem) this.logger.warn(this.problem);
+      const why = `a NOTIFY sent through DATABASE_URL did not reach this process's LISTEN within ${PROBE_TIMEOUT_MS / 1000} s: live updates and other processes' notices of new events will not arrive. Is DATABASE_URL a transaction-mode pooler? The server needs session connections (docs/scaling.md)`;
+      this.problem = arrived ? undefined : `not arriving: ${why}`;
+      if (!arrived) this.logger.warn(why);
     } catch (e) {
       if (this.stopped) return;
       if (e instanceof ListenerLost) this.probed = false;
       else {
-        this.problem = `unchecked: could not check that notifications arrive: ${(e as Error).message}`;
-        this.logger.warn(this.problem);
+        const why = `could not check that notifications arrive: ${(e as Error).message}`;
+        this.problem = `unchecked: ${why}`;
+        this.logger.warn(why);
         // A database that could not be reached for a moment is not a lasting warning: check again.
         setTimeout(() => {
           if (!this.stopped && this.client === listener) void this.checkArrival(listener);

@@ -18,29 +18,64 @@ import type pg from 'pg';
  * they are. A named statement that fails for a reason a fresh parse would not have (its values could
  * not be sent, and pg closed the statement; its cached plan no longer fits a table another process
  * changed; it is gone) is sent unnamed on that connection from then on.
+ *
+ * A connection that finds a name it never prepared already there (42P05) is not alone on its server
+ * connection: a transaction-mode pooler lends each transaction whichever is free, and a named
+ * statement prepared through one is missing, or already there, through the next. Every statement
+ * of the pool then goes unnamed, and `onNotKept` says so once (the request that met it has failed;
+ * the clients send it again).
  */
-export function prepareRepeatedStatements(pool: pg.Pool, { perConnection = 64 } = {}): void {
+export function prepareRepeatedStatements(
+  pool: pg.Pool,
+  {
+    perConnection = 64,
+    onNotKept = () => undefined,
+  }: { perConnection?: number; onNotKept?: (message: string) => void } = {},
+): void {
+  const pooled: PoolNaming = { kept: true, onNotKept };
   pool.on('connect', (client) => {
     const named = new Set<string>();
     const unusable = new Set<string>();
-    unusableOn.set(client, unusable);
+    namingOf.set(client, { unusable, pooled });
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (...args: unknown[]) => {
       const statement = asStatement(args);
       const name = statement && repeatedName(statement.text);
-      if (!statement || !name || unusable.has(name)) return query(...args);
+      if (!statement || !name || unusable.has(name) || !pooled.kept) return query(...args);
       if (!named.has(name) && named.size >= perConnection) return query(...args);
       named.add(name);
       return (query({ ...statement, name }) as Promise<unknown>).catch((e: unknown) => {
-        if (brokeTheStatement(e)) unusable.add(name);
+        noteFailure(client, [name], e);
         throw e;
       });
     };
   });
 }
 
-/** Each prepared connection's names no longer used (a statement failed in a way a fresh parse would not). */
-const unusableOn = new WeakMap<pg.ClientBase, Set<string>>();
+/** Whether a pool's connections still name their statements, and whom to tell when they stop. */
+interface PoolNaming {
+  kept: boolean;
+  onNotKept: (message: string) => void;
+}
+
+/** Each prepared connection's names no longer used (a statement failed in a way a fresh parse would not), and its pool's naming. */
+const namingOf = new WeakMap<pg.ClientBase, { unusable: Set<string>; pooled: PoolNaming }>();
+
+/** After a statement or pipeline that bound `names` failed with `error`: what it says of them, and of the pool. */
+function noteFailure(client: pg.ClientBase, names: readonly string[], error: unknown): void {
+  const naming = namingOf.get(client);
+  if (!naming) return;
+  if ((error as { code?: unknown } | null)?.code === DUPLICATE_PREPARED_STATEMENT) {
+    if (!naming.pooled.kept) return;
+    naming.pooled.kept = false;
+    naming.pooled.onNotKept(
+      `a statement this connection never prepared was already there (${(error as Error).message}): its server connection is shared, as behind a transaction-mode pooler. Statements go unnamed from now on; set CREDITLAB_PREPARED_STATEMENTS=off behind such a pooler (docs/scaling.md)`,
+    );
+  } else if (brokeTheStatement(error)) for (const name of names) naming.unusable.add(name);
+}
+
+/** SQLSTATE duplicate_prepared_statement. */
+const DUPLICATE_PREPARED_STATEMENT = '42P05';
 
 /**
  * The name `text` is prepared under on this client's connection (parsed there already, and usable),
@@ -50,8 +85,8 @@ const unusableOn = new WeakMap<pg.ClientBase, Set<string>>();
  */
 export function preparedName(client: pg.ClientBase, text: string): string | undefined {
   const name = seen.get(text);
-  const unusable = unusableOn.get(client);
-  if (!name || !unusable || unusable.has(name)) return undefined;
+  const naming = namingOf.get(client);
+  if (!name || !naming || !naming.pooled.kept || naming.unusable.has(name)) return undefined;
   const connection = (client as { connection?: { parsedStatements?: Record<string, string> } })
     .connection;
   return connection?.parsedStatements?.[name] === text ? name : undefined;
@@ -63,8 +98,7 @@ export function notePipelineFailure(
   names: readonly string[],
   error: unknown,
 ): void {
-  const unusable = unusableOn.get(client);
-  if (unusable && brokeTheStatement(error)) for (const name of names) unusable.add(name);
+  noteFailure(client, names, error);
 }
 
 const MAX_TEXT = 16 * 1024;
