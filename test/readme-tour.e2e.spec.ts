@@ -221,3 +221,43 @@ test('the README’s per-step comparison query runs on a fresh run (every set ne
   expect(first.map((s) => typeof s.grpo)).toEqual(['number', 'number', 'number']);
   expect(Object.keys(first[0]!.why)).toContain('lambda');
 });
+
+test('the README’s gql helper sends a saved query with its variables: the runs query, on the tour’s run', async () => {
+  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  const [runsQuery] = [...readme.matchAll(/```graphql\n([^]*?)```/g)]
+    .map((m) => m[1] as string)
+    .filter((b) => b.startsWith('query Runs('));
+  const [helperBlock] = (await readmeBash()).filter((b) => b.startsWith('gql() {'));
+  // The function as written, without the block's example calls (files a user saves first).
+  const helper = /^gql\(\) \{[^]*?\n\}\n/.exec(helperBlock!)![0];
+  const created = await api(
+    `${exported.url}/v1/runs`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'demo helper',
+        project: 'demo',
+        env: 'e',
+        method: 'gigpo',
+        tags: ['tour'],
+      }),
+    },
+    exported.key,
+  );
+  const { id } = (await created.json()) as { id: string };
+  expect((await appendExample(id)).status).toBe(200);
+  const dir = await mkdtemp(path.join(tmpdir(), 'creditlab-gql-'));
+  await writeFile(path.join(dir, 'runs.graphql'), runsQuery!);
+  const sent = await shell(
+    `eval "$(npm run -s admin -- env)" && ${helper} cd '${dir}' && RUN=${id} && gql runs.graphql "{\\"runs\\": [\\"$RUN\\"]}"`,
+  );
+  expect(sent).toMatchObject({ code: 0, stderr: '' });
+  const answer = JSON.parse(sent.stdout) as {
+    errors?: unknown;
+    data: { runs: { nodes: { id: string }[] }; metricSeries: { runName: string }[] };
+  };
+  expect(answer.errors).toBeUndefined();
+  expect(answer.data.runs.nodes.map((r) => r.id)).toContain(id);
+  expect(answer.data.metricSeries.map((s) => s.runName)).toEqual(['demo helper']);
+});
