@@ -18,6 +18,8 @@ import { prepareRepeatedStatements } from './repeated-statements';
 export class Database {
   readonly statements = new StatementCounter();
   readonly prisma: PrismaClient;
+  /** Why ingest's statements stopped being prepared, if they did (`/readyz` warns of it). */
+  preparedStatementsOff: () => string | undefined = () => undefined;
 
   constructor(
     readonly pool: pg.Pool,
@@ -52,6 +54,7 @@ export class Database {
     embedded?: Pick<RunningPostgres, 'pid'>,
   ): Database {
     const logger = new Logger('database');
+    const said: { off?: string } = {};
     const open = (max: number, statementTimeoutMs = 0) =>
       openPool(url, max, statementTimeoutMs, {
         warn: (m) => logger.warn(m),
@@ -61,8 +64,20 @@ export class Database {
     const ingest = open(sizes.ingestConnections);
     // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).
     if (sizes.preparedStatements)
-      prepareRepeatedStatements(ingest, { onNotKept: (m) => logger.warn(m) });
-    return new Database(open(sizes.connections, sizes.statementTimeoutMs), url, ingest, embedded);
+      prepareRepeatedStatements(ingest, {
+        onNotKept: (m) => {
+          logger.warn(m);
+          said.off = m;
+        },
+      });
+    const database = new Database(
+      open(sizes.connections, sizes.statementTimeoutMs),
+      url,
+      ingest,
+      embedded,
+    );
+    database.preparedStatementsOff = () => said.off;
+    return database;
   }
 
   /** Why the database cannot be used now, when the server knows without asking it. */

@@ -55,6 +55,8 @@ export class HealthController {
     const warnings: Record<string, string> = {};
     const notifications = this.notifications.warning();
     if (notifications) warnings.notifications = notifications;
+    const preparedStatements = this.db.preparedStatementsOff();
+    if (preparedStatements) warnings.preparedStatements = `turned off: ${preparedStatements}`;
     return { status: ok ? 'ready' : 'not ready', checks, warnings };
   }
 }
