@@ -114,6 +114,23 @@ describe('behind a transaction-mode pooler', () => {
           batches.map(([, batch], index) => ({ index, stepCount: stepsOf(batch) })),
         );
       }
+      // The job queue (pg-boss) works through it too: a recompute job is taken and done.
+      const asked = await gql<{ recompute: { id: string; total: number } }>(
+        server,
+        'mutation($r: ID!) { recompute(runId: $r, method: { name: "gigpo" }) { id total } }',
+        { r: runs[0] },
+      );
+      expect(asked.errors).toBeUndefined();
+      expect(asked.data?.recompute.total).toBe(batches.length - 1); // the last is still open
+      const done = await until(async () => {
+        const job = await gql<{ job: { status: string; done: number } }>(
+          server!,
+          'query($id: ID!) { job(id: $id) { status done } }',
+          { id: asked.data!.recompute.id },
+        );
+        return job.data?.job.status === 'COMPLETED' ? job.data.job : undefined;
+      }, 120_000);
+      expect(done.done).toBe(batches.length - 1);
       // Each event once, whatever was sent again after a failure.
       const stored = await pool(db.straight).query<{ n: number }>(
         `SELECT count(*)::int AS n FROM events WHERE type = 'rollouts.appended'`,
@@ -125,8 +142,8 @@ describe('behind a transaction-mode pooler', () => {
       // /readyz says so while the process lives.
       const turnedOff = server.output().match(/was already there/g)?.length ?? 0;
       expect(turnedOff).toBeLessThanOrEqual(1);
-      await waitFor(
-        () => /did not reach this process's LISTEN/.test(server?.output() ?? ''),
+      await until(
+        async () => /did not reach this process's LISTEN/.test(server?.output() ?? '') || undefined,
         60_000,
       );
       expect(server.output()).toMatch(/Is DATABASE_URL a transaction-mode pooler\?/);
@@ -146,11 +163,14 @@ describe('behind a transaction-mode pooler', () => {
   });
 });
 
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+/** The first value `probe` gives, asked every 200 ms until `timeoutMs`. */
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`not so after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
