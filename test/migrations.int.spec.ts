@@ -103,6 +103,35 @@ describe('migrations', () => {
     expect((await runMigrations(fresh, dir)).applied).toEqual(['1_first', '2_second', '3_third']);
   });
 
+  test('a migrator kept waiting for the lock says who holds it, then goes on when it is let go', async () => {
+    const db = await freshPool();
+    const holder = await db.connect();
+    try {
+      const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!
+        .pid;
+      await holder.query('SELECT pg_advisory_lock($1)', [0x43726564]); // as a process before 2026-12-06
+      const said: string[] = [];
+      const { dir } = ownMigrations('CREATE TABLE second_table (x int);');
+      const migrating = runMigrations(pool(db.options.connectionString as string), dir, {
+        onWait: (line) => said.push(line),
+      });
+      const deadline = Date.now() + 60_000;
+      while (said.length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(said).toEqual([
+        expect.stringMatching(
+          new RegExp(`^waiting for the migration lock, held by PostgreSQL backend ${pid} \\(idle`),
+        ),
+      ]);
+      expect(await tables(db)).toEqual([]);
+      await holder.query('SELECT pg_advisory_unlock($1)', [0x43726564]);
+      expect((await migrating).applied).toEqual(['1_first', '2_second', '3_third']);
+      expect(said).toHaveLength(1);
+    } finally {
+      holder.release();
+    }
+  });
+
   test('a failing migration is named, leaves nothing of itself, keeps the ones before it, and holds no lock', async () => {
     const db = await freshPool();
     const { dir } = ownMigrations(

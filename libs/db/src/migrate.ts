@@ -32,12 +32,22 @@ interface Migration {
  * connections: two processes would apply the same migration, and a lock left on
  * an idle server connection would block every later start (docs/scaling.md).
  */
-export async function runMigrations(pool: pg.Pool, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
+export async function runMigrations(
+  pool: pg.Pool,
+  dir = MIGRATIONS_DIR,
+  {
+    onWait = () => undefined,
+  }: {
+    /** Told, when the lock is held elsewhere, who holds it (as PostgreSQL shows it), before the wait. */
+    onWait?: (line: string) => void;
+  } = {},
+): Promise<MigrationResult> {
   const migrations = await readMigrations(dir);
   const client = await pool.connect();
+  const underLock = <T>(work: () => Promise<T>) => lockedTransaction(client, work, onWait);
   let failure: Error | undefined;
   try {
-    const recorded = await underLock(client, async () => {
+    const recorded = await underLock(async () => {
       await client.query(`CREATE TABLE IF NOT EXISTS _migrations (
         name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       const rows = await client.query<{ name: string; checksum: string }>(
@@ -49,7 +59,7 @@ export async function runMigrations(pool: pg.Pool, dir = MIGRATIONS_DIR): Promis
     for (const m of migrations) {
       const before =
         recorded.get(m.name) ??
-        (await applyUnlessApplied(client, m).catch((e: Error) => {
+        (await applyUnlessApplied(client, m, underLock).catch((e: Error) => {
           throw new Error(`migration ${m.name} failed: ${e.message}`);
         }));
       if (before === undefined) result.applied.push(m.name);
@@ -82,8 +92,9 @@ async function readMigrations(dir: string): Promise<Migration[]> {
 async function applyUnlessApplied(
   client: pg.PoolClient,
   m: Migration,
+  underLock: <T>(work: () => Promise<T>) => Promise<T>,
 ): Promise<string | undefined> {
-  return underLock(client, async () => {
+  return underLock(async () => {
     const other = await client.query<{ checksum: string }>(
       'SELECT checksum FROM _migrations WHERE name = $1',
       [m.name],
@@ -104,12 +115,21 @@ async function applyUnlessApplied(
  * repeatable-read snapshot would date from before the wait). No time limit: neither the role's nor
  * one a pooler's server connection carries over from another client may cancel a migration halfway.
  */
-async function underLock<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+async function lockedTransaction<T>(
+  client: pg.PoolClient,
+  work: () => Promise<T>,
+  onWait: (line: string) => void,
+): Promise<T> {
   await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
-    await client.query(
-      `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`,
-    );
+    const results = (await client.query(
+      `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0;
+       SELECT pg_try_advisory_xact_lock(${MIGRATION_LOCK_KEY}) AS got`,
+    )) as unknown as pg.QueryResult<{ got: boolean }>[];
+    if (!results.at(-1)?.rows[0]?.got) {
+      onWait(await lockHolder(client));
+      await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
+    }
     const result = await work();
     await client.query('COMMIT');
     return result;
@@ -117,4 +137,24 @@ async function underLock<T>(client: pg.PoolClient, work: () => Promise<T>): Prom
     await client.query('ROLLBACK').catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * Who holds the migration lock, for a process that is about to wait for it: a start that seems to
+ * hang says why (another process migrating, or a session lock an older version left on a pooler's
+ * idle server connection, which only that connection's end releases).
+ */
+async function lockHolder(client: pg.PoolClient): Promise<string> {
+  const held = await client.query<{ pid: number; state: string | null; seconds: number | null }>(
+    `SELECT a.pid, a.state, extract(epoch FROM now() - a.xact_start)::int AS seconds
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [MIGRATION_LOCK_KEY],
+  );
+  const h = held.rows[0];
+  const who = h
+    ? `PostgreSQL backend ${h.pid} (${h.state ?? 'state not shown to this role'}${h.seconds === null ? '' : `, its transaction ${h.seconds} s old`})`
+    : 'a backend that has just let it go';
+  return `waiting for the migration lock, held by ${who}: another process is migrating this database, or, behind a transaction-mode pooler, a process of a version before 2026-12-06 left its session lock on a server connection (docs/scaling.md)`;
 }

@@ -1,4 +1,4 @@
-import { runMigrations } from '@creditlab/db';
+import { MIGRATIONS_DIR, runMigrations } from '@creditlab/db';
 import type pg from 'pg';
 import { backfillEventHashes } from '../rollouts/event-hash-backfill';
 import { rebuildOutdatedRuns } from '../rollouts/projection-rebuild';
@@ -10,7 +10,7 @@ import { rebuildOutdatedRuns } from '../rollouts/projection-rebuild';
  * the server on start and by `npm run db:migrate`; each step does nothing when nothing is due.
  */
 export async function prepareDatabase(pool: pg.Pool, log: (line: string) => void): Promise<void> {
-  const migrations = await runMigrations(pool);
+  const migrations = await runMigrations(pool, MIGRATIONS_DIR, { onWait: log });
   if (migrations.applied.length) log(`applied migrations: ${migrations.applied.join(', ')}`);
   const rebuilt = await rebuildOutdatedRuns(pool, (runId, r) =>
     log(`rebuilt the projections of run ${runId} from its ${r.events} events (${r.steps} steps)`),
