@@ -109,7 +109,8 @@ describe('migrations', () => {
     try {
       const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!
         .pid;
-      await holder.query('SELECT pg_advisory_lock($1)', [0x43726564]); // as a process before 2026-12-06
+      await holder.query(`SET application_name = 'creditlab before 2026-12-06'`);
+      await holder.query('SELECT pg_advisory_lock($1)', [0x43726564]); // as that version held it
       const said: string[] = [];
       const { dir } = ownMigrations('CREATE TABLE second_table (x int);');
       const migrating = runMigrations(pool(db.options.connectionString as string), dir, {
@@ -120,7 +121,9 @@ describe('migrations', () => {
         await new Promise((r) => setTimeout(r, 50));
       expect(said).toEqual([
         expect.stringMatching(
-          new RegExp(`^waiting for the migration lock, held by PostgreSQL backend ${pid} \\(idle`),
+          new RegExp(
+            `^waiting for the migration lock, held by PostgreSQL backend ${pid} \\(creditlab before 2026-12-06, idle`,
+          ),
         ),
       ]);
       expect(await tables(db)).toEqual([]);

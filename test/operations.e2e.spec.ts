@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { APPEND_PHASES } from '../apps/server/src/rollouts/append-clock';
 import { rowCounts } from './support/row-counts';
+import { sqlQuery } from './support/sql-query';
 import { metric, startTestServer, ADMIN_KEY, api } from './support/test-server';
 
 /** Health, readiness, metrics, and a shutdown that lets in-flight work finish. */
@@ -29,6 +30,13 @@ test('healthz, readyz and the Prometheus metrics a lab scrapes', async () => {
       headers: { 'content-type': 'application/json' },
       body: '{"method":"gigpo"}',
     });
+    // Its connections say what they are in pg_stat_activity (pg-boss names its own).
+    const names = await sqlQuery<{ name: string }>(
+      server.databaseUrl,
+      `SELECT DISTINCT application_name AS name FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY 1`,
+    );
+    expect(names.map((r) => r.name)).toEqual(['creditlab-server', 'pgboss']);
     expect(await metric(server, 'creditlab_ingested_events_total')).toBeGreaterThan(0);
     expect(await metric(server, 'creditlab_ingested_steps_total')).toBeGreaterThan(0);
     expect(await metric(server, 'creditlab_estimator_seconds_count{method="gigpo"}')).toBe(1);

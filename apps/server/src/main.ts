@@ -16,6 +16,9 @@ async function main(): Promise<void> {
   let stop = () => void (stopRequested = true);
   onStopRequest(logger, () => stop());
   config = loadConfig();
+  // Every connection of this process says what it is in pg_stat_activity (and in the migration
+  // lock's holder line), unless DATABASE_URL or PGAPPNAME names it otherwise; pg-boss names its own.
+  process.env.PGAPPNAME ??= 'creditlab-server';
   const server = await startServer(config);
   stop = () =>
     void server.close().then(

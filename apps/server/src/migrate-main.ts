@@ -43,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   config = loadConfig();
+  process.env.PGAPPNAME ??= 'creditlab-migrate'; // its connections' name in pg_stat_activity
   return withCommandDatabase('db:migrate', config, async () => {
     process.stdout.write('the database is up to date\n');
     return 0;

@@ -145,8 +145,14 @@ async function lockedTransaction<T>(
  * idle server connection, which only that connection's end releases).
  */
 async function lockHolder(client: pg.PoolClient): Promise<string> {
-  const held = await client.query<{ pid: number; state: string | null; seconds: number | null }>(
-    `SELECT a.pid, a.state, extract(epoch FROM now() - a.xact_start)::int AS seconds
+  const held = await client.query<{
+    pid: number;
+    app: string;
+    state: string | null;
+    seconds: number | null;
+  }>(
+    `SELECT a.pid, a.application_name AS app, a.state,
+            extract(epoch FROM now() - a.xact_start)::int AS seconds
        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
@@ -154,7 +160,7 @@ async function lockHolder(client: pg.PoolClient): Promise<string> {
   );
   const h = held.rows[0];
   const who = h
-    ? `PostgreSQL backend ${h.pid} (${h.state ?? 'state not shown to this role'}${h.seconds === null ? '' : `, its transaction ${h.seconds} s old`})`
+    ? `PostgreSQL backend ${h.pid} (${h.app || 'no application name'}, ${h.state ?? 'state not shown to this role'}${h.seconds === null ? '' : `, its transaction ${h.seconds} s old`})`
     : 'a backend that has just let it go';
   return `waiting for the migration lock, held by ${who}: another process is migrating this database, or, behind a transaction-mode pooler, a process of a version before 2026-12-06 left its session lock on a server connection (docs/scaling.md)`;
 }
