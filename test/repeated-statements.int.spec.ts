@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import {
   preparedName,
   prepareRepeatedStatements,
+  preparedStatementsOff,
 } from '../apps/server/src/database/repeated-statements';
 import { createTestDatabase } from './support/test-database';
 
@@ -145,6 +146,8 @@ test('a name already there that this connection never prepared (a shared server 
     await expect(a.query(text, [2])).rejects.toMatchObject({ code: '42P05' });
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(/CREDITLAB_PREPARED_STATEMENTS=off/);
+    expect(preparedStatementsOff(shared)).toBe(said[0]); // what /readyz warns of
+    expect(preparedStatementsOff(pool)).toBeUndefined();
     // From now on every connection of the pool sends it unnamed, the other one too.
     const names = (c: pg.PoolClient) =>
       c

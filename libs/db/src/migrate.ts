@@ -45,6 +45,24 @@ export async function runMigrations(
   const migrations = await readMigrations(dir);
   const client = await pool.connect();
   const underLock = <T>(work: () => Promise<T>) => lockedTransaction(client, work, onWait);
+  /**
+   * Applies `m` in a transaction of its own, under the lock, unless another process did since this
+   * one looked; resolves with the checksum it was recorded with then, or undefined if applied here.
+   */
+  const applyUnlessApplied = (m: Migration) =>
+    underLock(async () => {
+      const other = await client.query<{ checksum: string }>(
+        'SELECT checksum FROM _migrations WHERE name = $1',
+        [m.name],
+      );
+      if (other.rows[0]) return other.rows[0].checksum;
+      await client.query(m.sql);
+      await client.query('INSERT INTO _migrations (name, checksum) VALUES ($1, $2)', [
+        m.name,
+        m.checksum,
+      ]);
+      return undefined;
+    });
   let failure: Error | undefined;
   try {
     const recorded = await underLock(async () => {
@@ -59,7 +77,7 @@ export async function runMigrations(
     for (const m of migrations) {
       const before =
         recorded.get(m.name) ??
-        (await applyUnlessApplied(client, m, underLock).catch((e: Error) => {
+        (await applyUnlessApplied(m).catch((e: Error) => {
           throw new Error(`migration ${m.name} failed: ${e.message}`);
         }));
       if (before === undefined) result.applied.push(m.name);
@@ -83,30 +101,6 @@ async function readMigrations(dir: string): Promise<Migration[]> {
       return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
     }),
   );
-}
-
-/**
- * Applies `m` in a transaction of its own, under the lock, unless another process did since this
- * one looked; resolves with the checksum it was recorded with then, or undefined if applied here.
- */
-async function applyUnlessApplied(
-  client: pg.PoolClient,
-  m: Migration,
-  underLock: <T>(work: () => Promise<T>) => Promise<T>,
-): Promise<string | undefined> {
-  return underLock(async () => {
-    const other = await client.query<{ checksum: string }>(
-      'SELECT checksum FROM _migrations WHERE name = $1',
-      [m.name],
-    );
-    if (other.rows[0]) return other.rows[0].checksum;
-    await client.query(m.sql);
-    await client.query('INSERT INTO _migrations (name, checksum) VALUES ($1, $2)', [
-      m.name,
-      m.checksum,
-    ]);
-    return undefined;
-  });
 }
 
 /**

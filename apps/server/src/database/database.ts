@@ -18,8 +18,6 @@ import { prepareRepeatedStatements } from './repeated-statements';
 export class Database {
   readonly statements = new StatementCounter();
   readonly prisma: PrismaClient;
-  /** Why ingest's statements stopped being prepared, if they did (`/readyz` warns of it). */
-  preparedStatementsOff: () => string | undefined = () => undefined;
 
   constructor(
     readonly pool: pg.Pool,
@@ -54,7 +52,6 @@ export class Database {
     embedded?: Pick<RunningPostgres, 'pid'>,
   ): Database {
     const logger = new Logger('database');
-    const said: { off?: string } = {};
     const open = (max: number, statementTimeoutMs = 0) =>
       openPool(url, max, statementTimeoutMs, {
         warn: (m) => logger.warn(m),
@@ -64,20 +61,8 @@ export class Database {
     const ingest = open(sizes.ingestConnections);
     // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).
     if (sizes.preparedStatements)
-      prepareRepeatedStatements(ingest, {
-        onNotKept: (m) => {
-          logger.warn(m);
-          said.off = m;
-        },
-      });
-    const database = new Database(
-      open(sizes.connections, sizes.statementTimeoutMs),
-      url,
-      ingest,
-      embedded,
-    );
-    database.preparedStatementsOff = () => said.off;
-    return database;
+      prepareRepeatedStatements(ingest, { onNotKept: (m) => logger.warn(m) });
+    return new Database(open(sizes.connections, sizes.statementTimeoutMs), url, ingest, embedded);
   }
 
   /** Why the database cannot be used now, when the server knows without asking it. */

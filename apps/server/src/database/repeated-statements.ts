@@ -33,6 +33,7 @@ export function prepareRepeatedStatements(
   }: { perConnection?: number; onNotKept?: (message: string) => void } = {},
 ): void {
   const pooled: PoolNaming = { kept: true, onNotKept };
+  namingOfPool.set(pool, pooled);
   pool.on('connect', (client) => {
     const named = new Set<string>();
     const unusable = new Set<string>();
@@ -52,10 +53,18 @@ export function prepareRepeatedStatements(
   });
 }
 
-/** Whether a pool's connections still name their statements, and whom to tell when they stop. */
+/** Whether a pool's connections still name their statements, why not, and whom to tell when they stop. */
 interface PoolNaming {
   kept: boolean;
+  why?: string;
   onNotKept: (message: string) => void;
+}
+
+const namingOfPool = new WeakMap<pg.Pool, PoolNaming>();
+
+/** Why `pool`'s statements stopped being prepared, if they did (`/readyz` warns of it). */
+export function preparedStatementsOff(pool: pg.Pool): string | undefined {
+  return namingOfPool.get(pool)?.why;
 }
 
 /** Each prepared connection's names no longer used (a statement failed in a way a fresh parse would not), and its pool's naming. */
@@ -68,9 +77,8 @@ function noteFailure(client: pg.ClientBase, names: readonly string[], error: unk
   if ((error as { code?: unknown } | null)?.code === DUPLICATE_PREPARED_STATEMENT) {
     if (!naming.pooled.kept) return;
     naming.pooled.kept = false;
-    naming.pooled.onNotKept(
-      `a statement this connection never prepared was already there (${(error as Error).message}): its server connection is shared, as behind a transaction-mode pooler. Statements go unnamed from now on; set CREDITLAB_PREPARED_STATEMENTS=off behind such a pooler (docs/scaling.md)`,
-    );
+    naming.pooled.why = `a statement this connection never prepared was already there (${(error as Error).message}): its server connection is shared, as behind a transaction-mode pooler. Statements go unnamed from now on; set CREDITLAB_PREPARED_STATEMENTS=off behind such a pooler (docs/scaling.md)`;
+    naming.pooled.onNotKept(naming.pooled.why);
   } else if (brokeTheStatement(error)) for (const name of names) naming.unusable.add(name);
 }
 

@@ -4,6 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { MIGRATIONS_DIR } from '@creditlab/db';
 import { Database } from '../database/database';
 import { Notifications } from '../database/notifications';
+import { preparedStatementsOff } from '../database/repeated-statements';
 import { Requires } from '../access/requires.decorator';
 
 /**
@@ -55,7 +56,7 @@ export class HealthController {
     const warnings: Record<string, string> = {};
     const notifications = this.notifications.warning();
     if (notifications) warnings.notifications = notifications;
-    const preparedStatements = this.db.preparedStatementsOff();
+    const preparedStatements = preparedStatementsOff(this.db.ingestPool);
     if (preparedStatements) warnings.preparedStatements = `turned off: ${preparedStatements}`;
     return { status: ok ? 'ready' : 'not ready', checks, warnings };
   }
