@@ -65,6 +65,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       preparedStatements: config.connections.preparedStatements,
     },
     embedded,
+    config.readReplica,
   );
   try {
     // On the connections without a statement timeout: a migration or a rebuild may take long.

@@ -10,7 +10,8 @@ export interface PostmasterOptions extends ClusterOptions {
   settings?: Readonly<Record<string, string>>;
 }
 
-const READY = 'database system is ready to accept connections';
+/** What PostgreSQL says once it takes connections: all, or read-only ones (a hot standby's data directory). */
+const READY = /database system is ready to accept (read-only )?connections/;
 const READY_WITHIN_MS = 600_000;
 
 /** One running PostgreSQL server process (the postmaster) that this process started. */
@@ -61,7 +62,7 @@ export class Postmaster {
     const isReady = new Promise<void>((resolve) => (ready = resolve));
     const tail = new OutputTail(child, (line) => {
       options.onLog?.(line);
-      if (line.includes(READY)) ready();
+      if (READY.test(line)) ready();
     });
     const postmaster = new Postmaster(child, tail);
     let timer: NodeJS.Timeout | undefined;

@@ -12,6 +12,9 @@ const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   /** Postgres to use; when unset the server starts the embedded one. */
   DATABASE_URL: z.string().url().optional(),
+  /** A hot standby of DATABASE_URL's database: GraphQL queries read from it (docs/scaling.md). */
+  CREDITLAB_READ_REPLICA_URL: z.string().url().optional(),
+  CREDITLAB_READ_REPLICA_CONNECTIONS: z.coerce.number().int().min(1).default(10),
   CREDITLAB_PG_DIR: z.string().optional(),
   CREDITLAB_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
   CREDITLAB_PG_DATABASE: z
@@ -76,6 +79,8 @@ export interface AppConfig {
   host: string;
   port: number;
   databaseUrl?: string;
+  /** A hot standby that GraphQL queries read from, and its pool's size. */
+  readReplica?: { url: string; connections: number };
   embeddedPostgres: { dataDir?: string; port: number; database: string };
   /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
   connections: {
@@ -200,6 +205,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     host: e.HOST,
     port: e.PORT,
     databaseUrl: e.DATABASE_URL,
+    readReplica:
+      e.CREDITLAB_READ_REPLICA_URL === undefined
+        ? undefined
+        : { url: e.CREDITLAB_READ_REPLICA_URL, connections: e.CREDITLAB_READ_REPLICA_CONNECTIONS },
     embeddedPostgres: {
       dataDir: e.CREDITLAB_PG_DIR,
       port: e.CREDITLAB_PG_PORT,

@@ -9,6 +9,15 @@ import pg from 'pg';
 import { openPool } from './pools';
 import { prepareRepeatedStatements } from './repeated-statements';
 
+/** Where a read goes: a pool and Prisma Client over it. */
+export interface Reader {
+  pool: pg.Pool;
+  prisma: PrismaClient;
+}
+
+/** The kinds of GraphQL operation, which decide where their reads go (`Database.readerFor`). */
+export type OperationKind = 'query' | 'mutation' | 'subscription';
+
 /**
  * The server's handles on Postgres: a pg pool for the bulk write path and the
  * batched reads, Prisma Client (over the same pool) for typed reads, and a
@@ -18,6 +27,12 @@ import { prepareRepeatedStatements } from './repeated-statements';
 export class Database {
   readonly statements = new StatementCounter();
   readonly prisma: PrismaClient;
+  /**
+   * A read replica (CREDITLAB_READ_REPLICA_URL), when the lab runs one: GraphQL queries read the
+   * runs and their rollouts there (readerFor), so that dashboards and analyses do not load the
+   * primary that ingest writes to.
+   */
+  readonly replica: (Reader & { url: string }) | undefined;
 
   constructor(
     readonly pool: pg.Pool,
@@ -35,10 +50,23 @@ export class Database {
      * answer a query for a moment, so the pools alone cannot tell that the database is down.
      */
     private readonly embedded?: Pick<RunningPostgres, 'pid'>,
+    replica?: { url: string; pool: pg.Pool },
   ) {
     this.statements.attach(pool);
     if (ingestPool !== pool) this.statements.attach(ingestPool);
     this.prisma = createPrismaClient(pool);
+    if (replica) this.statements.attach(replica.pool);
+    this.replica = replica && { ...replica, prisma: createPrismaClient(replica.pool) };
+  }
+
+  /**
+   * Where an operation's reads go: a query's to the replica if there is one, since it only reads
+   * (the advantages a query computes and stores are not read through this: they stay on the
+   * primary); a mutation's and a subscription's to the primary, which a mutation has just written
+   * and whose notices a subscription answers, so that neither shows what it was told of as missing.
+   */
+  readerFor(kind: OperationKind | undefined): Reader {
+    return kind === 'query' && this.replica ? this.replica : this;
   }
 
   static connect(
@@ -50,10 +78,12 @@ export class Database {
       preparedStatements: true,
     },
     embedded?: Pick<RunningPostgres, 'pid'>,
+    /** A hot standby of the database at `url`, for queries' reads, and its pool's size. */
+    replica?: { url: string; connections: number },
   ): Database {
     const logger = new Logger('database');
-    const open = (max: number, statementTimeoutMs = 0) =>
-      openPool(url, max, statementTimeoutMs, {
+    const open = (max: number, statementTimeoutMs = 0, at = url) =>
+      openPool(at, max, statementTimeoutMs, {
         warn: (m) => logger.warn(m),
         debug: (m) => logger.debug(m),
       });
@@ -62,7 +92,16 @@ export class Database {
     // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).
     if (sizes.preparedStatements)
       prepareRepeatedStatements(ingest, { onNotKept: (m) => logger.warn(m) });
-    return new Database(open(sizes.connections, sizes.statementTimeoutMs), url, ingest, embedded);
+    return new Database(
+      open(sizes.connections, sizes.statementTimeoutMs),
+      url,
+      ingest,
+      embedded,
+      replica && {
+        url: replica.url,
+        pool: open(replica.connections, sizes.statementTimeoutMs, replica.url),
+      },
+    );
   }
 
   /** Why the database cannot be used now, when the server knows without asking it. */
@@ -76,5 +115,9 @@ export class Database {
     await this.prisma.$disconnect();
     await this.pool.end();
     if (this.ingestPool !== this.pool) await this.ingestPool.end();
+    if (this.replica) {
+      await this.replica.prisma.$disconnect();
+      await this.replica.pool.end();
+    }
   }
 }

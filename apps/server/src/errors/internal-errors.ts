@@ -30,16 +30,21 @@ const ADAPTER_CONNECTION_KINDS = new Set([
 
 interface ErrorShape {
   code?: unknown;
+  syscall?: unknown;
   kind?: unknown;
   message?: unknown;
   cause?: unknown;
   meta?: { driverAdapterError?: unknown };
 }
 
-function isConnectionError({ code, kind, message }: ErrorShape): boolean {
+function isConnectionError({ code, syscall, kind, message }: ErrorShape): boolean {
   if (typeof code === 'string') {
     if (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code)) return true;
     if (CONNECTION_ERRNOS.has(code) || PRISMA_CONNECTION_CODES.has(code)) return true;
+    // A Unix socket that is not there: no PostgreSQL runs on it (pg says `syscall`; Prisma, which
+    // passes the error on with its code, only its message).
+    if (code === 'ENOENT' && (syscall === 'connect' || String(message).includes('connect ENOENT')))
+      return true;
   }
   if (typeof kind === 'string' && ADAPTER_CONNECTION_KINDS.has(kind)) return true;
   return typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.includes(m));
@@ -48,7 +53,7 @@ function isConnectionError({ code, kind, message }: ErrorShape): boolean {
 /**
  * Whether an error means "PostgreSQL cannot be reached" rather than "this request is wrong":
  * SQLSTATE class 08 (connection exception), 57P01–57P03 (shutting down, crashed, cannot connect
- * now), a refused or reset socket, pg's messages for a connection that ended, Prisma's P1001
+ * now), a refused or reset socket or a Unix socket that is not there, pg's messages for a connection that ended, Prisma's P1001
  * (cannot reach), P1002 (timed out) and P1017 (connection closed). Prisma's driver adapter wraps the
  * pg error as its `cause`, or (a known request error) as `meta.driverAdapterError`.
  */

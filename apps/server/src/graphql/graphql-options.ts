@@ -7,7 +7,7 @@ import type { Principal } from '../access/principal';
 import { overLimitMessage, type RateLimits } from '../access/rate-limits';
 import { clientAddress } from '../access/unknown-key-throttle';
 import type { AppConfig } from '../config/app-config';
-import type { Database } from '../database/database';
+import type { Database, Reader } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
@@ -15,6 +15,7 @@ import { GraphQLError } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
+import { operationKind } from './operation-kind';
 import { limitReturnedItems, returnedItemsLimitPlugin } from './returned-items-limit';
 import { storableTextRule, storableVariablesPlugin } from './storable-text';
 import { refuseOnSocket, socketValidation, type SocketOperation } from './socket-operations';
@@ -65,7 +66,18 @@ export function graphqlOptions(
   keys: ApiKeysService,
   limits: RateLimits,
 ): Omit<ApolloDriverConfig, 'driver'> {
-  const loaders = () => ({ ...createRunLoaders(db), ...createRolloutLoaders(db) });
+  const loaders = (reader: Reader) => ({
+    ...createRunLoaders(reader),
+    ...createRolloutLoaders(reader),
+  });
+  // A query's reads go to the read replica, if there is one; the document is read for its kind
+  // only then. A socket's operations read the primary, whose notices drive subscriptions.
+  const httpContext = (req: Request) => {
+    const reader = db.readerFor(
+      db.replica ? operationKind(req, config.limits.graphqlMaxTokens) : undefined,
+    );
+    return { req, reader, loaders: loaders(reader) };
+  };
   const rules = [
     documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
     storableTextRule,
@@ -147,10 +159,11 @@ export function graphqlOptions(
     // operations get a request-like object carrying the principal its connection authenticated as.
     context: (arg: { req?: Request } | SocketContext) =>
       'req' in arg && arg.req
-        ? { req: arg.req, loaders: loaders() }
+        ? httpContext(arg.req)
         : {
             req: { principal: (arg as SocketContext).extra.principal, path: '/graphql' },
-            loaders: loaders(),
+            reader: db,
+            loaders: loaders(db),
           },
     subscriptions: { 'graphql-ws': socket },
     validationRules: rules,

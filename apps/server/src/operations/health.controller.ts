@@ -5,6 +5,7 @@ import { MIGRATIONS_DIR } from '@creditlab/db';
 import { Database } from '../database/database';
 import { Notifications } from '../database/notifications';
 import { preparedStatementsOff } from '../database/repeated-statements';
+import { replicaWarning } from '../database/replica-status';
 import { Requires } from '../access/requires.decorator';
 
 /**
@@ -58,6 +59,11 @@ export class HealthController {
     if (notifications) warnings.notifications = notifications;
     const preparedStatements = preparedStatementsOff(this.db.ingestPool);
     if (preparedStatements) warnings.preparedStatements = `turned off: ${preparedStatements}`;
+    const replica =
+      this.db.replica && checks.database === 'ok'
+        ? await replicaWarning(this.db.pool, this.db.replica.pool)
+        : undefined;
+    if (replica) warnings.readReplica = replica;
     return { status: ok ? 'ready' : 'not ready', checks, warnings };
   }
 }

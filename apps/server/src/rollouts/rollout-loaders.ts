@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import type { Database } from '../database/database';
+import type { Reader } from '../database/database';
 import { unpackFloat32Array } from '../advantages/advantage-codec';
 import type { TrajectoryOutcome } from '../graphql/enums';
 import type { RolloutGroup, Step, Trajectory } from './rollout.models';
@@ -16,8 +16,8 @@ export interface GroupPageKey {
  * statement per level (groups, trajectories, steps with their texts), because every parent's
  * request at a level is answered by a single SQL statement.
  */
-export function createRolloutLoaders(db: Database) {
-  const pool = db.pool;
+export function createRolloutLoaders(reader: Reader) {
+  const pool = reader.pool;
   return {
     /** A task group by its id (as sent) in an iteration. */
     groupByKey: new DataLoader<
@@ -120,19 +120,19 @@ export function createRolloutLoaders(db: Database) {
     ),
 
     /** A trajectory's steps by index, without their embeddings (most reads: a trajectory's rewards). */
-    steps: stepsLoader(db, { embeddings: false }),
+    steps: stepsLoader(reader, { embeddings: false }),
     /** The same with embeddings, which may be read from the event log's bodies: only when asked for. */
-    stepsWithEmbeddings: stepsLoader(db, { embeddings: true }),
+    stepsWithEmbeddings: stepsLoader(reader, { embeddings: true }),
   };
 }
 
 export type RolloutLoaders = ReturnType<typeof createRolloutLoaders>;
 
 /** Steps of many trajectories in one statement, with their texts. */
-function stepsLoader(db: Database, { embeddings }: { embeddings: boolean }) {
+function stepsLoader(reader: Reader, { embeddings }: { embeddings: boolean }) {
   return new DataLoader<TrajectoryKey, StepRowOut[], string>(
     async (trajectories) => {
-      const res = await db.pool.query<StepRow>(
+      const res = await reader.pool.query<StepRow>(
         `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq, st.text AS state,
                 ac.text AS action, s.reward, s.nll, s.token_logprobs,
                 ${embeddings ? 's.embedding' : 'NULL::bytea AS embedding'}, s.value,

@@ -1,10 +1,10 @@
 import DataLoader from 'dataloader';
-import type { Database } from '../database/database';
+import type { Reader } from '../database/database';
 import type { EventType } from '../graphql/enums';
 import { EVALUATION_SUCCESS, TRAINING_SUCCESS } from '../rollouts/iteration-tally';
 import type { Iteration, RunEvent } from './run.models';
 
-export type RunRow = Awaited<ReturnType<Database['prisma']['run']['findFirst']>> & object;
+export type RunRow = Awaited<ReturnType<Reader['prisma']['run']['findFirst']>> & object;
 
 export interface EventPageKey {
   runId: string;
@@ -14,19 +14,19 @@ export interface EventPageKey {
 }
 
 /** Per-request batch loaders of runs' iterations, events and lineage: one statement per field, for every run asked. */
-export function createRunLoaders(db: Database) {
-  const pool = db.pool;
+export function createRunLoaders(reader: Reader) {
+  const pool = reader.pool;
   return {
     /** Runs by id (a parent is always in its child's project: forks are confined to it). */
     runs: new DataLoader<string, RunRow | undefined>(async (ids) => {
-      const rows = await db.prisma.run.findMany({ where: { id: { in: [...ids] } } });
+      const rows = await reader.prisma.run.findMany({ where: { id: { in: [...ids] } } });
       const byId = new Map(rows.map((r) => [r.id, r]));
       return ids.map((id) => byId.get(id));
     }),
 
     /** Forks and retrains of each run, oldest first (in the parent's project, as forks are). */
     children: new DataLoader<string, RunRow[]>(async (ids) => {
-      const rows = await db.prisma.run.findMany({
+      const rows = await reader.prisma.run.findMany({
         where: { parentRunId: { in: [...ids] } },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       });

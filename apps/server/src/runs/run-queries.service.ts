@@ -1,6 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { seesProject, type Principal } from '../access/principal';
-import { Database } from '../database/database';
+import type { Reader } from '../database/database';
 import { isUuid, uuidPrefixRange } from '../database/uuid';
 import { decodeCursor, encodeCursor, pageSize, RUN_CURSOR, toPage } from '../graphql/pagination';
 import { DomainError, ErrorCode } from '../errors/domain-error';
@@ -67,13 +67,15 @@ const likeLiteral = (text: string) => text.replace(/[\\%_]/g, '\\$&');
 /** A uuid no run has: a malformed id in a filter matches nothing. */
 const NO_RUN = '00000000-0000-0000-0000-000000000000';
 
-/** Reading runs, always within the projects the caller sees. */
+/**
+ * Reading runs, always within the projects the caller sees, from where the GraphQL operation reads
+ * (`reader`: the read replica for a query when there is one, else the primary; Database.readerFor).
+ */
 @Injectable()
 export class RunQueries {
-  constructor(@Inject(Database) private readonly db: Database) {}
-
   /** Runs in `sort` order, filtered, a page after `after` (first ≤ 100), and how many match. */
   async list(
+    db: Reader,
     caller: Principal,
     filter: RunFilter | undefined,
     sort: RunSort,
@@ -104,6 +106,7 @@ export class RunQueries {
     const where = runWhere(caller, filter);
     if (isMetricSort(sort))
       return this.listByMetric(
+        db,
         where,
         sort,
         { metric: sortMetric!, descending: METRIC_SORTS[sort] },
@@ -116,7 +119,7 @@ export class RunQueries {
         ErrorCode.InvalidInput,
         'runs: "after" is a cursor of another sort order',
       );
-    const rows = await this.db.prisma.run.findMany({
+    const rows = await db.prisma.run.findMany({
       where,
       orderBy: ORDER[sort],
       take: limit + 1,
@@ -126,7 +129,7 @@ export class RunQueries {
     return {
       ...page,
       nodes: page.nodes.map(toRun),
-      countMatching: () => this.db.prisma.run.count({ where }),
+      countMatching: () => db.prisma.run.count({ where }),
     };
   }
 
@@ -135,6 +138,7 @@ export class RunQueries {
    * ids (Prisma, as for every other order); the order and the cursor are SQL over those ids.
    */
   private async listByMetric(
+    db: Reader,
     where: Record<string, unknown>,
     sort: RunSort,
     order: MetricOrder,
@@ -147,11 +151,9 @@ export class RunQueries {
         ErrorCode.InvalidInput,
         'runs: "after" is a cursor of another sort order or sortMetric',
       );
-    const ids = (await this.db.prisma.run.findMany({ where, select: { id: true } })).map(
-      (r) => r.id,
-    );
+    const ids = (await db.prisma.run.findMany({ where, select: { id: true } })).map((r) => r.id);
     const ordered = await pageByMetric(
-      this.db.pool,
+      db.pool,
       ids,
       order,
       cursor && { id: cursor[0], value: cursor[3], created: cursor[4] },
@@ -165,7 +167,7 @@ export class RunQueries {
         );
       throw e;
     });
-    const rows = await this.db.prisma.run.findMany({
+    const rows = await db.prisma.run.findMany({
       where: { id: { in: ordered.map((r) => r.id) } },
     });
     const byId = new Map(rows.map((r) => [r.id, r]));
@@ -185,17 +187,22 @@ export class RunQueries {
    * Every metric of each run the caller sees among `runIds`, as series over iterations (held-out
    * success as `evaluation.successRate`); only `names` if given. Runs it cannot see are left out.
    */
-  async metricSeries(caller: Principal, runIds: string[], names?: string[]): Promise<RunSeries[]> {
+  async metricSeries(
+    db: Reader,
+    caller: Principal,
+    runIds: string[],
+    names?: string[],
+  ): Promise<RunSeries[]> {
     if (runIds.length > 20)
       throw new DomainError(
         ErrorCode.InvalidInput,
         `runIds: at most 20 runs, got ${runIds.length}`,
       );
-    const runs = await this.db.prisma.run.findMany({
+    const runs = await db.prisma.run.findMany({
       where: { id: { in: runIds.filter(isUuid) }, ...projectOf(caller) },
       select: { id: true, name: true },
     });
-    const res = await this.db.pool.query<{
+    const res = await db.pool.query<{
       run_id: string;
       iteration: number;
       metrics: Record<string, number>;
@@ -235,9 +242,9 @@ export class RunQueries {
   }
 
   /** A run the caller sees, or null (absent and another project's look the same). */
-  async get(caller: Principal, id: string): Promise<Run | null> {
+  async get(db: Reader, caller: Principal, id: string): Promise<Run | null> {
     if (!isUuid(id)) return null;
-    const row = await this.db.prisma.run.findUnique({ where: { id } });
+    const row = await db.prisma.run.findUnique({ where: { id } });
     return row && seesProject(caller, row.project) ? toRun(row) : null;
   }
 }

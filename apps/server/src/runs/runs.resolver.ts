@@ -29,6 +29,7 @@ import {
   RunFinishStatus,
   RunSeries,
 } from './run.models';
+import type { Reader } from '../database/database';
 import { RunQueries, toRun } from './run-queries.service';
 import { RunsService } from './runs.service';
 
@@ -59,8 +60,9 @@ export class RunsResolver {
         'The metric METRIC_DESC and METRIC_ASC sort by: a name logged in metrics.logged (e.g. successRate), or evaluation.successRate for held-out success. Runs tied on it, and those without it, newest first. A run whose value changes while pages are read moves in the order, so it may be met twice or not at all (as with LAST_ITERATION_DESC).',
     })
     sortMetric: string | undefined,
+    @Context('reader') reader: Reader,
   ): Promise<RunConnection> {
-    return this.queries.list(caller, filter, sort, first, after, sortMetric ?? undefined);
+    return this.queries.list(reader, caller, filter, sort, first, after, sortMetric ?? undefined);
   }
 
   @Query(() => [RunSeries], {
@@ -72,8 +74,9 @@ export class RunsResolver {
     @Caller() caller: Principal,
     @Args('runIds', { type: () => [ID] }) runIds: string[],
     @Args('names', { type: () => [String], nullable: true }) names: string[] | undefined,
+    @Context('reader') reader: Reader,
   ): Promise<RunSeries[]> {
-    return this.queries.metricSeries(caller, runIds, names ?? undefined);
+    return this.queries.metricSeries(reader, caller, runIds, names ?? undefined);
   }
 
   @ResolveField(() => Run, {
@@ -131,8 +134,9 @@ export class RunsResolver {
   run(
     @Caller() caller: Principal,
     @Args('id', { type: () => ID }) id: string,
+    @Context('reader') reader: Reader,
   ): Promise<Run | null> {
-    return this.queries.get(caller, id);
+    return this.queries.get(reader, caller, id);
   }
 
   @ResolveField(() => [Iteration], {
@@ -170,9 +174,10 @@ export class RunsResolver {
   async createRun(
     @Caller() caller: Principal,
     @Args('input', { type: () => CreateRunInput }) input: CreateRunInput,
+    @Context('reader') reader: Reader,
   ): Promise<Run> {
     const { id } = await this.runService.create(stripNulls(input), caller);
-    return (await this.queries.get(caller, id)) as Run;
+    return (await this.queries.get(reader, caller, id)) as Run;
   }
 
   @Mutation(() => Run, {
@@ -186,10 +191,11 @@ export class RunsResolver {
     @Args('runId', { type: () => ID }) runId: string,
     @Args('status', { type: () => RunFinishStatus }) status: RunFinishStatus,
     @Args('summary', { type: () => GraphQLJSON, nullable: true }) summary: unknown,
+    @Context('reader') reader: Reader,
   ): Promise<Run | null> {
     await this.scope.assertRun(caller, runId);
     await this.runService.finish(runId, status, summary);
-    return this.queries.get(caller, runId);
+    return this.queries.get(reader, caller, runId);
   }
 }
 
