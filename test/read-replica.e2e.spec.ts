@@ -1,5 +1,11 @@
 import { rolloutEvents } from '@creditlab/client';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import {
+  isDatabaseUnavailable,
+  isRecoveryConflict,
+} from '../apps/server/src/errors/database-errors';
+import { createPrismaClient } from '../libs/db/src/prisma';
 import { fixtureBatches } from './support/fixture-batches';
 import { removePrivateDirectories } from './support/private-postgres';
 import { startReplicatedPostgres, type ReplicatedPostgres } from './support/replicated-postgres';
@@ -18,7 +24,8 @@ describe('GraphQL queries on a read replica', () => {
   const batch = fixtureBatches()[0]![1];
 
   beforeAll(async () => {
-    pair = await startReplicatedPostgres('creditlab');
+    // Replay waits a second for the standby's queries before it cancels them (the default is 30 s).
+    pair = await startReplicatedPostgres('creditlab', { max_standby_streaming_delay: '1s' });
     server = await spawnServer({
       DATABASE_URL: pair.primaryUrl,
       CREDITLAB_READ_REPLICA_URL: pair.replicaUrl,
@@ -44,37 +51,60 @@ describe('GraphQL queries on a read replica', () => {
     return ((await res.json()) as { id: string }).id;
   }
 
-  async function append(runId: string, iteration: number): Promise<number> {
-    const body = rolloutEvents(iteration, batch)
-      .map((e) => JSON.stringify(e))
-      .join('\n');
+  async function send(runId: string, events: unknown[]): Promise<number> {
     const res = await api(`${server.url}/v1/runs/${runId}/events`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-ndjson' },
-      body,
+      body: events.map((e) => JSON.stringify(e)).join('\n'),
     });
     expect(res.status).toBe(200);
     return ((await res.json()) as { lastSeq: number }).lastSeq;
   }
+  /** An iteration's rollouts and its metrics. */
+  const append = (runId: string, iteration: number) =>
+    send(runId, [
+      ...rolloutEvents(iteration, batch),
+      {
+        id: randomUUID(),
+        type: 'metrics.logged',
+        data: { iteration, metrics: { loss: iteration } },
+      },
+    ]);
 
   interface RunView {
-    status: string;
-    lastSeq: number;
-    lastIteration: number | null;
-    iterations: { index: number }[];
-    groups: { nodes: { id: string }[] };
+    runs: { nodes: { id: string; lastSeq: number; iterationCount: number }[] };
+    metricSeries: { series: { name: string; points: { iteration: number }[] }[] }[];
+    run: {
+      status: string;
+      lastSeq: number;
+      lastIteration: number | null;
+      iterationCount: number;
+      iterations: { index: number }[];
+      events: { nodes: { seq: number }[] };
+      groups: {
+        nodes: { id: string; trajectories: { id: string; steps: { reward: number }[] }[] }[];
+      };
+      later: { nodes: { id: string }[] };
+    };
   }
-  const RUN = `query ($id: ID!) { run(id: $id) { status lastSeq lastIteration iterations { index } groups(iteration: 1) { nodes { id } } } }`;
-  const runView = async (id: string): Promise<RunView> => {
-    const res = await gql<{ run: RunView }>(server, RUN, { id });
+  /** Every kind of read a query makes of a run: the list, series, events, iterations, rollouts. */
+  const VIEW = `query ($id: ID!) {
+    runs(first: 100) { nodes { id lastSeq iterationCount } }
+    metricSeries(runIds: [$id]) { series { name points { iteration } } }
+    run(id: $id) { status lastSeq lastIteration iterationCount iterations { index }
+      events(first: 1000) { nodes { seq } }
+      groups(iteration: 0) { nodes { id trajectories { id steps { reward } } } }
+      later: groups(iteration: 1) { nodes { id } } } }`;
+  const view = async (id: string): Promise<RunView> => {
+    const res = await gql<RunView>(server, VIEW, { id });
     expect(res.errors).toBeUndefined();
-    return res.data!.run;
+    return res.data!;
   };
   /** Polls the query until `done` holds (the standby replays what the primary wrote). */
   const until = async (id: string, done: (r: RunView) => boolean): Promise<RunView> => {
     for (;;) {
-      const view = await runView(id);
-      if (done(view)) return view;
+      const seen = await view(id);
+      if (done(seen)) return seen;
       await new Promise((r) => setTimeout(r, 100));
     }
   };
@@ -83,57 +113,107 @@ describe('GraphQL queries on a read replica', () => {
     return { status: res.status, body: (await res.json()) as { warnings: Record<string, string> } };
   };
 
-  test('queries show what the standby has replayed; mutations and ingest go to the primary', async () => {
+  test('queries show what the standby has replayed; mutations, ingest and advantages go to the primary', async () => {
     const runId = await newRun();
     const first = await append(runId, 0);
-    await until(runId, (r) => r.lastSeq === first);
+    await until(runId, (r) => r.run.lastSeq === first);
     expect((await readyz()).body.warnings).toEqual({});
 
     await standby.query('SELECT pg_wal_replay_pause()');
-    await until(runId, () => true); // a query answers while paused
-    for (;;) {
-      const state = await standby.query<{ s: string }>(
-        'SELECT pg_get_wal_replay_pause_state() AS s',
+    let second = 0;
+    try {
+      for (;;) {
+        const state = await standby.query<{ s: string }>(
+          'SELECT pg_get_wal_replay_pause_state() AS s',
+        );
+        if (state.rows[0]?.s === 'paused') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+
+      // Ingest writes the primary whatever the standby does: a step more for a trajectory of
+      // iteration 0, and iteration 1 with its metrics.
+      const group = batch.groups[0]!;
+      const trajectory = group.trajectories[0]!;
+      await send(runId, [
+        {
+          id: randomUUID(),
+          type: 'steps.appended',
+          data: {
+            iteration: 0,
+            groupId: group.id,
+            trajectoryId: trajectory.id,
+            firstStepIndex: trajectory.steps.length,
+            steps: [{ ...trajectory.steps[0]!, reward: 5 }],
+          },
+        },
+      ]);
+      second = await append(runId, 1);
+      // A mutation reads back what it wrote, from the primary: the appends and the finish are there.
+      const finished = await gql<{ finishRun: { status: string; lastSeq: number } }>(
+        server,
+        `mutation ($id: ID!) { finishRun(runId: $id, status: COMPLETED) { status lastSeq } }`,
+        { id: runId },
       );
-      if (state.rows[0]?.s === 'paused') break;
-      await new Promise((r) => setTimeout(r, 50));
+      expect(finished.errors).toBeUndefined();
+      expect(finished.data!.finishRun).toEqual({ status: 'COMPLETED', lastSeq: second + 1 });
+
+      // A query sees none of it, in any of its reads: they went to the paused standby.
+      const stale = await view(runId);
+      expect(stale.run).toMatchObject({
+        status: 'RUNNING',
+        lastSeq: first,
+        lastIteration: 0,
+        iterationCount: 1,
+        later: { nodes: [] },
+      });
+      expect(stale.run.iterations.map((i) => i.index)).toEqual([0]);
+      expect(stale.run.events.nodes.map((e) => e.seq)).toEqual(range(1, first));
+      expect(stale.runs.nodes.find((r) => r.id === runId)).toEqual({
+        id: runId,
+        lastSeq: first,
+        iterationCount: 1,
+      });
+      expect(stale.metricSeries[0]?.series).toEqual([{ name: 'loss', points: [{ iteration: 0 }] }]);
+      const shown = stale.run.groups.nodes[0]!.trajectories[0]!;
+      expect(shown.id).toBe(trajectory.id);
+      expect(shown.steps.map((st) => st.reward)).toEqual(trajectory.steps.map((st) => st.reward));
+
+      // Advantages asked in a query are computed and stored on the primary (the standby would refuse
+      // the write), for the iteration as the primary has it.
+      const advantages = await gql<{
+        run: { groups: { nodes: { trajectories: { steps: { advantage: number }[] }[] }[] } };
+      }>(
+        server,
+        `query ($id: ID!) { run(id: $id) { groups(iteration: 0) { nodes { trajectories { steps { advantage(method: { name: "grpo" }) } } } } } }`,
+        { id: runId },
+      );
+      expect(advantages.errors).toBeUndefined();
+      const values = advantages.data!.run.groups.nodes.flatMap((g) =>
+        g.trajectories.flatMap((t) => t.steps.map((st) => st.advantage)),
+      );
+      expect(values.length).toBe(
+        stale.run.groups.nodes.flatMap((g) => g.trajectories.flatMap((t) => t.steps)).length,
+      );
+      expect(values.every(Number.isFinite)).toBe(true);
+
+      const paused = await readyz();
+      expect(paused.status).toBe(200); // a lagging replica does not take the process out of service
+      expect(paused.body.warnings.readReplica).toMatch(/^replay paused, \d+ bytes of WAL behind/);
+    } finally {
+      // Whatever failed above, the tests after this one need the standby replaying.
+      await standby.query('SELECT pg_wal_replay_resume()');
     }
-
-    // Ingest writes the primary whatever the standby does.
-    const second = await append(runId, 1);
-    expect(second).toBeGreaterThan(first);
-    // A mutation reads back what it wrote, from the primary: the append and the finish are there.
-    const finished = await gql<{ finishRun: { status: string; lastSeq: number } }>(
-      server,
-      `mutation ($id: ID!) { finishRun(runId: $id, status: COMPLETED) { status lastSeq } }`,
-      { id: runId },
-    );
-    expect(finished.errors).toBeUndefined();
-    expect(finished.data!.finishRun).toEqual({ status: 'COMPLETED', lastSeq: second + 1 });
-    // A query sees neither: its reads went to the paused standby.
-    const stale = await runView(runId);
-    expect(stale).toMatchObject({
-      status: 'RUNNING',
-      lastSeq: first,
-      lastIteration: 0,
-      groups: { nodes: [] },
-    });
-    expect(stale.iterations.map((i) => i.index)).toEqual([0]);
-
-    const paused = await readyz();
-    expect(paused.status).toBe(200); // a lagging replica does not take the process out of service
-    expect(paused.body.warnings.readReplica).toMatch(/^replay paused, \d+ bytes of WAL behind/);
-
-    await standby.query('SELECT pg_wal_replay_resume()');
-    const caught = await until(runId, (r) => r.lastSeq === second + 1);
-    expect(caught).toMatchObject({ status: 'COMPLETED', lastIteration: 1 });
-    expect(caught.groups.nodes.map((g) => g.id)).toEqual(batch.groups.map((g) => g.id));
+    const caught = await until(runId, (r) => r.run.lastSeq === second + 1);
+    expect(caught.run).toMatchObject({ status: 'COMPLETED', lastIteration: 1, iterationCount: 2 });
+    expect(caught.run.later.nodes.map((g) => g.id)).toEqual(batch.groups.map((g) => g.id));
+    expect(caught.run.groups.nodes[0]!.trajectories[0]!.steps.at(-1)?.reward).toBe(5);
+    expect(caught.metricSeries[0]?.series[0]?.points).toEqual([{ iteration: 0 }, { iteration: 1 }]);
     expect((await readyz()).body.warnings).toEqual({});
   });
 
   test("the standby's connections are the server's, named as its others are", async () => {
     const runId = await newRun();
-    await until(runId, (r) => r.lastSeq === 1);
+    await until(runId, (r) => r.run.lastSeq === 1);
     const names = await standby.query<{ name: string }>(
       `SELECT DISTINCT application_name AS name FROM pg_stat_activity
         WHERE datname = current_database() AND pid <> pg_backend_pid()`,
@@ -141,16 +221,71 @@ describe('GraphQL queries on a read replica', () => {
     expect(names.rows.map((r) => r.name)).toEqual(['creditlab-server']);
   });
 
+  test('a query the standby cancels to replay the primary is known as such (the caller is told to retry)', async () => {
+    const primary = new pg.Client({ connectionString: pair.primaryUrl });
+    const reader = new pg.Client({ connectionString: pair.replicaUrl });
+    const pool = new pg.Pool({ connectionString: pair.replicaUrl, max: 1 });
+    const prisma = createPrismaClient(pool);
+    for (const c of [primary, reader]) c.on('error', () => undefined);
+    await primary.connect();
+    await reader.connect();
+    try {
+      await primary.query(
+        'CREATE TABLE replay_conflict (x int); INSERT INTO replay_conflict VALUES (1)',
+      );
+      for (;;) {
+        const seen = await reader.query(`SELECT to_regclass('replay_conflict') IS NOT NULL AS ok`);
+        if (seen.rows[0]?.ok) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // Two reads of the table on the standby, as node-postgres and Prisma send them; dropping it on
+      // the primary makes replay wait for their locks, then cancel them (max_standby_streaming_delay).
+      const SLEEP = 'SELECT pg_sleep(60) FROM replay_conflict';
+      const cancelled = [
+        reader.query(SLEEP).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+        prisma.$queryRawUnsafe(SLEEP).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      ];
+      for (;;) {
+        const running = await standby.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1 AND state = 'active'`,
+          [SLEEP],
+        );
+        if (running.rows[0]?.n === 2) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await primary.query('DROP TABLE replay_conflict');
+      // publicError (internal-errors.ts) answers such an error as DATABASE_UNAVAILABLE, "retry it".
+      const [fromPg, fromPrisma] = await Promise.all(cancelled);
+      expect(fromPg).toMatchObject({ code: '40001' });
+      expect(String((fromPg as Error).message)).toMatch(/conflict with recovery/);
+      for (const error of [fromPg, fromPrisma]) {
+        expect(isRecoveryConflict(error)).toBe(true);
+        expect(isDatabaseUnavailable(error)).toBe(false);
+      }
+    } finally {
+      await prisma.$disconnect();
+      await pool.end();
+      await reader.end().catch(() => undefined);
+      await primary.end();
+    }
+  });
+
   test('a standby that is gone fails queries with a message, not the process', async () => {
     const runId = await newRun();
-    await until(runId, (r) => r.lastSeq === 1);
+    await until(runId, (r) => r.run.lastSeq === 1);
     await standby.end();
     await pair.stopStandby();
 
     const ready = await readyz();
     expect(ready.status).toBe(200);
     expect(ready.body.warnings.readReplica).toMatch(/^unreachable: /);
-    const query = await gql(server, RUN, { id: runId });
+    const query = await gql(server, VIEW, { id: runId });
     expect(query.data?.run ?? null).toBeNull();
     // Said as the primary's absence is (its Unix socket is gone: ENOENT), not as an internal error.
     expect(query.errors?.[0]).toMatchObject({
@@ -158,7 +293,7 @@ describe('GraphQL queries on a read replica', () => {
       extensions: { error: 'DATABASE_UNAVAILABLE' },
     });
     // Ingest and mutations go on, on the primary.
-    expect(await append(runId, 0)).toBe(2);
+    expect(await append(runId, 0)).toBe(3);
     const finished = await gql<{ finishRun: { status: string } }>(
       server,
       `mutation ($id: ID!) { finishRun(runId: $id, status: FAILED) { status } }`,
@@ -167,3 +302,6 @@ describe('GraphQL queries on a read replica', () => {
     expect(finished.data?.finishRun.status).toBe('FAILED');
   });
 });
+
+const range = (from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, k) => from + k);

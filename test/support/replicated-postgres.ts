@@ -10,6 +10,8 @@ export interface ReplicatedPostgres {
   /** The database `name` on the primary, and the same database on the hot standby. */
   primaryUrl: string;
   replicaUrl: string;
+  /** The primary's data directory (its processes' CPU is read from there: bench:replica). */
+  primaryDataDir: string;
   /** Stops the standby alone (the primary goes on). */
   stopStandby(): Promise<void>;
   /** Stops the standby, then the primary. */
@@ -23,7 +25,11 @@ export interface ReplicatedPostgres {
  * `primary_conninfo` naming the primary. Resolves once the standby streams. Remove the
  * directories with removePrivateDirectories after `stop`.
  */
-export async function startReplicatedPostgres(name: string): Promise<ReplicatedPostgres> {
+export async function startReplicatedPostgres(
+  name: string,
+  /** The standby's own settings (postgresql.auto.conf), e.g. how long replay waits for its queries. */
+  standbySettings: Record<string, string> = {},
+): Promise<ReplicatedPostgres> {
   const root = await privateDirectory(0o755); // PostgreSQL runs as its own user (tests as root)
   const primaryDir = path.join(root, 'primary');
   const standbyDir = path.join(root, 'standby');
@@ -44,7 +50,10 @@ export async function startReplicatedPostgres(name: string): Promise<ReplicatedP
   // The primary's pg_hba.conf (initdb's) lets its superuser replicate over 127.0.0.1.
   await appendFile(
     path.join(standbyDir, 'postgresql.auto.conf'),
-    `primary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=creditlab application_name=creditlab-test-standby'\n`,
+    [
+      `primary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=creditlab application_name=creditlab-test-standby'`,
+      ...Object.entries(standbySettings).map(([k, v]) => `${k} = '${v}'`),
+    ].join('\n') + '\n',
   );
 
   const primary = await startEmbeddedPostgres({ dataDir: primaryDir, port: primaryPort });
@@ -65,6 +74,7 @@ export async function startReplicatedPostgres(name: string): Promise<ReplicatedP
   return {
     primaryUrl: await ensureDatabase(primary.url, name),
     replicaUrl: replicaUrl.toString(),
+    primaryDataDir: primaryDir,
     stopStandby: () => running.stop(),
     stop: async () => {
       await running.stop();

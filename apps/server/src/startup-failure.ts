@@ -1,6 +1,6 @@
 import { EmbeddedPostgresError } from '@creditlab/db';
 import { ConfigError, type AppConfig } from './config/app-config';
-import { isDatabaseUnavailable } from './errors/internal-errors';
+import { isDatabaseUnavailable } from './errors/database-errors';
 
 /**
  * Why the server could not start, as one paragraph for the terminal — never a stack trace (set

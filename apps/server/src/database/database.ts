@@ -9,6 +9,9 @@ import pg from 'pg';
 import { openPool } from './pools';
 import { prepareRepeatedStatements } from './repeated-statements';
 
+/** How long a connection to the read replica may take to open. */
+const REPLICA_CONNECT_MS = 5000;
+
 /** Where a read goes: a pool and Prisma Client over it. */
 export interface Reader {
   pool: pg.Pool;
@@ -32,7 +35,7 @@ export class Database {
    * runs and their rollouts there (readerFor), so that dashboards and analyses do not load the
    * primary that ingest writes to.
    */
-  readonly replica: (Reader & { url: string }) | undefined;
+  readonly replica: Reader | undefined;
 
   constructor(
     readonly pool: pg.Pool,
@@ -50,13 +53,13 @@ export class Database {
      * answer a query for a moment, so the pools alone cannot tell that the database is down.
      */
     private readonly embedded?: Pick<RunningPostgres, 'pid'>,
-    replica?: { url: string; pool: pg.Pool },
+    replica?: pg.Pool,
   ) {
     this.statements.attach(pool);
     if (ingestPool !== pool) this.statements.attach(ingestPool);
     this.prisma = createPrismaClient(pool);
-    if (replica) this.statements.attach(replica.pool);
-    this.replica = replica && { ...replica, prisma: createPrismaClient(replica.pool) };
+    if (replica) this.statements.attach(replica);
+    this.replica = replica && { pool: replica, prisma: createPrismaClient(replica) };
   }
 
   /**
@@ -82,11 +85,9 @@ export class Database {
     replica?: { url: string; connections: number },
   ): Database {
     const logger = new Logger('database');
-    const open = (max: number, statementTimeoutMs = 0, at = url) =>
-      openPool(at, max, statementTimeoutMs, {
-        warn: (m) => logger.warn(m),
-        debug: (m) => logger.debug(m),
-      });
+    const log = { warn: (m: string) => logger.warn(m), debug: (m: string) => logger.debug(m) };
+    const open = (max: number, statementTimeoutMs = 0) =>
+      openPool(url, max, statementTimeoutMs, log);
     // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
     const ingest = open(sizes.ingestConnections);
     // Off for a pooler that does not keep a connection's named statements (docs/scaling.md).
@@ -97,10 +98,16 @@ export class Database {
       url,
       ingest,
       embedded,
-      replica && {
-        url: replica.url,
-        pool: open(replica.connections, sizes.statementTimeoutMs, replica.url),
-      },
+      // A replica that does not answer fails its queries (and /readyz's look at it) in seconds,
+      // rather than when the OS gives up on the connection (minutes, for a host that is gone).
+      replica &&
+        openPool(
+          replica.url,
+          replica.connections,
+          sizes.statementTimeoutMs,
+          log,
+          REPLICA_CONNECT_MS,
+        ),
     );
   }
 
@@ -112,12 +119,15 @@ export class Database {
   }
 
   async close(): Promise<void> {
+    const replica = this.replica && closeReader(this.replica);
     await this.prisma.$disconnect();
     await this.pool.end();
     if (this.ingestPool !== this.pool) await this.ingestPool.end();
-    if (this.replica) {
-      await this.replica.prisma.$disconnect();
-      await this.replica.pool.end();
-    }
+    await replica;
   }
+}
+
+async function closeReader(reader: Reader): Promise<void> {
+  await reader.prisma.$disconnect();
+  await reader.pool.end();
 }

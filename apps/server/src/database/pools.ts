@@ -20,6 +20,8 @@ export function openPool(
   max: number,
   statementTimeoutMs: number,
   log: PoolLog,
+  /** How long a new connection may take before its checkout fails (0: as long as the OS takes). */
+  connectionTimeoutMs = 0,
 ): pg.Pool {
   // pg-pool awaits onConnect before it hands the connection out (and fails the checkout if it
   // rejects); @types/pg types it as returning void.
@@ -27,7 +29,12 @@ export function openPool(
     statementTimeoutMs > 0
       ? { onConnect: (client) => setStatementTimeout(client, statementTimeoutMs) }
       : {};
-  const pool = new pg.Pool({ connectionString: url, max, ...setUp });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: connectionTimeoutMs,
+    ...setUp,
+  });
   // A connection can lose its server at any time (PostgreSQL restarted or killed, a failover),
   // and pg reports that as an 'error' event: on the pool for an idle client, on the client itself
   // while it is checked out (a transaction between two statements). Unheard, either event would

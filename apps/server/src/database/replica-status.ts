@@ -23,6 +23,23 @@ export async function replicaWarning(
   primary: pg.Pool,
   replica: pg.Pool,
 ): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve(
+          `unreachable: no answer within ${ANSWER_WITHIN_MS / 1000} s; GraphQL queries fail until it answers (CREDITLAB_READ_REPLICA_URL)`,
+        ),
+      ANSWER_WITHIN_MS,
+    );
+  });
+  return Promise.race([lookAt(primary, replica), late]).finally(() => clearTimeout(timer));
+}
+
+/** /readyz answers within this, whatever the replica does (a host that is gone never answers). */
+const ANSWER_WITHIN_MS = 5000;
+
+async function lookAt(primary: pg.Pool, replica: pg.Pool): Promise<string | undefined> {
   let standby: StandbyRow;
   try {
     // Paused is asked only during recovery: PostgreSQL refuses the question otherwise.
@@ -55,8 +72,10 @@ export async function replicaWarning(
   const since = standby.replayed_at
     ? `; its last replayed commit is from ${standby.replayed_at.toISOString()}`
     : '';
-  if (standby.paused)
-    return `replay paused, ${behind} bytes of WAL behind the primary${since} (pg_wal_replay_resume() on the replica resumes it); GraphQL queries show data as of then`;
+  if (standby.paused) {
+    const distance = Number.isNaN(behind) ? '' : `, ${behind} bytes of WAL behind the primary`;
+    return `replay paused${distance}${since} (pg_wal_replay_resume() on the replica resumes it); GraphQL queries show data as of then`;
+  }
   if (behind > REPLICA_LAG_WARNING_BYTES)
     return `${(behind / 1024 / 1024).toFixed(1)} MiB of WAL behind the primary${since}; GraphQL queries show older data until it catches up`;
   return undefined;

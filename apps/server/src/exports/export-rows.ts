@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { stepText } from '../rollouts/step-text-sql';
 
 /** One exported column: its name, its Parquet type, and where a row's value comes from. */
 export interface ExportColumn {
@@ -65,16 +66,15 @@ export async function iterationColumns(
   include: string[],
 ): Promise<ColumnBatch> {
   const res = await db.query<StepRow>(
-    `SELECT g.key AS group_id, t.key AS trajectory_id, s.idx, s.seq, st.text AS state, ac.text AS action,
-            s.reward, s.nll, s.value, ns.text AS next_state, s.next_value, t.outcome, t.return, s.extra,
+    `SELECT g.key AS group_id, t.key AS trajectory_id, s.idx, s.seq,
+            ${stepText('state_id')} AS state, ${stepText('action_id')} AS action,
+            s.reward, s.nll, s.value, ${stepText('next_state_id')} AS next_state, s.next_value,
+            t.outcome, t.return, s.extra,
             ${include.includes('embedding') ? 's.embedding' : 'NULL::bytea AS embedding'},
             ${include.includes('tokenLogprobs') ? 's.token_logprobs' : 'NULL::bytea AS token_logprobs'}
      FROM steps s
      JOIN trajectories t ON (t.run_id, t.iteration, t.group_ord, t.ord) = (s.run_id, s.iteration, s.group_ord, s.traj_ord)
      JOIN rollout_groups g ON (g.run_id, g.iteration, g.ord) = (s.run_id, s.iteration, s.group_ord)
-     JOIN texts st ON st.run_id = s.run_id AND st.id = s.state_id
-     JOIN texts ac ON ac.run_id = s.run_id AND ac.id = s.action_id
-     LEFT JOIN texts ns ON ns.run_id = s.run_id AND ns.id = s.next_state_id
      WHERE s.run_id = $1 AND s.iteration = $2 AND s.seq <= $3
      ORDER BY s.group_ord, s.traj_ord, s.idx`,
     [runId, first.iteration, first.inputsSeq],

@@ -15,7 +15,7 @@ import { GraphQLError } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
 import { complexityLimitPlugin, documentLimitsRule } from './query-limits';
-import { operationKind } from './operation-kind';
+import { readReplicaPlugin } from './read-replica-plugin';
 import { limitReturnedItems, returnedItemsLimitPlugin } from './returned-items-limit';
 import { storableTextRule, storableVariablesPlugin } from './storable-text';
 import { refuseOnSocket, socketValidation, type SocketOperation } from './socket-operations';
@@ -70,14 +70,7 @@ export function graphqlOptions(
     ...createRunLoaders(reader),
     ...createRolloutLoaders(reader),
   });
-  // A query's reads go to the read replica, if there is one; the document is read for its kind
-  // only then. A socket's operations read the primary, whose notices drive subscriptions.
-  const httpContext = (req: Request) => {
-    const reader = db.readerFor(
-      db.replica ? operationKind(req, config.limits.graphqlMaxTokens) : undefined,
-    );
-    return { req, reader, loaders: loaders(reader) };
-  };
+
   const rules = [
     documentLimitsRule(config.limits.graphqlMaxDepth, config.limits.graphqlMaxFields),
     storableTextRule,
@@ -159,7 +152,7 @@ export function graphqlOptions(
     // operations get a request-like object carrying the principal its connection authenticated as.
     context: (arg: { req?: Request } | SocketContext) =>
       'req' in arg && arg.req
-        ? httpContext(arg.req)
+        ? { req: arg.req, reader: db, loaders: loaders(db) }
         : {
             req: { principal: (arg as SocketContext).extra.principal, path: '/graphql' },
             reader: db,
@@ -174,6 +167,8 @@ export function graphqlOptions(
       storableVariablesPlugin(),
       complexityLimitPlugin(config.limits.graphqlMaxCost),
       returnedItemsLimitPlugin(),
+      // A query's reads go to the read replica, if there is one (readReplicaPlugin).
+      ...(db.replica ? [readReplicaPlugin((kind) => db.readerFor(kind), loaders)] : []),
     ],
   };
 }

@@ -3,6 +3,7 @@ import type { Reader } from '../database/database';
 import { unpackFloat32Array } from '../advantages/advantage-codec';
 import type { TrajectoryOutcome } from '../graphql/enums';
 import type { RolloutGroup, Step, Trajectory } from './rollout.models';
+import { stepText } from './step-text-sql';
 
 export interface GroupPageKey {
   runId: string;
@@ -133,15 +134,13 @@ function stepsLoader(reader: Reader, { embeddings }: { embeddings: boolean }) {
   return new DataLoader<TrajectoryKey, StepRowOut[], string>(
     async (trajectories) => {
       const res = await reader.pool.query<StepRow>(
-        `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq, st.text AS state,
-                ac.text AS action, s.reward, s.nll, s.token_logprobs,
+        `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq,
+                ${stepText('state_id')} AS state, ${stepText('action_id')} AS action,
+                s.reward, s.nll, s.token_logprobs,
                 ${embeddings ? 's.embedding' : 'NULL::bytea AS embedding'}, s.value,
-                ns.text AS next_state, s.next_value, s.extra
+                ${stepText('next_state_id')} AS next_state, s.next_value, s.extra
          FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) AS k(run_id, iteration, group_ord, traj_ord)
          JOIN steps s USING (run_id, iteration, group_ord, traj_ord)
-         JOIN texts st ON st.run_id = s.run_id AND st.id = s.state_id
-         JOIN texts ac ON ac.run_id = s.run_id AND ac.id = s.action_id
-         LEFT JOIN texts ns ON ns.run_id = s.run_id AND ns.id = s.next_state_id
          ORDER BY s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx`,
         [
           trajectories.map((t) => t.runId),
