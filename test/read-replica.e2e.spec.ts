@@ -1,5 +1,6 @@
 import { rolloutEvents } from '@creditlab/client';
 import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import {
   isDatabaseUnavailable,
@@ -273,6 +274,63 @@ describe('GraphQL queries on a read replica', () => {
       await pool.end();
       await reader.end().catch(() => undefined);
       await primary.end();
+    }
+  });
+
+  test('a replica setting that names the primary itself is said not to be a standby', async () => {
+    const misnamed = await spawnServer({
+      DATABASE_URL: pair.primaryUrl,
+      CREDITLAB_READ_REPLICA_URL: pair.primaryUrl,
+    });
+    try {
+      const res = await fetch(`${misnamed.url}/readyz`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { warnings: Record<string, string> };
+      expect(body.warnings.readReplica).toMatch(
+        /^not a standby \(pg_is_in_recovery\(\) is false\)/,
+      );
+    } finally {
+      await misnamed.stop();
+    }
+  });
+
+  test('a replica host that never answers fails /readyz and queries in seconds, and mutations go on', async () => {
+    // Accepts connections and never says a word, as a host behind a dead load balancer may.
+    const held: Socket[] = [];
+    const silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const stalled = await spawnServer({
+      DATABASE_URL: pair.primaryUrl,
+      CREDITLAB_READ_REPLICA_URL: `postgres://postgres:creditlab@127.0.0.1:${port}/creditlab`,
+    });
+    // Without a limit of its own each would wait as long as the connection stays open: for ever.
+    const within = <T>(what: string, p: Promise<T>) =>
+      Promise.race([
+        p,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`${what} still waiting after 60 s`)), 60_000),
+        ),
+      ]);
+    try {
+      const res = await within('/readyz', fetch(`${stalled.url}/readyz`));
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { warnings: Record<string, string> };
+      expect(body.warnings.readReplica).toMatch(/^unreachable: /);
+      const query = await within('a query', gql(stalled, `{ runs(first: 1) { nodes { id } } }`));
+      expect(query.errors?.[0]).toMatchObject({ extensions: { error: 'DATABASE_UNAVAILABLE' } });
+      const created = await within(
+        'a mutation',
+        gql<{ createRun: { name: string } }>(
+          stalled,
+          `mutation { createRun(input: { name: "beside a silent replica", env: "e", method: "grpo" }) { name } }`,
+        ),
+      );
+      expect(created.data?.createRun.name).toBe('beside a silent replica');
+    } finally {
+      await stalled.stop();
+      for (const socket of held) socket.destroy();
+      silent.close();
     }
   });
 
