@@ -129,9 +129,12 @@ export function createRolloutLoaders(reader: Reader) {
 
 export type RolloutLoaders = ReturnType<typeof createRolloutLoaders>;
 
-/** Steps of many trajectories in one statement, with their texts. */
+/**
+ * Steps of many trajectories in one statement, with their texts, as the API's steps: each made
+ * once, whole (an iteration's read makes thousands, so neither copied again nor keyed per row).
+ */
 function stepsLoader(reader: Reader, { embeddings }: { embeddings: boolean }) {
-  return new DataLoader<TrajectoryKey, StepRowOut[], string>(
+  return new DataLoader<StepsKey, Step[], string>(
     async (trajectories) => {
       const res = await reader.pool.query<StepRow>(
         `SELECT s.run_id, s.iteration, s.group_ord, s.traj_ord, s.idx, s.seq,
@@ -149,19 +152,32 @@ function stepsLoader(reader: Reader, { embeddings }: { embeddings: boolean }) {
           trajectories.map((t) => t.position),
         ],
       );
-      const byTrajectory = new Map<string, StepRowOut[]>(
-        trajectories.map((t) => [trajectoryKey(t), []]),
+      const byTrajectory = new Map<string, { trajectory: StepsKey; steps: Step[] }>(
+        trajectories.map((t) => [trajectoryKey(t), { trajectory: t, steps: [] }]),
       );
+      // The rows come a trajectory at a time (the ORDER BY): its entry is looked up once per trajectory.
+      let at: { trajectory: StepsKey; steps: Step[] } | undefined;
+      let last: StepRow | undefined;
       for (const r of res.rows) {
-        const key = trajectoryKey({
-          runId: r.run_id,
-          iteration: r.iteration,
-          groupPosition: r.group_ord,
-          position: r.traj_ord,
-        });
-        byTrajectory.get(key)?.push(toStep(r));
+        if (
+          !last ||
+          r.traj_ord !== last.traj_ord ||
+          r.group_ord !== last.group_ord ||
+          r.iteration !== last.iteration ||
+          r.run_id !== last.run_id
+        )
+          at = byTrajectory.get(
+            trajectoryKey({
+              runId: r.run_id,
+              iteration: r.iteration,
+              groupPosition: r.group_ord,
+              position: r.traj_ord,
+            }),
+          );
+        last = r;
+        at?.steps.push(toStep(r, at.trajectory));
       }
-      return trajectories.map((t) => byTrajectory.get(trajectoryKey(t)) ?? []);
+      return trajectories.map((t) => byTrajectory.get(trajectoryKey(t))?.steps ?? []);
     },
     { cacheKeyFn: trajectoryKey },
   );
@@ -175,7 +191,8 @@ type TrajectoryKey = Pick<Trajectory, 'runId' | 'iteration' | 'groupPosition' | 
 const trajectoryKey = (t: TrajectoryKey) =>
   `${t.runId}/${t.iteration}/${t.groupPosition}/${t.position}`;
 
-type StepRowOut = Omit<Step, 'runId' | 'iteration' | 'trajectoryId'>;
+/** What the steps of a trajectory are asked by: its place, and its id, which each step carries. */
+type StepsKey = TrajectoryKey & Pick<Trajectory, 'id'>;
 
 interface TrajectoryRow {
   run_id: string;
@@ -222,8 +239,11 @@ interface StepRow {
   extra: unknown;
 }
 
-function toStep(r: StepRow): StepRowOut {
+function toStep(r: StepRow, trajectory: StepsKey): Step {
   return {
+    runId: trajectory.runId,
+    iteration: trajectory.iteration,
+    trajectoryId: trajectory.id,
     index: r.idx,
     seq: Number(r.seq),
     state: r.state,

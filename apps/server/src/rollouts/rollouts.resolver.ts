@@ -112,13 +112,7 @@ export class TrajectoryResolver {
   ): Promise<Step[]> {
     // Embeddings may live in the event log's bodies, a read per step: fetched only when selected.
     const loader = selectsField(info, 'embedding') ? loaders.stepsWithEmbeddings : loaders.steps;
-    const steps = await loader.load(trajectory);
-    return steps.map((s) => ({
-      ...s,
-      runId: trajectory.runId,
-      iteration: trajectory.iteration,
-      trajectoryId: trajectory.id,
-    }));
+    return loader.load(trajectory);
   }
 }
 
