@@ -212,7 +212,14 @@ describe('GraphQL queries on a read replica', () => {
     expect((await readyz()).body.warnings).toEqual({});
   });
 
-  test("the standby's connections are the server's, named as its others are", async () => {
+  test("the start-up line names the standby (never its password), and its connections are the server's", async () => {
+    const line =
+      server
+        .output()
+        .split('\n')
+        .find((l) => l.includes('listening on')) ?? '';
+    expect(line).toMatch(/; queries read the read replica at localhost:\d+\/creditlab/);
+    expect(line).not.toContain('creditlab@');
     const runId = await newRun();
     await until(runId, (r) => r.run.lastSeq === 1);
     const names = await standby.query<{ name: string }>(

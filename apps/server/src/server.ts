@@ -133,7 +133,10 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       app,
       url,
       db,
-      database: where,
+      // The replica is named where the database is, so that a start-up line shows it was taken.
+      database: config.readReplica
+        ? `${where}; queries read ${replicaWhere(config.readReplica.url)}`
+        : where,
       schemaSdl: () => printSchema(lexicographicSortSchema(app.get(GraphQLSchemaHost).schema)),
       close: () =>
         (closed ??= (async () => {
@@ -150,4 +153,10 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     await embedded?.stop().catch(() => undefined);
     throw e;
   }
+}
+
+/** Where the read replica is, for the start-up line: its host and database, never its credentials. */
+function replicaWhere(url: string): string {
+  const u = new URL(url);
+  return `the read replica at ${u.host}${u.pathname}`;
 }

@@ -86,6 +86,11 @@ export class Database {
   ): Database {
     const logger = new Logger('database');
     const log = { warn: (m: string) => logger.warn(m), debug: (m: string) => logger.debug(m) };
+    // A lost connection of the replica's pool says which database it was to.
+    const replicaLog = {
+      warn: (m: string) => logger.warn(`read replica: ${m}`),
+      debug: (m: string) => logger.debug(`read replica: ${m}`),
+    };
     const open = (max: number, statementTimeoutMs = 0) =>
       openPool(url, max, statementTimeoutMs, log);
     // Ingest transactions stream their requests' bodies and are bounded by the body's own limits.
@@ -105,7 +110,7 @@ export class Database {
           replica.url,
           replica.connections,
           sizes.statementTimeoutMs,
-          log,
+          replicaLog,
           REPLICA_CONNECT_MS,
         ),
     );
