@@ -301,6 +301,28 @@ describe('GraphQL queries on a read replica', () => {
     }
   });
 
+  test("a standby of another cluster is said to be one (its system identifier is not the primary's)", async () => {
+    const other = await startReplicatedPostgres('creditlab');
+    const crossed = await spawnServer({
+      DATABASE_URL: pair.primaryUrl,
+      CREDITLAB_READ_REPLICA_URL: other.replicaUrl,
+    }).catch(async (e: unknown) => {
+      await other.stop();
+      throw e;
+    });
+    try {
+      const res = await fetch(`${crossed.url}/readyz`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { warnings: Record<string, string> };
+      expect(body.warnings.readReplica).toMatch(
+        /^a standby of another cluster \(its system identifier is \d+, the primary's \d+\)/,
+      );
+    } finally {
+      await crossed.stop();
+      await other.stop();
+    }
+  });
+
   test('a replica host that never answers fails /readyz and queries in seconds, and mutations go on', async () => {
     // Accepts connections and never says a word, as a host behind a dead load balancer may.
     const held: Socket[] = [];
