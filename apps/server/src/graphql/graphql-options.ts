@@ -11,6 +11,7 @@ import type { Database, Reader } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
 import { createRolloutLoaders } from '../rollouts/rollout-loaders';
 import { createRunLoaders } from '../runs/run-loaders';
+import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { GraphQLError } from 'graphql';
 import { DateTimeScalar } from './date-time-scalar';
 import { formatError } from './format-error';
@@ -163,6 +164,9 @@ export function graphqlOptions(
     // Bounds the work of parsing itself: a document longer than this is refused unread.
     parseOptions: { maxTokens: config.limits.graphqlMaxTokens },
     plugins: [
+      // No field has a cache hint, and Apollo's cache-control plugin would wrap every field's resolver
+      // to look for one: a list of steps is thousands of fields.
+      ApolloServerPluginCacheControlDisabled(),
       subscriptionsOverSocketPlugin(),
       storableVariablesPlugin(),
       complexityLimitPlugin(config.limits.graphqlMaxCost),
