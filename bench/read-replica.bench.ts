@@ -16,11 +16,11 @@ import {
   startReplicatedPostgres,
   type ReplicatedPostgres,
 } from '../test/support/replicated-postgres';
-import { ADMIN_KEY, spawnServer, type ServerProcess } from '../test/support/test-server';
+import { spawnServer, type ServerProcess } from '../test/support/test-server';
 import { fmt, machineLine, writeSection } from './support/bench-report';
 import { appendNdjson, createRun, planRequests, runClients } from './support/concurrent-ingest';
 import { cpuSeconds, databaseCpu, databaseCpuSince } from './support/database-cost';
-import { summarise, type Latencies } from './support/latency-probe';
+import { summarise, timedQuery, type Latencies } from './support/latency-probe';
 
 const CLIENTS = 8;
 const RUNS = 4;
@@ -37,17 +37,7 @@ interface Query {
   body: string;
 }
 
-async function timed(url: string, q: Query): Promise<{ ms: number; data: unknown }> {
-  const t0 = performance.now();
-  const res = await fetch(`${url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` },
-    body: q.body,
-  });
-  const body = (await res.json()) as { data?: unknown; errors?: unknown };
-  if (!res.ok || body.errors) throw new Error(`${q.label}: ${res.status} ${JSON.stringify(body)}`);
-  return { ms: performance.now() - t0, data: body.data };
-}
+const timed = (url: string, q: Query) => timedQuery(url, q.body, q.label);
 
 interface Lag {
   bytes: number;

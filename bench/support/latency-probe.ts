@@ -20,18 +20,29 @@ export function summarise(ms: number[]): Latencies {
   return { count: s.length, p50: quantile(s, 0.5), p95: quantile(s, 0.95), max: s.at(-1) ?? NaN };
 }
 
-/** One runs query, timed (ms). A failed query is an error: contention must not lose requests. */
-async function timedRunsQuery(url: string): Promise<number> {
+/**
+ * A GraphQL request (`body`, its JSON) timed: the milliseconds and the answer's data. A failed query
+ * is an error: contention must not lose requests.
+ */
+export async function timedQuery(
+  url: string,
+  body: string,
+  label = 'query',
+): Promise<{ ms: number; data: unknown }> {
   const t0 = performance.now();
   const res = await fetch(`${url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` },
-    body: RUNS_QUERY,
+    body,
   });
-  const body = (await res.json()) as { errors?: unknown };
-  if (!res.ok || body.errors) throw new Error(`runs query: ${res.status} ${JSON.stringify(body)}`);
-  return performance.now() - t0;
+  const answer = (await res.json()) as { data?: unknown; errors?: unknown };
+  if (!res.ok || answer.errors)
+    throw new Error(`${label}: ${res.status} ${JSON.stringify(answer)}`);
+  return { ms: performance.now() - t0, data: answer.data };
 }
+
+/** One runs query, timed (ms). */
+const timedRunsQuery = async (url: string) => (await timedQuery(url, RUNS_QUERY, 'runs query')).ms;
 
 /** Sends the runs query to `urls` in turn, one at a time with `pauseMs` between, until stopped. */
 export function probeLatency(urls: string[], pauseMs = 50): { stop(): Promise<number[]> } {

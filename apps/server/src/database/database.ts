@@ -68,7 +68,7 @@ export class Database {
    * primary); a mutation's and a subscription's to the primary, which a mutation has just written
    * and whose notices a subscription answers, so that neither shows what it was told of as missing.
    */
-  readerFor(kind: OperationKind | undefined): Reader {
+  readerFor(kind: OperationKind): Reader {
     return kind === 'query' && this.replica ? this.replica : this;
   }
 

@@ -26,15 +26,15 @@ export async function replicaWarning(
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<string>((resolve) => {
     timer = setTimeout(
-      () =>
-        resolve(
-          `unreachable: no answer within ${ANSWER_WITHIN_MS / 1000} s; GraphQL queries fail until it answers (CREDITLAB_READ_REPLICA_URL)`,
-        ),
+      () => resolve(unreachable(`no answer within ${ANSWER_WITHIN_MS / 1000} s`)),
       ANSWER_WITHIN_MS,
     );
   });
   return Promise.race([lookAt(primary, replica), late]).finally(() => clearTimeout(timer));
 }
+
+const unreachable = (why: string) =>
+  `unreachable: ${why}; GraphQL queries fail until it answers (CREDITLAB_READ_REPLICA_URL)`;
 
 /** /readyz answers within this, whatever the replica does (a host that is gone never answers). */
 const ANSWER_WITHIN_MS = 5000;
@@ -51,7 +51,7 @@ async function lookAt(primary: pg.Pool, replica: pg.Pool): Promise<string | unde
       )
     ).rows[0] as StandbyRow;
   } catch (e) {
-    return `unreachable: ${(e as Error).message}; GraphQL queries fail until it answers (CREDITLAB_READ_REPLICA_URL)`;
+    return unreachable((e as Error).message);
   }
   if (!standby.recovering)
     return 'not a standby (pg_is_in_recovery() is false): CREDITLAB_READ_REPLICA_URL should name a hot standby of the database the server writes to';

@@ -151,14 +151,15 @@ export function graphqlOptions(
     formatError,
     // Per request (or subscription operation): the batch loaders its nested fields share. A socket's
     // operations get a request-like object carrying the principal its connection authenticated as.
-    context: (arg: { req?: Request } | SocketContext) =>
-      'req' in arg && arg.req
-        ? { req: arg.req, reader: db, loaders: loaders(db) }
-        : {
-            req: { principal: (arg as SocketContext).extra.principal, path: '/graphql' },
-            reader: db,
-            loaders: loaders(db),
-          },
+    // Reads start on the primary; readReplicaPlugin moves a query's to the replica.
+    context: (arg: { req?: Request } | SocketContext) => ({
+      req:
+        'req' in arg && arg.req
+          ? arg.req
+          : { principal: (arg as SocketContext).extra.principal, path: '/graphql' },
+      reader: db,
+      loaders: loaders(db),
+    }),
     subscriptions: { 'graphql-ws': socket },
     validationRules: rules,
     // Bounds the work of parsing itself: a document longer than this is refused unread.

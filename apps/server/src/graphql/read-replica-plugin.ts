@@ -1,5 +1,5 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { Reader } from '../database/database';
+import type { OperationKind, Reader } from '../database/database';
 
 /** The part of a request's context that says where its reads go. */
 export interface ReadingContext {
@@ -15,7 +15,7 @@ export interface ReadingContext {
  * the WebSocket (graphql-ws runs those operations itself) nothing changes: they read the primary.
  */
 export function readReplicaPlugin(
-  readerFor: (kind: 'query' | 'mutation' | 'subscription') => Reader,
+  readerFor: (kind: OperationKind) => Reader,
   loaders: (reader: Reader) => unknown,
 ): ApolloServerPlugin<ReadingContext> {
   return {
@@ -23,7 +23,7 @@ export function readReplicaPlugin(
       return {
         async didResolveOperation({ operation, contextValue }) {
           if (!operation) return; // Apollo has refused the request already
-          const reader = readerFor(operation.operation);
+          const reader = readerFor(operation.operation as OperationKind);
           if (reader === contextValue.reader) return;
           contextValue.reader = reader;
           contextValue.loaders = loaders(reader);
