@@ -1,15 +1,18 @@
 /**
- * `npm run bench:checkpoints`: what checkpoints cost the server's memory. One checkpoint of
- * BENCH_CHECKPOINT_MIB (default 200) MiB is uploaded through `PUT /v1/runs/{id}/checkpoints/0`, then
- * four others at once, then the first is downloaded by 1, 4 and 8 clients at once. Reports the time
- * and the server process's peak resident memory above its resting size during each (VmHWM, reset
- * before each), beside the baseline of reading the same bytes with one plain SELECT of its parts
- * from the benchmark's own connection.
+ * `npm run bench:checkpoints`: what checkpoints cost, in the database and in a bucket. For each
+ * store, one checkpoint of BENCH_CHECKPOINT_MIB (default 200) MiB is uploaded through
+ * `PUT /v1/runs/{id}/checkpoints/0`, then four others at once, then the first is downloaded by 1, 4
+ * and 8 clients at once. Reports the time and the server process's peak resident memory above its
+ * resting size during each (VmHWM, reset before each), beside the baseline of reading the same
+ * bytes straight from the store (a SELECT of its parts; a GetObject) from the benchmark's own
+ * connection.
  */
 import { CreditlabClient } from '@creditlab/client';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
-import { fmt, machineLine, writeSection } from './support/bench-report';
+import { rm, writeFile } from 'node:fs/promises';
+import { parseObjectUrl } from '../apps/server/src/checkpoints/checkpoint-bucket';
+import { S3BucketServer } from '../test/support/s3-bucket-server';
+import { benchCommand, fmt, machineLine, writeSection } from './support/bench-report';
 import { startBenchServer } from './support/bench-server';
 import { mib, procStatusBytes } from './support/process-memory';
 
@@ -41,20 +44,39 @@ async function measured(
   return { what, seconds, bytes, restMiB, peakMiB: mib(procStatusBytes(pid, 'VmHWM')) };
 }
 
-async function main(): Promise<void> {
-  const bench = await startBenchServer({ CREDITLAB_MAX_CHECKPOINT_BYTES: String(SIZE) });
+type Store = 'database' | 'bucket';
+const STORES = (process.env.BENCH_CHECKPOINT_STORES ?? 'database,bucket')
+  .split(',')
+  .map((s): Store => {
+    if (s !== 'database' && s !== 'bucket')
+      throw new Error(`BENCH_CHECKPOINT_STORES: "database" and/or "bucket", got "${s}"`);
+    return s;
+  });
+
+/**
+ * The steps with checkpoints stored in `store`, and the baseline: the bytes of checkpoint 0 read
+ * straight from where they are (its parts by one SELECT; its object by one GetObject), by the
+ * benchmark itself in the same run.
+ */
+async function measureStore(
+  store: Store,
+  data: Buffer,
+): Promise<{ results: Measured[]; baseline: number }> {
+  const bucket =
+    store === 'bucket' ? await new S3BucketServer('creditlab-bench').start() : undefined;
+  const bench = await startBenchServer({
+    CREDITLAB_MAX_CHECKPOINT_BYTES: String(SIZE),
+    ...bucket?.serverEnv('bench'),
+  });
   const pid = bench.server.process.pid as number;
   const client = new CreditlabClient({ url: bench.server.url, apiKey: bench.adminKey });
-  const data = randomBytes(SIZE);
   const results: Measured[] = [];
-  let baseline: number;
   try {
     const { id } = await client.createRun({ name: 'bench checkpoints', env: 'e', method: 'grpo' });
-    results.push(
-      await measured(pid, 'upload', SIZE, async () => {
-        await client.uploadCheckpoint(id, 0, data, 'application/octet-stream');
-      }),
-    );
+    const first = await measured(pid, 'upload', SIZE, async () => {
+      await client.uploadCheckpoint(id, 0, data, 'application/octet-stream');
+    });
+    results.push(first);
     const others = Array.from({ length: CONCURRENT_UPLOADS }, (_, i) => {
       const copy = Buffer.from(data);
       copy.writeUInt32LE(i + 1, 0); // other checkpoints, not retries of the first
@@ -80,51 +102,83 @@ async function main(): Promise<void> {
         }),
       );
     const t0 = performance.now();
-    const parts = await bench.pool.query<{ data: Buffer }>(
-      `SELECT p.data FROM checkpoints c
-       JOIN checkpoint_parts p ON p.run_id = c.run_id AND p.upload_id = c.upload_id
-       WHERE c.run_id = $1 AND c.iteration = 0 ORDER BY p.ord`,
-      [id],
-    );
-    if (!Buffer.concat(parts.rows.map((r) => r.data)).equals(data))
-      throw new Error('stored bytes differ');
-    baseline = (performance.now() - t0) / 1000;
+    let stored: Buffer;
+    if (bucket) {
+      const row = await bench.pool.query<{ object_url: string }>(
+        'SELECT object_url FROM checkpoints WHERE run_id = $1 AND iteration = 0',
+        [id],
+      );
+      stored = await bucket.read(parseObjectUrl(row.rows[0]?.object_url ?? '').key);
+    } else {
+      const parts = await bench.pool.query<{ data: Buffer }>(
+        `SELECT p.data FROM checkpoints c
+         JOIN checkpoint_parts p ON p.run_id = c.run_id AND p.upload_id = c.upload_id
+         WHERE c.run_id = $1 AND c.iteration = 0 ORDER BY p.ord`,
+        [id],
+      );
+      stored = Buffer.concat(parts.rows.map((r) => r.data));
+    }
+    const baseline = (performance.now() - t0) / 1000;
+    if (!stored.equals(data)) throw new Error('stored bytes differ');
+    return { results, baseline };
   } finally {
     await bench.close();
+    await bucket?.stop();
+    if (bucket) await rm(bucket.dir, { recursive: true, force: true });
   }
-  for (const r of results)
-    console.log(
-      `${r.what}: ${fmt(r.seconds, 2)} s, server ${fmt(r.restMiB, 0)} → peak ${fmt(r.peakMiB, 0)} MiB`,
-    );
-  console.log(`baseline SELECT of the parts: ${fmt(baseline, 2)} s`);
+}
+
+async function main(): Promise<void> {
+  const data = randomBytes(SIZE);
+  const measuredStores: { store: Store; results: Measured[]; baseline: number }[] = [];
+  for (const store of STORES) measuredStores.push({ store, ...(await measureStore(store, data)) });
   const mibs = (r: Measured) => r.bytes / 2 ** 20 / r.seconds;
-  const rows = results.map(
-    (r) =>
-      `| ${r.what} | ${fmt(r.seconds, 2)} s | ${fmt(mibs(r), 0)} MiB/s | ${fmt(mibs(r) / (SIZE / 2 ** 20 / baseline), 2)} | ${fmt(r.restMiB, 0)} MiB | +${fmt(Math.max(0, r.peakMiB - r.restMiB), 0)} MiB |`,
-  );
+  const rows: string[] = [];
+  for (const { store, results, baseline } of measuredStores) {
+    for (const r of results)
+      console.log(
+        `${store}, ${r.what}: ${fmt(r.seconds, 2)} s, server ${fmt(r.restMiB, 0)} → peak ${fmt(r.peakMiB, 0)} MiB`,
+      );
+    console.log(`${store}: baseline read ${fmt(baseline, 2)} s`);
+    rows.push(
+      `| ${store} | baseline: ${BASELINE[store]} | ${fmt(baseline, 2)} s | ${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s | 1 | | |`,
+      ...results.map(
+        (r) =>
+          `| ${store} | ${r.what} | ${fmt(r.seconds, 2)} s | ${fmt(mibs(r), 0)} MiB/s | ${fmt(mibs(r) / (SIZE / 2 ** 20 / baseline), 2)} | ${fmt(r.restMiB, 0)} MiB | +${fmt(Math.max(0, r.peakMiB - r.restMiB), 0)} MiB |`,
+      ),
+    );
+  }
   writeSection(
     'checkpoints',
     `
 ## Checkpoints (\`npm run bench:checkpoints\`)
 
 Machine: ${machineLine()}. Run on ${new Date().toISOString().slice(0, 10)}.
-Command: \`npm run bench:checkpoints\` (\`BENCH_CHECKPOINT_MIB\`, default 200).
+Command: \`${benchCommand('bench:checkpoints', ['BENCH_CHECKPOINT_MIB', 'BENCH_CHECKPOINT_STORES'])}\` (\`BENCH_CHECKPOINT_MIB\`, default 200; \`BENCH_CHECKPOINT_STORES\`, default database,bucket).
 
-One checkpoint of ${fmt(SIZE / 2 ** 20, 0)} MiB (random bytes) is uploaded, then ${CONCURRENT_UPLOADS} others at once, then the first
-is downloaded by 1, 4 and 8 clients at once (every copy checked byte for byte). "Peak above rest" is the server
-process's peak resident memory during that step (VmHWM, reset just before) minus its resident memory at the start
-of the step. The baseline is one plain \`SELECT\` of the checkpoint's parts, in order, from the benchmark's own
-connection, in the same run: ${fmt(baseline, 2)} s (${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s). An upload is stored in parts of 1 MiB as it
-arrives and a download is read and sent a part at a time, at most one read ahead of its client, so neither's
-memory grows with the checkpoint or with the number of clients.
+For each store — the database (the default) and an S3-compatible bucket (\`CREDITLAB_CHECKPOINT_BUCKET\`; here
+s3rver, an S3 server in Node that keeps objects as files, started by the benchmark on this machine) — one checkpoint
+of ${fmt(SIZE / 2 ** 20, 0)} MiB (random bytes) is uploaded, then ${CONCURRENT_UPLOADS} others at once, then the
+first is downloaded by 1, 4 and 8 clients at once (every copy checked byte for byte). "Peak above rest" is the
+server process's peak resident memory during that step (VmHWM, reset just before) minus its resident memory at the
+start of the step. Each store's baseline is its own read of the first checkpoint's bytes, from the benchmark's own
+connection, in the same run; "÷ baseline" is a step's throughput over it. An upload is stored in parts as it
+arrives (1 MiB rows in the database; 8 MiB parts of a multipart upload in the bucket) and a download is read and
+sent a part (or the store's chunk) at a time, at most one read ahead of its client, so neither's memory grows
+with the checkpoint or with the number of clients.
 
-| step | time | throughput | ÷ baseline | server RSS at start | peak above rest |
-|---|---:|---:|---:|---:|---:|
+| store | step | time | throughput | ÷ baseline | server RSS at start | peak above rest |
+|---|---|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 `,
   );
   console.log('wrote docs/benchmarks.md');
 }
+
+const BASELINE: Record<Store, string> = {
+  database: 'one SELECT of the parts',
+  bucket: 'one GetObject',
+};
 
 main().catch((e: unknown) => {
   console.error(e);

@@ -22,7 +22,7 @@ import { ndjsonEvents } from '../apps/server/src/rollouts/ndjson-source';
 import { slicesOf } from '../apps/server/src/rollouts/run-projector';
 import { StepSliceRows } from '../apps/server/src/rollouts/step-slice-rows';
 import { TextDictionary } from '../apps/server/src/rollouts/text-dictionary';
-import { fmt, machineLine, writeSection } from './support/bench-report';
+import { benchCommand, fmt, machineLine, writeSection } from './support/bench-report';
 import { writeRequests, type IngestScenario } from './support/ingest-requests';
 
 const STEPS = Number(process.env.BENCH_INGEST_SERVER_STEPS ?? 100_000);
@@ -163,14 +163,11 @@ function scenarios(): IngestScenario[] {
 }
 
 function commandLine(): string {
-  const env = [
+  return benchCommand('bench:ingest-server', [
     'BENCH_INGEST_SERVER_STEPS',
     'BENCH_INGEST_SERVER_EMBEDDING_STEPS',
     'BENCH_INGEST_SERVER_PASSES',
-  ]
-    .filter((name) => process.env[name] !== undefined)
-    .map((name) => `${name}=${process.env[name]} `);
-  return `${env.join('')}npm run bench:ingest-server`;
+  ]);
 }
 
 async function main(): Promise<void> {

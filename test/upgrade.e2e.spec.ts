@@ -54,7 +54,9 @@ const NEW_TRAJECTORIES = `
 const RUNS =
   'SELECT id, name, project, status, last_seq, last_iteration, embedding_dim, summary, finished_at FROM runs ORDER BY id';
 /** Checkpoints with their bytes: one value before, parts since (migrations/20261208000000_checkpoint_parts). */
-const CHECKPOINT_FACTS = 'c.run_id, c.iteration, c.format, c.sha256, c.size_bytes, c.created_at';
+// size_bytes as bigint, as it is since 20261212000000_checkpoints_in_a_bucket (it was an integer).
+const CHECKPOINT_FACTS =
+  'c.run_id, c.iteration, c.format, c.sha256, c.size_bytes::bigint AS size_bytes, c.created_at';
 const OLD_CHECKPOINTS = `SELECT ${CHECKPOINT_FACTS}, c.data FROM checkpoints c ORDER BY 1, 2`;
 const NEW_CHECKPOINTS = `
   SELECT ${CHECKPOINT_FACTS},

@@ -20,3 +20,11 @@ export function median(xs: number[]): number {
 }
 
 export const fmt = (x: number, digits = 2) => x.toFixed(digits);
+
+/** The command as run: `npm run <script>` after those of `settings` that are set. */
+export function benchCommand(script: string, settings: string[]): string {
+  const env = settings
+    .filter((name) => process.env[name] !== undefined)
+    .map((name) => `${name}=${process.env[name]} `);
+  return `${env.join('')}npm run ${script}`;
+}

@@ -30,7 +30,7 @@ test('parts are cut at 1 MiB whatever the chunks, in order, byte for byte, with 
   const parts: { ord: number; bytes: number; joined: Buffer }[] = [];
   const received = await receiveInParts(
     body(chunks()),
-    { limit: data.length, idleMs: 30_000 },
+    { limit: data.length, idleMs: 30_000, partBytes: CHECKPOINT_PART_BYTES },
     async (ord, bytes) => {
       // A copy: the view is of a buffer filled again once this resolves.
       parts.push({ ord, bytes: bytes.length, joined: Buffer.from(bytes) });
@@ -66,7 +66,7 @@ test('bytes already stored are not held: an upload keeps a part in memory, not e
   const stored: number[] = [];
   await receiveInParts(
     body(chunks()),
-    { limit: 4 * CHECKPOINT_PART_BYTES, idleMs: 30_000 },
+    { limit: 4 * CHECKPOINT_PART_BYTES, idleMs: 30_000, partBytes: CHECKPOINT_PART_BYTES },
     async (ord) => {
       stored.push(ord);
     },
@@ -79,7 +79,7 @@ test('more bytes than the limit are refused, declared or sent', async () => {
   async function* chunks() {
     for (let i = 0; i < 4; i++) yield Buffer.alloc(CHUNK);
   }
-  const limits = { limit: 3 * CHUNK, idleMs: 30_000 };
+  const limits = { limit: 3 * CHUNK, idleMs: 30_000, partBytes: CHECKPOINT_PART_BYTES };
   const none = async () => undefined;
   await expect(
     receiveInParts(body(chunks(), { 'content-length': String(4 * CHUNK) }), limits, none),

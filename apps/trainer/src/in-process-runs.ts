@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import type { AppendSummary } from '@creditlab/client';
+import { createHash, randomUUID } from 'node:crypto';
+import type { AppendSummary, StoredCheckpoint } from '@creditlab/client';
 import { columnarBatchFromJson, estimate, ROLLOUT_BATCH_FORMAT } from '@creditlab/estimators';
 import {
   validateEvent,
@@ -75,9 +75,12 @@ export class InProcessRuns implements RunSink {
     runId: string,
     iteration: number,
     data: Uint8Array,
-  ): Promise<{ iteration: number; sha256: string; bytes: number; path: string }> {
+    format: string,
+  ): Promise<StoredCheckpoint> {
     this.run(runId).checkpoints.set(iteration, data);
-    return { iteration, sha256: '', bytes: data.length, path: '' };
+    const sha256 = createHash('sha256').update(data).digest('hex');
+    const createdAt = new Date().toISOString();
+    return { iteration, format, sha256, bytes: data.length, createdAt, path: '', objectUrl: null };
   }
 
   private run(runId: string): InProcessRun {

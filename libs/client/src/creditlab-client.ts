@@ -61,6 +61,20 @@ export interface AppendSummary extends AppendProgress {
   retries: number;
 }
 
+/** A stored checkpoint, as the server describes it. */
+export interface StoredCheckpoint {
+  iteration: number;
+  format: string;
+  /** SHA-256 of its bytes, hex. */
+  sha256: string;
+  bytes: number;
+  createdAt: string;
+  /** Where to GET it on the server. */
+  path: string;
+  /** The object holding its bytes (s3://bucket/key) when the server keeps them in a bucket; else null. */
+  objectUrl: string | null;
+}
+
 /**
  * Creditlab's HTTP client for trainers: creates runs and streams events as
  * NDJSON in batches, retrying network failures and 5xx answers with
@@ -250,7 +264,7 @@ export class CreditlabClient {
     iteration: number,
     data: Uint8Array,
     format: string,
-  ): Promise<{ iteration: number; sha256: string; bytes: number; path: string }> {
+  ): Promise<StoredCheckpoint> {
     const { res } = await this.send(
       `/v1/runs/${encodeURIComponent(runId)}/checkpoints/${iteration}`,
       {
@@ -261,7 +275,7 @@ export class CreditlabClient {
         idempotent: true, // the same bytes again are acknowledged; other bytes are refused (409)
       },
     );
-    return (await res.json()) as { iteration: number; sha256: string; bytes: number; path: string };
+    return (await res.json()) as StoredCheckpoint;
   }
 
   async downloadCheckpoint(

@@ -15,8 +15,8 @@ export const ABANDONED_PART_SECONDS = 3600;
 const SWEEP_EVERY_MS = 3600_000;
 
 /**
- * Deletes the parts of checkpoint uploads that ended without their checkpoint and could not delete
- * them themselves (the server killed mid-upload, the database unreachable when they tried): once
+ * Deletes the parts (or the bucket's objects) of checkpoint uploads that ended without their
+ * checkpoint and could not delete them themselves (the server killed mid-upload, the database unreachable when they tried): once
  * at start, then hourly. Every server process sweeps; the deletes are idempotent.
  */
 @Injectable()
@@ -39,9 +39,13 @@ export class AbandonedUploadsSweeper implements OnApplicationBootstrap, OnModule
 
   private async sweep(): Promise<void> {
     try {
-      const parts = await this.checkpoints.sweepAbandoned(ABANDONED_PART_SECONDS);
+      const { parts, objects } = await this.checkpoints.sweepAbandoned(ABANDONED_PART_SECONDS);
       if (parts > 0)
         this.logger.log(`deleted ${parts} parts of checkpoint uploads abandoned over an hour ago`);
+      if (objects > 0)
+        this.logger.log(
+          `deleted ${objects} objects of checkpoint uploads abandoned over an hour ago from the bucket`,
+        );
     } catch (e) {
       this.logger.warn(`could not sweep abandoned checkpoint uploads: ${String(e)}`);
     }

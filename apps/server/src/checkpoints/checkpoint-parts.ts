@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { BinaryCopyRows, uuidBytes } from '../rollouts/binary-copy-rows';
+import { CHECKPOINT_PART_BYTES, type CheckpointUpload } from './upload-parts';
 
 const PART_COLUMNS = ['run_id', 'upload_id', 'ord', 'data'] as const;
 
@@ -11,6 +12,17 @@ const PART_COLUMNS = ['run_id', 'upload_id', 'ord', 'data'] as const;
  */
 export class CheckpointParts {
   constructor(private readonly pool: pg.Pool) {}
+
+  /** An upload whose bytes become parts under `uploadId`. */
+  startUpload(runId: string, uploadId: string): CheckpointUpload {
+    return {
+      partBytes: CHECKPOINT_PART_BYTES,
+      write: (ord, bytes) => this.write(runId, uploadId, ord, bytes),
+      complete: async () => null,
+      discard: () => this.discard(runId, uploadId),
+      leftTo: 'the hourly sweep will',
+    };
+  }
 
   /**
    * Writes one part by a binary COPY of one row (as ingest writes its steps): the bytes go once

@@ -94,8 +94,8 @@ export class CheckpointsController {
     // connection while its client sends: a key has a few at a time, not any number.
     return this.uploads
       .run(caller, async () => {
-        const stored = await this.checkpoints.upload(runId, iteration, format, (sink) =>
-          receiveInParts(req, { limit: maxCheckpointBytes, idleMs }, sink),
+        const stored = await this.checkpoints.upload(runId, iteration, format, (sink, partBytes) =>
+          receiveInParts(req, { limit: maxCheckpointBytes, idleMs, partBytes }, sink),
         );
         res.status(stored.created ? 201 : 200);
         return stored.checkpoint;

@@ -4,11 +4,17 @@ import { RunCheckpointsResolver } from './checkpoints.resolver';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
 import { AbandonedUploadsSweeper } from './abandoned-uploads.sweeper';
+import { checkpointBucketProvider } from './checkpoint-bucket.provider';
 
 @Module({
   imports: [RolloutsModule],
   controllers: [CheckpointsController],
-  providers: [CheckpointsService, RunCheckpointsResolver, AbandonedUploadsSweeper],
+  providers: [
+    checkpointBucketProvider,
+    CheckpointsService,
+    RunCheckpointsResolver,
+    AbandonedUploadsSweeper,
+  ],
   exports: [CheckpointsService],
 })
 export class CheckpointsModule {}

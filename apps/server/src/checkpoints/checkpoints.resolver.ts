@@ -1,5 +1,5 @@
 import { Inject } from '@nestjs/common';
-import { Field, Int, ObjectType, Parent, ResolveField, Resolver } from '@nestjs/graphql';
+import { Field, Float, Int, ObjectType, Parent, ResolveField, Resolver } from '@nestjs/graphql';
 import { CheckpointsService } from './checkpoints.service';
 import { Run } from '../runs/run.models';
 
@@ -10,9 +10,18 @@ export class Checkpoint {
   @Field(() => Int) iteration!: number;
   @Field() format!: string;
   @Field({ description: 'SHA-256 of the bytes, hex.' }) sha256!: string;
-  @Field(() => Int) bytes!: number;
+  @Field(() => Float, {
+    description: 'Its size (a Float: a checkpoint in a bucket may pass 2^31).',
+  })
+  bytes!: number;
   @Field() createdAt!: Date;
   @Field({ description: 'GET it (with a key) for the bytes.' }) path!: string;
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'The object holding its bytes (s3://bucket/key) when they are in a bucket (CREDITLAB_CHECKPOINT_BUCKET); null when they are in the database. Either way `path` serves them.',
+  })
+  objectUrl!: string | null;
 }
 
 @Resolver(() => Run)

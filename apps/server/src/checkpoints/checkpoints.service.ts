@@ -7,7 +7,14 @@ import { EventAppender } from '../rollouts/event-appender.service';
 import { runNotRunning } from '../rollouts/append-session';
 import { serverEvent } from '../rollouts/event-origin';
 import { CheckpointParts } from './checkpoint-parts';
-import type { PartSink, ReceivedUpload } from './upload-parts';
+import {
+  CHECKPOINT_PART_BYTES,
+  type CheckpointUpload,
+  type PartSink,
+  type ReceivedUpload,
+} from './upload-parts';
+import type { CheckpointBucket } from './checkpoint-bucket';
+import { CheckpointBucketToken } from './checkpoint-bucket.provider';
 
 export interface CheckpointInfo {
   iteration: number;
@@ -17,6 +24,8 @@ export interface CheckpointInfo {
   createdAt: Date;
   /** Where to download it (relative to the server). */
   path: string;
+  /** The object holding its bytes (s3://bucket/key) when they are in a bucket; null in the database. */
+  objectUrl: string | null;
 }
 
 /**
@@ -32,28 +41,30 @@ export class CheckpointsService {
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(EventAppender) private readonly appender: EventAppender,
+    /** Where new checkpoints go when set (CREDITLAB_CHECKPOINT_BUCKET); else the database. */
+    @Inject(CheckpointBucketToken) private readonly bucket: CheckpointBucket | undefined,
   ) {
     // Parts are writes, as ingest's are: they take the ingest pool's connections, not the readers'.
     this.parts = new CheckpointParts(db.ingestPool);
   }
 
   /**
-   * Stores checkpoint `iteration` from the bytes `receive` hands to the sink it is given, part by
-   * part as they arrive. Its row and its `checkpoint.saved` event go in one transaction: both or
-   * neither (a finished run refuses both), and the parts of an upload that ends without them are
-   * deleted. The same bytes again are acknowledged; other bytes for the same (run, iteration) are
+   * Stores checkpoint `iteration` from the bytes `receive` hands to the sink it is given, in parts
+   * of the size it is given, as they arrive: into the bucket when one is set, else the database.
+   * Its row and its `checkpoint.saved` event go in one transaction: both or neither (a finished run
+   * refuses both), and the bytes of an upload that ends without them are deleted. The same bytes again are acknowledged; other bytes for the same (run, iteration) are
    * refused.
    */
   async upload(
     runId: string,
     iteration: number,
     format: string,
-    receive: (sink: PartSink) => Promise<ReceivedUpload>,
+    receive: (sink: PartSink, partBytes: number) => Promise<ReceivedUpload>,
   ): Promise<{ created: boolean; checkpoint: CheckpointInfo }> {
     const existing = await this.info(runId, iteration);
     if (existing) {
       // A retry of a stored checkpoint: its bytes are only hashed, to tell a retry from a conflict.
-      const { sha256, bytes } = await receive(async () => undefined);
+      const { sha256, bytes } = await receive(async () => undefined, CHECKPOINT_PART_BYTES);
       if (bytes === 0) throw emptyCheckpoint();
       if (sha256 !== existing.sha256) throw differentCheckpoint(runId, existing);
       await this.record(runId, existing);
@@ -63,11 +74,13 @@ export class CheckpointsService {
     // (checked again, under the run's lock, when the event is recorded).
     await this.assertRunning(runId);
     const uploadId = randomUUID();
+    const target = this.bucket
+      ? this.bucket.startUpload(runId, iteration, uploadId)
+      : this.parts.startUpload(runId, uploadId);
     try {
-      const { sha256, bytes } = await receive((ord, part) =>
-        this.parts.write(runId, uploadId, ord, part),
-      );
+      const { sha256, bytes } = await receive(target.write, target.partBytes);
       if (bytes === 0) throw emptyCheckpoint();
+      const objectUrl = await target.complete();
       const stored = await this.recordNew(runId, uploadId, {
         iteration,
         format,
@@ -75,11 +88,12 @@ export class CheckpointsService {
         bytes,
         createdAt: new Date(),
         path: checkpointPath(runId, iteration),
+        objectUrl,
       });
-      if (!stored.created) await this.discard(runId, uploadId);
+      if (!stored.created) await this.discard(target, runId, uploadId);
       return stored;
     } catch (e) {
-      await this.discard(runId, uploadId);
+      await this.discard(target, runId, uploadId);
       throw e;
     }
   }
@@ -98,8 +112,8 @@ export class CheckpointsService {
     try {
       await this.record(runId, checkpoint, async (client) => {
         const inserted = await client.query<{ created_at: Date }>(
-          `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, upload_id)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING created_at`,
+          `INSERT INTO checkpoints (run_id, iteration, format, sha256, size_bytes, upload_id, object_url)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING created_at`,
           [
             runId,
             checkpoint.iteration,
@@ -107,6 +121,7 @@ export class CheckpointsService {
             Buffer.from(checkpoint.sha256, 'hex'),
             checkpoint.bytes,
             uploadId,
+            checkpoint.objectUrl,
           ],
         );
         if (inserted.rows[0]) checkpoint.createdAt = inserted.rows[0].created_at;
@@ -156,20 +171,28 @@ export class CheckpointsService {
     );
   }
 
-  /** An upload's parts, when they will not be a checkpoint; left to the sweep if this fails too. */
-  private async discard(runId: string, uploadId: string): Promise<void> {
-    await this.parts
-      .discard(runId, uploadId)
+  /** An upload's bytes, when they will not be a checkpoint; left to the sweep if this fails too. */
+  private async discard(target: CheckpointUpload, runId: string, uploadId: string): Promise<void> {
+    await target
+      .discard()
       .catch((e: unknown) =>
         this.logger.warn(
-          `could not delete the parts of abandoned upload ${uploadId} (run ${runId}); the sweep will: ${String(e)}`,
+          `could not delete the bytes of abandoned upload ${uploadId} (run ${runId}): ${String(e).replace(/\.$/, '')}; ${target.leftTo}`,
         ),
       );
   }
 
-  /** See CheckpointParts.sweepAbandoned. */
-  sweepAbandoned(olderThanSeconds: number): Promise<number> {
-    return this.parts.sweepAbandoned(olderThanSeconds);
+  /**
+   * Deletes what uploads that ended without their checkpoint left behind and could not delete
+   * themselves, once older than `olderThanSeconds`: parts in the database (CheckpointParts), and
+   * objects in the bucket if one is set (CheckpointBucket.sweepOrphans). Returns how many of each.
+   */
+  async sweepAbandoned(olderThanSeconds: number): Promise<{ parts: number; objects: number }> {
+    const parts = await this.parts.sweepAbandoned(olderThanSeconds);
+    const objects = this.bucket
+      ? await this.bucket.sweepOrphans(this.db.pool, olderThanSeconds)
+      : 0;
+    return { parts, objects };
   }
 
   async list(runId: string): Promise<CheckpointInfo[]> {
@@ -196,7 +219,7 @@ export class CheckpointsService {
     iteration: number,
   ): Promise<{ info: CheckpointInfo; chunks: AsyncGenerator<Buffer> }> {
     const res = await this.db.pool.query<Row & { upload_id: string }>(
-      `SELECT iteration, format, sha256, size_bytes, created_at, upload_id FROM checkpoints
+      `SELECT iteration, format, sha256, size_bytes, created_at, object_url, upload_id FROM checkpoints
        WHERE run_id = $1 AND iteration = $2`,
       [runId, iteration],
     );
@@ -210,6 +233,15 @@ export class CheckpointsService {
       );
     }
     const info = toInfo(runId, row);
+    if (info.objectUrl !== null) {
+      if (!this.bucket)
+        throw new DomainError(
+          ErrorCode.StorageUnavailable,
+          `checkpoint ${iteration} of run ${runId} is in a bucket (${info.objectUrl}), and this server has none set (CREDITLAB_CHECKPOINT_BUCKET)`,
+        );
+      const what = `checkpoint ${iteration} of run ${runId}`;
+      return { info, chunks: await this.bucket.read(info.objectUrl, info.bytes, what) };
+    }
     // The first part is read before the answer starts: a database that fails now is a 503 with a
     // JSON body, not a status line already sent and a connection cut.
     const first = await this.part(runId, row.upload_id, 0, iteration);
@@ -244,7 +276,7 @@ export class CheckpointsService {
 }
 
 const SELECT_INFO =
-  'SELECT iteration, format, sha256, size_bytes, created_at FROM checkpoints WHERE run_id = $1';
+  'SELECT iteration, format, sha256, size_bytes, created_at, object_url FROM checkpoints WHERE run_id = $1';
 
 const emptyCheckpoint = () => new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
 
@@ -263,8 +295,10 @@ interface Row {
   iteration: number;
   format: string;
   sha256: Buffer;
-  size_bytes: number;
+  /** bigint: a string from node-postgres. */
+  size_bytes: string;
   created_at: Date;
+  object_url: string | null;
 }
 
 function toInfo(runId: string, r: Row): CheckpointInfo {
@@ -272,9 +306,10 @@ function toInfo(runId: string, r: Row): CheckpointInfo {
     iteration: r.iteration,
     format: r.format,
     sha256: r.sha256.toString('hex'),
-    bytes: r.size_bytes,
+    bytes: Number(r.size_bytes),
     createdAt: r.created_at,
     path: checkpointPath(runId, r.iteration),
+    objectUrl: r.object_url,
   };
 }
 

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { bodyCutShort, bodyWentQuiet, DomainError, ErrorCode } from '../errors/domain-error';
 import { IdleWatch } from '../http/idle-watch';
 
-/** Bytes per stored part: what an upload holds while it reads, and a download per read. */
+/** Bytes per part stored in the database: what an upload holds while it reads, and a download per read. */
 export const CHECKPOINT_PART_BYTES = 1024 * 1024;
 
 /**
@@ -12,13 +12,29 @@ export const CHECKPOINT_PART_BYTES = 1024 * 1024;
  */
 export type PartSink = (ord: number, bytes: Buffer) => Promise<void>;
 
+/**
+ * Where one upload's bytes go as they arrive: parts in the database (CheckpointParts), or an object
+ * in a bucket (CheckpointBucket).
+ */
+export interface CheckpointUpload {
+  /** Bytes per part `write` takes (the last may be shorter). */
+  readonly partBytes: number;
+  write: PartSink;
+  /** After the last part: the object's URL, or null for parts in the database. */
+  complete(): Promise<string | null>;
+  /** The upload will not be a checkpoint: its bytes are deleted. */
+  discard(): Promise<void>;
+  /** What deletes them if `discard` fails. */
+  readonly leftTo: string;
+}
+
 export interface ReceivedUpload {
   sha256: string;
   bytes: number;
 }
 
 /**
- * Reads a checkpoint upload's body and hands it on in parts of `CHECKPOINT_PART_BYTES` as they fill,
+ * Reads a checkpoint upload's body and hands it on in parts of `partBytes` as they fill,
  * hashing it on the way: an upload holds one part, not the checkpoint, whatever its size. Refused:
  * more than `limit` bytes (413; a declared length past it before any byte is read) and a body that
  * brings no bytes for `idleMs` (408, as an ingest body), counted only while the server waits for
@@ -26,15 +42,15 @@ export interface ReceivedUpload {
  */
 export async function receiveInParts(
   req: IncomingMessage,
-  limits: { limit: number; idleMs: number },
+  limits: { limit: number; idleMs: number; partBytes: number },
   store: PartSink,
 ): Promise<ReceivedUpload> {
-  const { limit, idleMs } = limits;
+  const { limit, idleMs, partBytes } = limits;
   if (Number(req.headers['content-length']) > limit) throw tooLarge(limit);
   const hash = createHash('sha256');
   // Chunks are copied into one buffer per upload. Kept as they came, each chunk costs its own
   // object, and a body sent in chunks of one byte took 185 bytes of memory per byte (helper's probe).
-  const part = Buffer.allocUnsafe(Math.min(CHECKPOINT_PART_BYTES, limit));
+  const part = Buffer.allocUnsafe(Math.min(partBytes, limit));
   let filled = 0;
   let received = 0;
   let ord = 0;

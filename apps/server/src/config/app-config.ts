@@ -1,6 +1,7 @@
 import { credentialsPath } from '@creditlab/credentials';
 import { z } from 'zod';
 import { DEFAULT_CHUNK_STEPS } from '../jobs/recompute-chunks';
+import { MAX_BUCKET_CHECKPOINT_BYTES, parseBucketUrl } from '../checkpoints/checkpoint-bucket';
 
 /**
  * Every setting of the server, read once from the environment, typed and
@@ -35,8 +36,21 @@ const schema = z.object({
     .number()
     .int()
     .min(1024)
-    .max(1024 * mib)
+    .max(MAX_BUCKET_CHECKPOINT_BYTES)
     .default(256 * mib),
+  /** An S3-compatible bucket for new checkpoints' bytes (docs/scaling.md); unset: the database. */
+  CREDITLAB_CHECKPOINT_BUCKET: z
+    .string()
+    .superRefine((url, ctx) => {
+      try {
+        parseBucketUrl(url);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+      }
+    })
+    .optional(),
+  /** Name the bucket in the path (MinIO, most stores other than AWS); default: when an endpoint is set. */
+  CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE: z.enum(['true', 'false']).optional(),
   CREDITLAB_INGEST_THREAD_MIN_BYTES: z
     .union([z.literal('off'), z.coerce.number().int().min(0)])
     .default(64 * 1024),
@@ -81,6 +95,8 @@ export interface AppConfig {
   databaseUrl?: string;
   /** A hot standby that GraphQL queries read from, and its pool's size. */
   readReplica?: { url: string; connections: number };
+  /** The S3-compatible bucket new checkpoints go to; undefined: the database. */
+  checkpointBucket?: { url: string; pathStyle: boolean };
   embeddedPostgres: { dataDir?: string; port: number; database: string };
   /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
   connections: {
@@ -113,7 +129,7 @@ export interface AppConfig {
     ingestConcurrencyPerKey: number;
     /** Checkpoint uploads, and downloads, one key may have in progress at once (each holds a connection). */
     checkpointConcurrencyPerKey: number;
-    /** Largest checkpoint upload (stored in the database: at most 1 GiB). */
+    /** Largest checkpoint upload (at most 1 GiB in the database, 64 GiB in a bucket). */
     maxCheckpointBytes: number;
     /** Exports in progress at once in this process (each holds a PostgreSQL connection of its own). */
     exportConcurrency: number;
@@ -201,10 +217,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(
       'invalid configuration:\n  CREDITLAB_API: false with CREDITLAB_WORKER=false leaves this process nothing to do (serve the API, take recompute jobs, or both)',
     );
+  if (e.CREDITLAB_CHECKPOINT_BUCKET === undefined && e.CREDITLAB_MAX_CHECKPOINT_BYTES > 1024 * mib)
+    throw new ConfigError(
+      `invalid configuration:\n  CREDITLAB_MAX_CHECKPOINT_BYTES: at most ${1024 * mib} (1 GiB) while checkpoints are stored in the database; set CREDITLAB_CHECKPOINT_BUCKET for larger ones (up to 64 GiB)`,
+    );
+  const endpointSet = Boolean(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL);
   return {
     host: e.HOST,
     port: e.PORT,
     databaseUrl: e.DATABASE_URL,
+    checkpointBucket:
+      e.CREDITLAB_CHECKPOINT_BUCKET === undefined
+        ? undefined
+        : {
+            url: e.CREDITLAB_CHECKPOINT_BUCKET,
+            pathStyle: (e.CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE ?? String(endpointSet)) === 'true',
+          },
     readReplica:
       e.CREDITLAB_READ_REPLICA_URL === undefined
         ? undefined

@@ -22,6 +22,8 @@ export enum ErrorCode {
   TooManyConcurrent = 'TOO_MANY_CONCURRENT_REQUESTS',
   /** PostgreSQL cannot be reached: retry later. */
   DatabaseUnavailable = 'DATABASE_UNAVAILABLE',
+  /** The checkpoint bucket (CREDITLAB_CHECKPOINT_BUCKET) failed a request: retry later. */
+  StorageUnavailable = 'STORAGE_UNAVAILABLE',
   /** A database statement ran past CREDITLAB_STATEMENT_TIMEOUT_SECONDS and was stopped. */
   StatementTimeout = 'STATEMENT_TIMEOUT',
   /** This process already gives a kind of request all it allows (memory, connections): retry shortly. */
@@ -47,6 +49,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.ClientClosedRequest]: 400, // never seen by the client; counted and logged under its code
   [ErrorCode.TooManyConcurrent]: 429,
   [ErrorCode.DatabaseUnavailable]: 503,
+  [ErrorCode.StorageUnavailable]: 503,
   [ErrorCode.StatementTimeout]: 503,
   [ErrorCode.ServerBusy]: 503,
   [ErrorCode.Internal]: 500,
@@ -69,6 +72,7 @@ export const GRAPHQL_CODE: Record<ErrorCode, string> = {
   [ErrorCode.ClientClosedRequest]: 'BAD_REQUEST',
   [ErrorCode.TooManyConcurrent]: 'RATE_LIMITED',
   [ErrorCode.DatabaseUnavailable]: 'DATABASE_UNAVAILABLE',
+  [ErrorCode.StorageUnavailable]: 'STORAGE_UNAVAILABLE',
   [ErrorCode.StatementTimeout]: 'STATEMENT_TIMEOUT',
   [ErrorCode.ServerBusy]: 'SERVER_BUSY',
   [ErrorCode.Internal]: 'INTERNAL_SERVER_ERROR',

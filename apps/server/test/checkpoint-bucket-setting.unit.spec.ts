@@ -1,0 +1,71 @@
+import { ConfigError, loadConfig } from '../src/config/app-config';
+import { describeS3Error, parseBucketUrl } from '../src/checkpoints/checkpoint-bucket';
+
+const GIB = 1024 ** 3;
+
+test('CREDITLAB_CHECKPOINT_BUCKET is an s3:// URL with an optional prefix; anything else stops the start, naming it', () => {
+  expect(parseBucketUrl('s3://lab-checkpoints')).toEqual({ bucket: 'lab-checkpoints', prefix: '' });
+  expect(parseBucketUrl('s3://lab.ckpt/creditlab/prod/')).toEqual({
+    bucket: 'lab.ckpt',
+    prefix: 'creditlab/prod/',
+  });
+  for (const bad of ['lab-checkpoints', 'https://s3.amazonaws.com/lab', 's3://UPPER', 's3://ab'])
+    expect(() => loadConfig({ CREDITLAB_CHECKPOINT_BUCKET: bad })).toThrow(
+      /CREDITLAB_CHECKPOINT_BUCKET: expected s3:\/\/bucket/,
+    );
+});
+
+test('the bucket is named in the path when an endpoint is set (MinIO and kin), by host on AWS, unless told', () => {
+  const bucket = (env: Record<string, string>) =>
+    loadConfig({ CREDITLAB_CHECKPOINT_BUCKET: 's3://lab-ckpt', ...env }).checkpointBucket;
+  expect(bucket({})).toEqual({ url: 's3://lab-ckpt', pathStyle: false });
+  expect(bucket({ AWS_ENDPOINT_URL_S3: 'http://minio:9000' })?.pathStyle).toBe(true);
+  expect(bucket({ AWS_ENDPOINT_URL: 'http://minio:9000' })?.pathStyle).toBe(true);
+  expect(
+    bucket({
+      AWS_ENDPOINT_URL: 'https://r2.example',
+      CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE: 'false',
+    })?.pathStyle,
+  ).toBe(false);
+  expect(loadConfig({}).checkpointBucket).toBeUndefined();
+});
+
+test('checkpoints past 1 GiB need a bucket; with one they may reach 64 GiB', () => {
+  expect(() => loadConfig({ CREDITLAB_MAX_CHECKPOINT_BYTES: String(2 * GIB) })).toThrow(
+    ConfigError,
+  );
+  expect(() => loadConfig({ CREDITLAB_MAX_CHECKPOINT_BYTES: String(2 * GIB) })).toThrow(
+    /CREDITLAB_MAX_CHECKPOINT_BYTES: at most 1073741824 \(1 GiB\) while checkpoints are stored in the database; set CREDITLAB_CHECKPOINT_BUCKET/,
+  );
+  expect(
+    loadConfig({ CREDITLAB_MAX_CHECKPOINT_BYTES: String(GIB) }).limits.maxCheckpointBytes,
+  ).toBe(GIB);
+  const withBucket = (bytes: number) =>
+    loadConfig({
+      CREDITLAB_CHECKPOINT_BUCKET: 's3://lab-ckpt',
+      CREDITLAB_MAX_CHECKPOINT_BYTES: String(bytes),
+    }).limits.maxCheckpointBytes;
+  expect(withBucket(64 * GIB)).toBe(64 * GIB);
+  expect(() => withBucket(64 * GIB + 1)).toThrow(/CREDITLAB_MAX_CHECKPOINT_BYTES/);
+});
+
+test("a store's error is told by its code and message, or by its status when it came without a body", () => {
+  const withStatus = (e: object, status: number) =>
+    Object.assign(e, { $metadata: { httpStatusCode: status } });
+  expect(describeS3Error(withStatus({ name: 'Unknown', message: 'UnknownError' }, 403))).toBe(
+    'HTTP 403, access denied: the credentials may not use it',
+  );
+  expect(describeS3Error(withStatus({ name: 'NotFound', message: 'NotFound' }, 404))).toBe(
+    'NotFound (HTTP 404)',
+  );
+  expect(
+    describeS3Error(
+      withStatus({ name: 'NoSuchBucket', message: 'The specified bucket does not exist' }, 404),
+    ),
+  ).toBe('NoSuchBucket: The specified bucket does not exist (HTTP 404)');
+  expect(
+    describeS3Error(
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+    ),
+  ).toBe('ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9');
+});
