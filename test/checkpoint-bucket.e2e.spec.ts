@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { CreditlabClient } from '@creditlab/client';
 import { S3BucketServer } from './support/s3-bucket-server';
 import { sqlQuery } from './support/sql-query';
@@ -236,6 +237,9 @@ test('while the bucket is down, uploads and downloads fail as 503 and record not
       const body = (await res.json()) as { error: string; message: string };
       expect(body.error).toBe('STORAGE_UNAVAILABLE');
       expect(body.message).toContain(`s3://creditlab-test/${PREFIX}/`);
+      // The store's own words (here the address it is at) are for the log, not the caller.
+      expect(body.message).toContain('ECONNREFUSED');
+      expect(body.message).not.toContain('127.0.0.1');
     }
     const down = await api(`${server.url}/v1/runs/${runId}/checkpoints/30`);
     expect(down.status).toBe(503);
@@ -258,16 +262,36 @@ test('while the bucket is down, uploads and downloads fail as 503 and record not
   expect(Buffer.from(await down.arrayBuffer()).equals(stored)).toBe(true);
 });
 
-test("objects of uploads that never got their row are swept when a server starts, once over an hour old; others' objects stay", async () => {
-  const orphan = `${checkpointPrefix(runId, 40)}${'7'.repeat(8)}-7777-4777-8777-${'7'.repeat(12)}`;
-  const recent = `${checkpointPrefix(runId, 41)}${'8'.repeat(8)}-8888-4888-8888-${'8'.repeat(12)}`;
-  const foreign = `${PREFIX}/runs/notes.txt`;
-  for (const key of [orphan, recent, foreign]) await store.put(key, randomBytes(10));
-  await store.age(orphan, 2 * 3600);
+test('uploads this database recorded and never finished are removed from the bucket when a server starts, once over an hour old; other objects stay', async () => {
+  const upload = (n: number) =>
+    `${String(n).repeat(8)}-${String(n).repeat(4)}-4${String(n).repeat(3)}-8${String(n).repeat(3)}-${String(n).repeat(12)}`;
+  const record = (uploadId: string, key: string, hoursAgo: number) =>
+    sqlQuery(
+      server.databaseUrl,
+      `INSERT INTO checkpoint_bucket_uploads (run_id, upload_id, object_url, started_at)
+       VALUES ($1, $2, $3, now() - make_interval(hours => $4))`,
+      [runId, uploadId, `s3://creditlab-test/${key}`, hoursAgo],
+    );
+  // A server killed between making the object and writing its row, two hours ago.
+  const abandoned = `${checkpointPrefix(runId, 40)}${upload(7)}`;
+  await store.put(abandoned, randomBytes(10));
+  await record(upload(7), abandoned, 2);
+  // An upload in progress (begun now).
+  const inProgress = `${checkpointPrefix(runId, 41)}${upload(8)}`;
+  await store.put(inProgress, randomBytes(10));
+  await record(upload(8), inProgress, 0);
+  // Another deployment's checkpoint under the same prefix, as old: this database never recorded it.
+  const foreign = `${checkpointPrefix(runId, 42)}${upload(9)}`;
+  await store.put(foreign, randomBytes(10));
   await store.age(foreign, 2 * 3600);
-  // A stored checkpoint's object, as old: it has its row, so it stays.
-  const [kept] = await store.keys(checkpointPrefix(runId, 1));
-  await store.age(kept as string, 2 * 3600);
+  // A stored checkpoint whose record was left (it cannot be, but if it were): its object stays.
+  const [stored] = await sqlQuery<{ upload_id: string; object_url: string }>(
+    server.databaseUrl,
+    'SELECT upload_id, object_url FROM checkpoints WHERE run_id = $1 AND iteration = 1',
+    [runId],
+  );
+  const storedKey = stored!.object_url.replace('s3://creditlab-test/', '');
+  await record(stored!.upload_id, storedKey, 2);
 
   const second = await spawnServer({
     DATABASE_URL: server.databaseUrl,
@@ -277,14 +301,20 @@ test("objects of uploads that never got their row are swept when a server starts
     // The sweep runs once the server has started; its log line comes after its deletes.
     for (let i = 0; i < 100 && !second.output().includes('objects of checkpoint uploads'); i++)
       await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await store.keys(checkpointPrefix(runId, 40))).toEqual([]);
     expect(second.output()).toContain('deleted 1 objects of checkpoint uploads');
   } finally {
     await second.stop();
   }
-  expect(await store.keys(checkpointPrefix(runId, 41))).toEqual([recent]);
-  expect(await store.keys(foreign)).toEqual([foreign]);
-  expect(await store.keys(checkpointPrefix(runId, 1))).toEqual([kept]);
+  expect(await store.keys(checkpointPrefix(runId, 40))).toEqual([]);
+  expect(await store.keys(checkpointPrefix(runId, 41))).toEqual([inProgress]);
+  expect(await store.keys(checkpointPrefix(runId, 42))).toEqual([foreign]);
+  expect(await store.keys(storedKey)).toEqual([storedKey]);
+  const left = await sqlQuery<{ upload_id: string }>(
+    server.databaseUrl,
+    'SELECT upload_id FROM checkpoint_bucket_uploads WHERE run_id = $1 AND upload_id = ANY($2::uuid[])',
+    [runId, [upload(7), upload(8), stored!.upload_id]],
+  );
+  expect(left.map((r) => r.upload_id)).toEqual([upload(8)]);
 });
 
 test('a bucket the server cannot use stops its start, naming the setting and what the store said', async () => {
@@ -305,4 +335,98 @@ test('a bucket the server cannot use stops its start, naming the setting and wha
     expect(failed).toContain('CREDITLAB_CHECKPOINT_BUCKET: cannot use');
     expect(failed).toMatch(said);
   }
+});
+
+test('a store that accepts connections and never answers fails the start within the timeout', async () => {
+  const held: Socket[] = [];
+  const silent = createServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  try {
+    const started = Date.now();
+    const failed = await spawnServer({
+      DATABASE_URL: server.databaseUrl,
+      ...store.serverEnv(PREFIX),
+      AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS: '2',
+    }).then(
+      (s) => s.stop().then(() => 'started'),
+      (e: Error) => e.message,
+    );
+    expect(failed).toContain('CREDITLAB_CHECKPOINT_BUCKET: cannot use');
+    expect(failed).toContain('no answer within 2 s');
+    expect(Date.now() - started).toBeLessThan(60_000);
+  } finally {
+    for (const socket of held) socket.destroy();
+    silent.close();
+  }
+});
+
+test("an object whose length is not its row's is not served as the checkpoint", async () => {
+  const bytes = randomBytes(2000);
+  expect((await put(server.url, runId, 50, bytes)).status).toBe(201);
+  const [key] = await store.keys(checkpointPrefix(runId, 50));
+  await store.put(key as string, bytes.subarray(0, 1000)); // changed behind Creditlab's back
+  const res = await api(`${server.url}/v1/runs/${runId}/checkpoints/50`);
+  expect(res.status).toBe(500);
+  // The log line of an internal error reaches the test's pipe shortly after the answer.
+  const said = 'holds 1000 bytes where its row says 2000';
+  for (let i = 0; i < 50 && !server.output().includes(said); i++)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(server.output()).toContain(said);
+});
+
+test('checkpoint uploads in progress are capped per process, all keys together: one more is 503 and told when to retry', async () => {
+  const capped = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    ...store.serverEnv(PREFIX),
+    CREDITLAB_CHECKPOINT_UPLOADS: '1',
+  });
+  try {
+    const first = request(new URL(`${capped.url}/v1/runs/${runId}/checkpoints/60`), {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${ADMIN_KEY}`,
+        'content-type': 'application/octet-stream',
+        'content-length': '2000',
+      },
+    });
+    first.on('error', () => undefined);
+    first.write(randomBytes(1000)); // in progress: the rest is never sent
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const second = await put(capped.url, runId, 61, randomBytes(1000));
+    expect(second.status).toBe(503);
+    expect(second.headers.get('retry-after')).toBe('5');
+    const said = (await second.json()) as { error: string; message: string };
+    expect(said.error).toBe('SERVER_BUSY');
+    expect(said.message).toContain('CREDITLAB_CHECKPOINT_UPLOADS=1');
+    first.destroy();
+    // Its place is given back once it ends.
+    let third = 0;
+    for (let i = 0; i < 50 && third !== 201; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      third = (await put(capped.url, runId, 61, randomBytes(1000))).status;
+    }
+    expect(third).toBe(201);
+  } finally {
+    await capped.stop();
+  }
+});
+
+test('downloads whose clients leave at once give their store connections back: the next download is served', async () => {
+  const bytes = randomBytes(4 * MIB);
+  expect((await put(server.url, runId, 70, bytes)).status).toBe(201);
+  // More than the SDK's 50 connections to the store, each download left while the server asks the
+  // store for its object (before the first byte of the answer).
+  for (let i = 0; i < 80; i++) {
+    const controller = new AbortController();
+    const leaving = api(`${server.url}/v1/runs/${runId}/checkpoints/70`, {
+      signal: controller.signal,
+    }).catch(() => undefined);
+    setTimeout(() => controller.abort(), 2 + (i % 5));
+    await leaving;
+  }
+  const down = await api(`${server.url}/v1/runs/${runId}/checkpoints/70`, {
+    signal: AbortSignal.timeout(20_000),
+  });
+  expect(Buffer.from(await down.arrayBuffer()).equals(bytes)).toBe(true);
 });

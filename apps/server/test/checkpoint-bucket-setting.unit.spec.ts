@@ -1,5 +1,11 @@
 import { ConfigError, loadConfig } from '../src/config/app-config';
-import { describeS3Error, parseBucketUrl } from '../src/checkpoints/checkpoint-bucket';
+import {
+  describeS3Error,
+  MAX_BUCKET_CHECKPOINT_BYTES,
+  parseBucketUrl,
+  shortS3Error,
+} from '../src/checkpoints/checkpoint-bucket';
+import { BUCKET_PART_BYTES } from '../src/checkpoints/bucket-upload';
 
 const GIB = 1024 ** 3;
 
@@ -18,7 +24,8 @@ test('CREDITLAB_CHECKPOINT_BUCKET is an s3:// URL with an optional prefix; anyth
 test('the bucket is named in the path when an endpoint is set (MinIO and kin), by host on AWS, unless told', () => {
   const bucket = (env: Record<string, string>) =>
     loadConfig({ CREDITLAB_CHECKPOINT_BUCKET: 's3://lab-ckpt', ...env }).checkpointBucket;
-  expect(bucket({})).toEqual({ url: 's3://lab-ckpt', pathStyle: false });
+  expect(bucket({})).toEqual({ url: 's3://lab-ckpt', pathStyle: false, timeoutMs: 120_000 });
+  expect(bucket({ CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS: '2' })?.timeoutMs).toBe(2000);
   expect(bucket({ AWS_ENDPOINT_URL_S3: 'http://minio:9000' })?.pathStyle).toBe(true);
   expect(bucket({ AWS_ENDPOINT_URL: 'http://minio:9000' })?.pathStyle).toBe(true);
   expect(
@@ -68,4 +75,27 @@ test("a store's error is told by its code and message, or by its status when it 
       Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
     ),
   ).toBe('ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9');
+});
+
+test("a caller is told the store's code and status only; its message (accounts, roles, hosts) goes to the log", () => {
+  const denied = Object.assign(
+    new Error('User: arn:aws:iam::123456789012:role/lab is not authorized'),
+    {
+      name: 'AccessDenied',
+      $metadata: { httpStatusCode: 403 },
+    },
+  );
+  expect(shortS3Error(denied)).toBe('AccessDenied, HTTP 403');
+  expect(describeS3Error(denied)).toContain('arn:aws:iam::123456789012');
+  expect(
+    shortS3Error(
+      Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:9000'), { code: 'ECONNREFUSED' }),
+    ),
+  ).toBe('ECONNREFUSED');
+  expect(shortS3Error({ name: 'Unknown', $metadata: { httpStatusCode: 404 } })).toBe('HTTP 404');
+});
+
+test("parts are within S3's rules: at least 5 MiB, and the largest checkpoint in at most 10,000 of them", () => {
+  expect(BUCKET_PART_BYTES).toBeGreaterThanOrEqual(5 * 1024 * 1024);
+  expect(Math.ceil(MAX_BUCKET_CHECKPOINT_BYTES / BUCKET_PART_BYTES)).toBeLessThanOrEqual(10_000);
 });

@@ -1,4 +1,4 @@
-import type { Provider } from '@nestjs/common';
+import { Logger, type Provider } from '@nestjs/common';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { CheckpointBucket, describeS3Error } from './checkpoint-bucket';
 
@@ -16,7 +16,12 @@ export const checkpointBucketProvider: Provider = {
   useFactory: async (config: AppConfig): Promise<CheckpointBucket | undefined> => {
     const setting = config.checkpointBucket;
     if (!setting) return undefined;
-    const bucket = await CheckpointBucket.open(setting.url, { pathStyle: setting.pathStyle });
+    const logger = new Logger('checkpoints');
+    const bucket = await CheckpointBucket.open(setting.url, {
+      pathStyle: setting.pathStyle,
+      timeoutMs: setting.timeoutMs,
+      log: (message) => logger.warn(message),
+    });
     try {
       await bucket.check();
     } catch (e) {

@@ -1,20 +1,12 @@
-import type { CompletedPart, GetObjectCommandOutput, S3Client } from '@aws-sdk/client-s3';
+import type { GetObjectCommandOutput, S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import type pg from 'pg';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import type { CheckpointUpload } from './upload-parts';
+import { BUCKET_PART_BYTES, BucketUpload, type BucketUploadLog } from './bucket-upload';
 
-type Sdk = typeof import('@aws-sdk/client-s3');
-
-/**
- * Bytes per part of a checkpoint written to a bucket. S3 refuses parts under 5 MiB (but the last)
- * and more than 10,000 of them, so 8 MiB parts allow checkpoints of up to 78 GiB; an upload holds
- * two parts at a time (the one being read, the one being sent).
- */
-export const BUCKET_PART_BYTES = 8 * 1024 * 1024;
+export type Sdk = typeof import('@aws-sdk/client-s3');
 
 /** The largest checkpoint a bucket takes here: S3's 10,000 parts of BUCKET_PART_BYTES, less a margin. */
-export const MAX_BUCKET_CHECKPOINT_BYTES = 64 * 1024 * 1024 * 1024;
+export const MAX_BUCKET_CHECKPOINT_BYTES = 8192 * BUCKET_PART_BYTES; // 64 GiB
 
 /** Where checkpoints go when a bucket is set: `s3://bucket/prefix/`. */
 export interface BucketAddress {
@@ -34,10 +26,6 @@ export function parseBucketUrl(url: string): BucketAddress {
   return { bucket: m[1] as string, prefix: rest === '' ? '' : `${rest}/` };
 }
 
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-/** The tail of an upload's key (checkpointKey): run, checkpoint, upload. */
-const KEY_TAIL = new RegExp(`runs/(${UUID})/checkpoints/(\\d+)/(${UUID})$`);
-
 /** An object URL stored in a checkpoint row, split into bucket and key. */
 export function parseObjectUrl(url: string): { bucket: string; key: string } {
   const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(url);
@@ -53,8 +41,12 @@ const BARE_STATUS: Record<number, string> = {
   404: 'no such bucket',
 };
 
-/** The store's error code and message, or the connection's error. */
-export function describeS3Error(error: unknown): string {
+/**
+ * An error from the store or the connection: its code (the store's, or the socket's such as
+ * ECONNREFUSED), the store's HTTP status if it answered, and its message. `bare` when the store
+ * answered without a body to name the error (HEAD has none).
+ */
+function errorFields(error: unknown) {
   const e = error as {
     name?: string;
     Code?: string;
@@ -64,18 +56,31 @@ export function describeS3Error(error: unknown): string {
   };
   const status = e?.$metadata?.httpStatusCode;
   const code = e?.Code ?? e?.code ?? e?.name ?? 'error';
-  if (status !== undefined && /^Unknown/.test(code))
-    return `HTTP ${status}${BARE_STATUS[status] ? `, ${BARE_STATUS[status]}` : ''}`;
-  const message = e?.message && e.message !== code ? `: ${e.message}` : '';
-  return `${code}${message}${status !== undefined ? ` (HTTP ${status})` : ''}`;
+  return { code, status, message: e?.message, bare: status !== undefined && /^Unknown/.test(code) };
 }
 
-/** A bucket that fails a request, as a 503 that names it and says what the store said. */
-export function bucketUnavailable(where: string, error: unknown): DomainError {
-  return new DomainError(
-    ErrorCode.StorageUnavailable,
-    `the checkpoint bucket ${where} cannot be used now (${describeS3Error(error)}); retry later`,
-  );
+/** The store's error code and message, or the connection's error: for the operator, in the log. */
+export function describeS3Error(error: unknown): string {
+  const { code, status, message, bare } = errorFields(error);
+  if (bare)
+    return `HTTP ${status}${BARE_STATUS[status as number] ? `, ${BARE_STATUS[status as number]}` : ''}`;
+  const said = message && message !== code ? `: ${message}` : '';
+  return `${code}${said}${status !== undefined ? ` (HTTP ${status})` : ''}`;
+}
+
+/**
+ * The store's error code and HTTP status only: what a caller is told. The store's message can name
+ * the account, a role or internal hosts, which are the operator's (describeS3Error, logged).
+ */
+export function shortS3Error(error: unknown): string {
+  const { code, status, bare } = errorFields(error);
+  if (status === undefined) return code;
+  return bare ? `HTTP ${status}` : `${code}, HTTP ${status}`;
+}
+
+/** The error a request to the store gets when it has no answer in time. */
+class StoreTimeout extends Error {
+  override name = 'Timeout';
 }
 
 const isMissingObject = (error: unknown) => {
@@ -90,9 +95,13 @@ const isMissingObject = (error: unknown) => {
  */
 export class CheckpointBucket {
   private constructor(
-    private readonly sdk: Sdk,
+    readonly sdk: Sdk,
     readonly s3: S3Client,
     readonly at: BucketAddress,
+    /** The longest one request to the store may go without its answer. */
+    private readonly timeoutMs: number,
+    /** Where the store's own words go (the log): callers get its code and status only. */
+    private readonly log: (message: string) => void,
   ) {}
 
   /**
@@ -101,7 +110,15 @@ export class CheckpointBucket {
    * an instance role), so that a lab's usual AWS set-up works unchanged; `pathStyle` names the
    * bucket in the path rather than the host, as MinIO and most other stores want.
    */
-  static async open(url: string, options: { pathStyle: boolean; env?: NodeJS.ProcessEnv }) {
+  static async open(
+    url: string,
+    options: {
+      pathStyle: boolean;
+      timeoutMs: number;
+      log: (message: string) => void;
+      env?: NodeJS.ProcessEnv;
+    },
+  ): Promise<CheckpointBucket> {
     const env = options.env ?? process.env;
     // Loaded only when a bucket is set: the SDK is large, and a server without one need not pay for it.
     const sdk = await import('@aws-sdk/client-s3');
@@ -114,264 +131,130 @@ export class CheckpointBucket {
       // SDK's newer default ones. A checkpoint is held to the SHA-256 taken as it arrives.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      // A store that does not answer fails the request within seconds rather than holding an upload.
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+      // Each request also has `timeoutMs` for its answer (send); the handler's own request timeout
+      // only logs unless told to throw, and would cut a download that a slow client reads for long.
+      requestHandler: { connectionTimeout: 5_000 },
     });
-    return new CheckpointBucket(sdk, s3, parseBucketUrl(url));
+    return new CheckpointBucket(sdk, s3, parseBucketUrl(url), options.timeoutMs, options.log);
   }
 
   get url(): string {
     return `s3://${this.at.bucket}/${this.at.prefix}`;
   }
 
-  /** Whether the bucket is there and this server may use it: asked once at start. */
-  async check(): Promise<void> {
-    await this.s3.send(new this.sdk.HeadBucketCommand({ Bucket: this.at.bucket }));
+  /**
+   * Sends `command`, failing it if its answer (its status and headers: a download's body may then
+   * take as long as its client reads) has not come within the timeout.
+   */
+  async send<T = unknown>(command: object): Promise<T> {
+    // Typed by the caller: the client's own signature ties each command to its output through
+    // types of the SDK's internals.
+    const send = this.s3.send.bind(this.s3) as (
+      command: object,
+      options: { abortSignal: AbortSignal },
+    ) => Promise<T>;
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new StoreTimeout(`no answer within ${this.timeoutMs / 1000} s`)),
+      this.timeoutMs,
+    );
+    try {
+      return await send(command, { abortSignal: controller.signal });
+    } catch (e) {
+      throw controller.signal.aborted ? controller.signal.reason : e;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  /** An upload of checkpoint `iteration`: its own object, so that uploads never share one. */
-  startUpload(runId: string, iteration: number, uploadId: string): BucketUpload {
-    const key = `${this.at.prefix}runs/${runId}/checkpoints/${iteration}/${uploadId}`;
-    return new BucketUpload(this.sdk, this.s3, this.at.bucket, key, this.url);
+  /** A 503 for a request the store failed: the store's words are logged, the caller gets its code. */
+  unavailable(error: unknown, where = this.url): DomainError {
+    this.log(`checkpoint bucket ${where}: ${describeS3Error(error)}`);
+    return new DomainError(
+      ErrorCode.StorageUnavailable,
+      `the checkpoint bucket ${where} cannot be used now (${shortS3Error(error)}); retry later`,
+    );
+  }
+
+  /** Whether the bucket is there and this server may use it: asked once at start. */
+  async check(): Promise<void> {
+    await this.send(new this.sdk.HeadBucketCommand({ Bucket: this.at.bucket }));
   }
 
   /**
-   * A stored checkpoint's object, as chunks read as the caller pulls them. The object is asked for
-   * before the first chunk is handed out, so that a store that fails, or an object gone, is an
-   * error answer rather than a download cut short; its length is checked against the row's.
+   * An upload of checkpoint `iteration`: its own object, so that uploads never share one. `log`
+   * keeps the upload's record until it is a checkpoint or gone (BucketUploadLog).
    */
-  async read(objectUrl: string, bytes: number, what: string): Promise<AsyncGenerator<Buffer>> {
+  startUpload(
+    runId: string,
+    iteration: number,
+    uploadId: string,
+    log: BucketUploadLog,
+  ): BucketUpload {
+    // Lower case, as PostgreSQL writes a uuid: a run id typed in capitals names the same run.
+    const key = `${this.at.prefix}runs/${runId.toLowerCase()}/checkpoints/${iteration}/${uploadId}`;
+    return new BucketUpload(this, key, log);
+  }
+
+  /**
+   * A stored checkpoint's object, as chunks read as the caller pulls them, and `cancel`, which lets
+   * the object's connection go (call it when the download ends, however it ends: a generator never
+   * started never runs its cleanup). The object is asked for before the first chunk is handed out,
+   * so that a store that fails, or an object gone, is an error answer rather than a download cut
+   * short; its length is checked against the row's.
+   */
+  async read(
+    objectUrl: string,
+    bytes: number,
+    what: string,
+  ): Promise<{ chunks: AsyncGenerator<Buffer>; cancel: () => void }> {
     const { bucket, key } = parseObjectUrl(objectUrl);
     let got: GetObjectCommandOutput;
     try {
-      got = await this.s3.send(new this.sdk.GetObjectCommand({ Bucket: bucket, Key: key }));
+      got = await this.send(new this.sdk.GetObjectCommand({ Bucket: bucket, Key: key }));
     } catch (e) {
       if (isMissingObject(e))
         throw new DomainError(
           ErrorCode.NotFound,
           `${what} is recorded, but its object ${objectUrl} is gone from the bucket (deleted outside Creditlab, or by a lifecycle rule)`,
         );
-      throw bucketUnavailable(`s3://${bucket}`, e);
+      throw this.unavailable(e, `s3://${bucket}`);
     }
     const body = got.Body as Readable;
+    const cancel = () => body.destroy();
     if (got.ContentLength !== bytes) {
-      body.destroy();
+      cancel();
       throw new Error(
         `${what}: its object ${objectUrl} holds ${got.ContentLength} bytes where its row says ${bytes}`,
       );
     }
-    return (async function* () {
+    async function* chunks(): AsyncGenerator<Buffer> {
       try {
         for await (const chunk of body) yield chunk as Buffer;
       } finally {
-        // A download cut off leaves the object's response unread; its connection is let go.
-        body.destroy();
+        cancel();
       }
-    })();
+    }
+    return { chunks: chunks(), cancel };
   }
 
   /**
-   * Deletes objects under `<prefix>runs/` that have an upload's key, are older than
-   * `olderThanSeconds`, and that no checkpoint row names: uploads whose object was made but whose
-   * row never was (the server killed between the two, the database gone at that moment). Objects
-   * of other shapes are left alone, and so are unfinished multipart uploads a crash left behind:
-   * those are the bucket's lifecycle rule's to abort (docs/scaling.md). Returns how many it deleted.
+   * Removes what an upload put in the bucket: its unfinished multipart upload (`multipartId`), and
+   * its object if it was made. Either may already be gone.
    */
-  async sweepOrphans(pool: Pick<pg.Pool, 'query'>, olderThanSeconds: number): Promise<number> {
-    const cutoff = Date.now() - olderThanSeconds * 1000;
-    let deleted = 0;
-    let token: string | undefined;
-    do {
-      const page = await this.s3.send(
-        new this.sdk.ListObjectsV2Command({
-          Bucket: this.at.bucket,
-          Prefix: `${this.at.prefix}runs/`,
-          ContinuationToken: token,
-        }),
-      );
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-      const candidates = (page.Contents ?? []).flatMap((o) => {
-        const m = o.Key === undefined ? null : KEY_TAIL.exec(o.Key);
-        const old = o.LastModified !== undefined && o.LastModified.getTime() < cutoff;
-        return m && old && o.Key === `${this.at.prefix}${m[0]}`
-          ? [{ key: o.Key, runId: m[1] as string, uploadId: m[3] as string }]
-          : [];
-      });
-      if (candidates.length === 0) continue;
-      const named = await pool.query<{ run_id: string; upload_id: string }>(
-        `SELECT run_id, upload_id FROM checkpoints
-         WHERE (run_id, upload_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
-        [candidates.map((c) => c.runId), candidates.map((c) => c.uploadId)],
-      );
-      const kept = new Set(named.rows.map((r) => `${r.run_id}/${r.upload_id}`));
-      const orphans = candidates.filter((c) => !kept.has(`${c.runId}/${c.uploadId}`));
-      if (orphans.length === 0) continue;
-      await this.s3.send(
-        new this.sdk.DeleteObjectsCommand({
-          Bucket: this.at.bucket,
-          Delete: { Objects: orphans.map((o) => ({ Key: o.key })), Quiet: true },
-        }),
-      );
-      deleted += orphans.length;
-    } while (token !== undefined);
-    return deleted;
-  }
-}
-
-/**
- * One checkpoint upload into a bucket, part by part as the body arrives. A checkpoint of one part
- * (most: a small policy) is one PutObject; a larger one a multipart upload, its first part held
- * until a second comes. Nothing is visible in the bucket until `complete`.
- */
-export class BucketUpload implements CheckpointUpload {
-  readonly partBytes = BUCKET_PART_BYTES;
-  private held: Buffer | undefined;
-  private multipart: { uploadId: string; parts: CompletedPart[] } | undefined;
-  /** The part (or the first two) being sent. */
-  private sending: Promise<void> | undefined;
-  /** Buffers whose parts are stored, for the next parts. */
-  private readonly free: Buffer[] = [];
-  private completed = false;
-
-  constructor(
-    private readonly sdk: Sdk,
-    private readonly s3: S3Client,
-    private readonly bucket: string,
-    readonly key: string,
-    /** The bucket's URL, for errors. */
-    private readonly where: string,
-  ) {}
-
-  get objectUrl(): string {
-    return `s3://${this.bucket}/${this.key}`;
-  }
-
-  /**
-   * Part `ord` of the body; `bytes` is the caller's again once this resolves. A part is sent while
-   * the next is read: this resolves once the part before it is stored, so an upload holds three
-   * parts at most (the one read, the one sent, and a copy between).
-   */
-  readonly write = async (ord: number, bytes: Buffer): Promise<void> => {
-    const part = this.copyOf(bytes);
-    if (ord === 0) {
-      this.held = part;
-      return;
-    }
-    try {
-      await this.sending;
-      if (!this.multipart) {
-        const created = await this.s3.send(
-          new this.sdk.CreateMultipartUploadCommand({
-            Bucket: this.bucket,
-            Key: this.key,
-            ContentType: 'application/octet-stream',
-          }),
-        );
-        this.multipart = { uploadId: created.UploadId as string, parts: [] };
-        const first = this.held as Buffer;
-        this.held = undefined;
-        this.startSending(async () => {
-          await this.sendPart(first, 1);
-          await this.sendPart(part, 2);
-        });
-      } else this.startSending(() => this.sendPart(part, ord + 1));
-    } catch (e) {
-      throw bucketUnavailable(this.where, e);
-    }
-  };
-
-  /**
-   * `bytes` copied into a buffer of the upload's own: one whose part is stored, or a new one (of a
-   * whole part, or only as long as a last part: a small checkpoint takes no 8 MiB). An upload
-   * reuses two or three, where a copy per part left 8 MiB of garbage each time (an upload of 200 MiB
-   * peaked 100 MiB above the server's resting memory; about 70 MiB with this).
-   */
-  private copyOf(bytes: Buffer): Buffer {
-    const buffer = this.free.pop() ?? Buffer.allocUnsafe(bytes.length);
-    const part = buffer.subarray(0, bytes.length);
-    bytes.copy(part);
-    return part;
-  }
-
-  private startSending(send: () => Promise<void>): void {
-    const sending = send();
-    // Awaited by the next write, by complete or by discard: never a rejection no one handles.
-    sending.catch(() => undefined);
-    this.sending = sending;
-  }
-
-  private async sendPart(body: Buffer, PartNumber: number): Promise<void> {
-    const m = this.multipart as { uploadId: string; parts: CompletedPart[] };
-    const sent = await this.s3.send(
-      new this.sdk.UploadPartCommand({
-        Bucket: this.bucket,
-        Key: this.key,
-        UploadId: m.uploadId,
-        PartNumber,
-        Body: body,
-        ContentLength: body.length,
-      }),
-    );
-    m.parts[PartNumber - 1] = { PartNumber, ETag: sent.ETag };
-    // Sent whole and answered: its buffer takes another part, if it can hold one (a buffer this
-    // large has an ArrayBuffer of its own).
-    if (body.buffer.byteLength === BUCKET_PART_BYTES)
-      this.free.push(Buffer.from(body.buffer, 0, BUCKET_PART_BYTES));
-  }
-
-  /** Makes the object whole and visible; returns its URL. */
-  async complete(): Promise<string> {
-    try {
-      await this.sending;
-      if (this.multipart)
-        await this.s3.send(
-          new this.sdk.CompleteMultipartUploadCommand({
-            Bucket: this.bucket,
-            Key: this.key,
-            UploadId: this.multipart.uploadId,
-            MultipartUpload: { Parts: this.multipart.parts },
-          }),
-        );
-      else {
-        const body = this.held ?? Buffer.alloc(0);
-        await this.s3.send(
-          new this.sdk.PutObjectCommand({
-            Bucket: this.bucket,
-            Key: this.key,
-            Body: body,
-            ContentLength: body.length,
-            ContentType: 'application/octet-stream',
-          }),
-        );
-      }
-    } catch (e) {
-      throw bucketUnavailable(this.where, e);
-    }
-    this.completed = true;
-    this.held = undefined;
-    return this.objectUrl;
-  }
-
-  /** What removes this upload's bytes from the bucket if `discard` cannot. */
-  get leftTo(): string {
-    return this.completed
-      ? 'the hourly sweep will delete its object'
-      : "the bucket's lifecycle rule for incomplete multipart uploads will remove its parts (docs/scaling.md)";
-  }
-
-  /** The upload will not be a checkpoint: its object is deleted, or its multipart upload aborted. */
-  async discard(): Promise<void> {
-    this.held = undefined;
-    await this.sending?.catch(() => undefined);
-    if (this.completed)
-      await this.s3.send(new this.sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.key }));
-    else if (this.multipart)
-      await this.s3.send(
+  async remove(objectUrl: string, multipartId: string | null): Promise<void> {
+    const { bucket, key } = parseObjectUrl(objectUrl);
+    if (multipartId !== null)
+      await this.send(
         new this.sdk.AbortMultipartUploadCommand({
-          Bucket: this.bucket,
-          Key: this.key,
-          UploadId: this.multipart.uploadId,
+          Bucket: bucket,
+          Key: key,
+          UploadId: multipartId,
         }),
-      );
+      ).catch((e: unknown) => {
+        // Completed (the object is deleted next) or aborted already.
+        if ((e as { name?: string })?.name !== 'NoSuchUpload') throw e;
+      });
+    await this.send(new this.sdk.DeleteObjectCommand({ Bucket: bucket, Key: key }));
   }
 }

@@ -20,7 +20,6 @@ export class CheckpointParts {
       write: (ord, bytes) => this.write(runId, uploadId, ord, bytes),
       complete: async () => null,
       discard: () => this.discard(runId, uploadId),
-      leftTo: 'the hourly sweep will',
     };
   }
 

@@ -22,6 +22,7 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
 import { ConcurrencyLimits } from '../access/concurrency-limits';
+import { ProcessBudget } from '../access/process-budget';
 import { receiveInParts } from './upload-parts';
 import { IdleWatch } from '../http/idle-watch';
 
@@ -50,6 +51,7 @@ async function* inPieces(parts: AsyncIterable<Buffer>, taken: () => void): Async
 @Controller('v1/runs/:id/checkpoints')
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
+  private readonly allUploads: ProcessBudget;
   private readonly downloads: ConcurrencyLimits;
   private readonly logger = new Logger('checkpoints');
 
@@ -61,6 +63,13 @@ export class CheckpointsController {
     this.uploads = new ConcurrencyLimits(
       'checkpoint uploads',
       config.limits.checkpointConcurrencyPerKey,
+    );
+    // Every key's uploads together: each holds its parts' buffers (up to 24 MiB into a bucket).
+    this.allUploads = new ProcessBudget(
+      config.limits.checkpointUploads,
+      (held, _asked, budget) =>
+        `this server already has ${held} checkpoint uploads in progress, its limit (CREDITLAB_CHECKPOINT_UPLOADS=${budget}); retry shortly`,
+      5,
     );
     // A download holds a chunk or two while its client reads, however slowly: a key has a few.
     this.downloads = new ConcurrencyLimits(
@@ -93,13 +102,19 @@ export class CheckpointsController {
     // An upload holds a part of its bytes at a time (they are stored as they arrive), and a
     // connection while its client sends: a key has a few at a time, not any number.
     return this.uploads
-      .run(caller, async () => {
-        const stored = await this.checkpoints.upload(runId, iteration, format, (sink, partBytes) =>
-          receiveInParts(req, { limit: maxCheckpointBytes, idleMs, partBytes }, sink),
-        );
-        res.status(stored.created ? 201 : 200);
-        return stored.checkpoint;
-      })
+      .run(caller, () =>
+        this.allUploads.hold(1, async () => {
+          const stored = await this.checkpoints.upload(
+            runId,
+            iteration,
+            format,
+            (sink, partBytes) =>
+              receiveInParts(req, { limit: maxCheckpointBytes, idleMs, partBytes }, sink),
+          );
+          res.status(stored.created ? 201 : 200);
+          return stored.checkpoint;
+        }),
+      )
       .catch((e: unknown) => {
         // Refused before its body was read whole (too many in progress, too large, gone quiet): the
         // rest of the body is not read, so the connection cannot serve another.
@@ -129,7 +144,10 @@ export class CheckpointsController {
     // 'close' listened for now would never come: its place was held for good (helper's probe).
     whenClosed(res, release);
     try {
-      const { info, chunks } = await this.checkpoints.open(runId, iteration);
+      const { info, chunks, cancel } = await this.checkpoints.open(runId, iteration);
+      // However the answer ends, the store's response for it goes: a generator cut off before its
+      // first piece never runs its own cleanup.
+      whenClosed(res, cancel);
       res.setHeader('X-Creditlab-Checkpoint-Format', info.format);
       res.setHeader('X-Creditlab-Sha256', info.sha256);
       // A client that takes nothing for the download idle limit is cut off: it held its

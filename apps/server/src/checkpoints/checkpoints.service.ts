@@ -3,6 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { Database } from '../database/database';
 import { DomainError, ErrorCode } from '../errors/domain-error';
+import { describeS3Error as describeError } from './checkpoint-bucket';
 import { EventAppender } from '../rollouts/event-appender.service';
 import { runNotRunning } from '../rollouts/append-session';
 import { serverEvent } from '../rollouts/event-origin';
@@ -15,6 +16,7 @@ import {
 } from './upload-parts';
 import type { CheckpointBucket } from './checkpoint-bucket';
 import { CheckpointBucketToken } from './checkpoint-bucket.provider';
+import { BucketUploadRecords } from './bucket-upload-records';
 
 export interface CheckpointInfo {
   iteration: number;
@@ -36,6 +38,7 @@ export interface CheckpointInfo {
 @Injectable()
 export class CheckpointsService {
   private readonly parts: CheckpointParts;
+  private readonly bucketUploads: BucketUploadRecords;
   private readonly logger = new Logger('checkpoints');
 
   constructor(
@@ -46,14 +49,15 @@ export class CheckpointsService {
   ) {
     // Parts are writes, as ingest's are: they take the ingest pool's connections, not the readers'.
     this.parts = new CheckpointParts(db.ingestPool);
+    this.bucketUploads = new BucketUploadRecords(db.ingestPool);
   }
 
   /**
    * Stores checkpoint `iteration` from the bytes `receive` hands to the sink it is given, in parts
    * of the size it is given, as they arrive: into the bucket when one is set, else the database.
    * Its row and its `checkpoint.saved` event go in one transaction: both or neither (a finished run
-   * refuses both), and the bytes of an upload that ends without them are deleted. The same bytes again are acknowledged; other bytes for the same (run, iteration) are
-   * refused.
+   * refuses both), and the bytes of an upload that ends without them are deleted. The same bytes
+   * again are acknowledged; other bytes for the same (run, iteration) are refused.
    */
   async upload(
     runId: string,
@@ -75,7 +79,7 @@ export class CheckpointsService {
     await this.assertRunning(runId);
     const uploadId = randomUUID();
     const target = this.bucket
-      ? this.bucket.startUpload(runId, iteration, uploadId)
+      ? this.bucket.startUpload(runId, iteration, uploadId, this.bucketUploads.of(runId, uploadId))
       : this.parts.startUpload(runId, uploadId);
     try {
       const { sha256, bytes } = await receive(target.write, target.partBytes);
@@ -108,7 +112,7 @@ export class CheckpointsService {
     uploadId: string,
     checkpoint: CheckpointInfo,
   ): Promise<{ created: boolean; checkpoint: CheckpointInfo }> {
-    let first: CheckpointInfo | undefined;
+    let first: StoredCheckpoint | undefined;
     try {
       await this.record(runId, checkpoint, async (client) => {
         const inserted = await client.query<{ created_at: Date }>(
@@ -124,18 +128,25 @@ export class CheckpointsService {
             checkpoint.objectUrl,
           ],
         );
-        if (inserted.rows[0]) checkpoint.createdAt = inserted.rows[0].created_at;
-        else first = await this.info(runId, checkpoint.iteration, client);
+        if (inserted.rows[0]) {
+          checkpoint.createdAt = inserted.rows[0].created_at;
+          // Its bytes are a checkpoint's from this commit on: no longer the sweep's.
+          if (checkpoint.objectUrl !== null)
+            await this.bucketUploads.forget(runId, uploadId, client);
+        } else first = await this.stored(runId, checkpoint.iteration, client);
       });
     } catch (e) {
       // Its event already has the id this one's would have, and a body that differs (other
       // bytes, or the same bytes under another format) is refused before the row is reached.
-      first = await this.info(runId, checkpoint.iteration).catch(() => undefined);
+      // Or the commit went through and only its answer was lost: the row found is this upload's.
+      first = await this.stored(runId, checkpoint.iteration).catch(() => undefined);
       if (!first) throw e;
     }
     if (!first) return { created: true, checkpoint };
-    if (first.sha256 !== checkpoint.sha256) throw differentCheckpoint(runId, first);
-    return { created: false, checkpoint: first };
+    const { uploadId: firstUpload, ...info } = first;
+    if (firstUpload === uploadId) return { created: true, checkpoint: info };
+    if (info.sha256 !== checkpoint.sha256) throw differentCheckpoint(runId, info);
+    return { created: false, checkpoint: info };
   }
 
   private async assertRunning(runId: string): Promise<void> {
@@ -177,21 +188,28 @@ export class CheckpointsService {
       .discard()
       .catch((e: unknown) =>
         this.logger.warn(
-          `could not delete the bytes of abandoned upload ${uploadId} (run ${runId}): ${String(e).replace(/\.$/, '')}; ${target.leftTo}`,
+          `could not delete the bytes of abandoned upload ${uploadId} (run ${runId}), left to the hourly sweep: ${describeError(e)}`,
         ),
       );
   }
 
   /**
    * Deletes what uploads that ended without their checkpoint left behind and could not delete
-   * themselves, once older than `olderThanSeconds`: parts in the database (CheckpointParts), and
-   * objects in the bucket if one is set (CheckpointBucket.sweepOrphans). Returns how many of each.
+   * themselves, once older than `olderThanSeconds`: parts in the database (CheckpointParts), and,
+   * if a bucket is set, the objects and unfinished multipart uploads its records name
+   * (BucketUploadRecords). Returns how many uploads of each.
    */
   async sweepAbandoned(olderThanSeconds: number): Promise<{ parts: number; objects: number }> {
     const parts = await this.parts.sweepAbandoned(olderThanSeconds);
-    const objects = this.bucket
-      ? await this.bucket.sweepOrphans(this.db.pool, olderThanSeconds)
-      : 0;
+    let objects = 0;
+    if (this.bucket)
+      for (const upload of await this.bucketUploads.abandoned(olderThanSeconds)) {
+        if (!upload.named) {
+          await this.bucket.remove(upload.objectUrl, upload.multipartId);
+          objects++;
+        }
+        await this.bucketUploads.forget(upload.runId, upload.uploadId);
+      }
     return { parts, objects };
   }
 
@@ -200,13 +218,27 @@ export class CheckpointsService {
     return res.rows.map((r) => toInfo(runId, r));
   }
 
-  async info(
+  async info(runId: string, iteration: number): Promise<CheckpointInfo | undefined> {
+    const res = await this.db.pool.query<Row>(`${SELECT_INFO} AND iteration = $2`, [
+      runId,
+      iteration,
+    ]);
+    return res.rows[0] && toInfo(runId, res.rows[0]);
+  }
+
+  /** A checkpoint's facts and the upload whose bytes it is. */
+  private async stored(
     runId: string,
     iteration: number,
     db: Pick<pg.Pool, 'query'> = this.db.pool,
-  ): Promise<CheckpointInfo | undefined> {
-    const res = await db.query<Row>(`${SELECT_INFO} AND iteration = $2`, [runId, iteration]);
-    return res.rows[0] && toInfo(runId, res.rows[0]);
+  ): Promise<StoredCheckpoint | undefined> {
+    const res = await db.query<Row & { upload_id: string }>(
+      `SELECT iteration, format, sha256, size_bytes, created_at, object_url, upload_id FROM checkpoints
+       WHERE run_id = $1 AND iteration = $2`,
+      [runId, iteration],
+    );
+    const row = res.rows[0];
+    return row && { ...toInfo(runId, row), uploadId: row.upload_id };
   }
 
   /**
@@ -217,13 +249,8 @@ export class CheckpointsService {
   async open(
     runId: string,
     iteration: number,
-  ): Promise<{ info: CheckpointInfo; chunks: AsyncGenerator<Buffer> }> {
-    const res = await this.db.pool.query<Row & { upload_id: string }>(
-      `SELECT iteration, format, sha256, size_bytes, created_at, object_url, upload_id FROM checkpoints
-       WHERE run_id = $1 AND iteration = $2`,
-      [runId, iteration],
-    );
-    const row = res.rows[0];
+  ): Promise<{ info: CheckpointInfo; chunks: AsyncGenerator<Buffer>; cancel: () => void }> {
+    const row = await this.stored(runId, iteration);
     if (!row) {
       const have = (await this.list(runId)).map((c) => c.iteration);
       throw new DomainError(
@@ -232,7 +259,7 @@ export class CheckpointsService {
         { iteration, checkpoints: have },
       );
     }
-    const info = toInfo(runId, row);
+    const { uploadId, ...info } = row;
     if (info.objectUrl !== null) {
       if (!this.bucket)
         throw new DomainError(
@@ -240,12 +267,12 @@ export class CheckpointsService {
           `checkpoint ${iteration} of run ${runId} is in a bucket (${info.objectUrl}), and this server has none set (CREDITLAB_CHECKPOINT_BUCKET)`,
         );
       const what = `checkpoint ${iteration} of run ${runId}`;
-      return { info, chunks: await this.bucket.read(info.objectUrl, info.bytes, what) };
+      return { info, ...(await this.bucket.read(info.objectUrl, info.bytes, what)) };
     }
     // The first part is read before the answer starts: a database that fails now is a 503 with a
     // JSON body, not a status line already sent and a connection cut.
-    const first = await this.part(runId, row.upload_id, 0, iteration);
-    return { info, chunks: this.chunks(runId, row.upload_id, info, first) };
+    const first = await this.part(runId, uploadId, 0, iteration);
+    return { info, chunks: this.chunks(runId, uploadId, info, first), cancel: () => undefined };
   }
 
   private async *chunks(
@@ -290,6 +317,8 @@ function differentCheckpoint(
     { iteration: existing.iteration, sha256: existing.sha256 },
   );
 }
+
+type StoredCheckpoint = CheckpointInfo & { uploadId: string };
 
 interface Row {
   iteration: number;

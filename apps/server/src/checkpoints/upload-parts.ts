@@ -24,8 +24,6 @@ export interface CheckpointUpload {
   complete(): Promise<string | null>;
   /** The upload will not be a checkpoint: its bytes are deleted. */
   discard(): Promise<void>;
-  /** What deletes them if `discard` fails. */
-  readonly leftTo: string;
 }
 
 export interface ReceivedUpload {

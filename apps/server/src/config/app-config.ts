@@ -51,6 +51,9 @@ const schema = z.object({
     .optional(),
   /** Name the bucket in the path (MinIO, most stores other than AWS); default: when an endpoint is set. */
   CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE: z.enum(['true', 'false']).optional(),
+  /** The longest one request to the bucket (a part of up to 8 MiB) may wait for its answer. */
+  CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS: z.coerce.number().positive().default(120),
+  CREDITLAB_CHECKPOINT_UPLOADS: z.coerce.number().int().min(1).default(32),
   CREDITLAB_INGEST_THREAD_MIN_BYTES: z
     .union([z.literal('off'), z.coerce.number().int().min(0)])
     .default(64 * 1024),
@@ -96,7 +99,7 @@ export interface AppConfig {
   /** A hot standby that GraphQL queries read from, and its pool's size. */
   readReplica?: { url: string; connections: number };
   /** The S3-compatible bucket new checkpoints go to; undefined: the database. */
-  checkpointBucket?: { url: string; pathStyle: boolean };
+  checkpointBucket?: { url: string; pathStyle: boolean; timeoutMs: number };
   embeddedPostgres: { dataDir?: string; port: number; database: string };
   /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
   connections: {
@@ -129,6 +132,8 @@ export interface AppConfig {
     ingestConcurrencyPerKey: number;
     /** Checkpoint uploads, and downloads, one key may have in progress at once (each holds a connection). */
     checkpointConcurrencyPerKey: number;
+    /** Checkpoint uploads in progress in this process, all keys together (each holds its parts' buffers). */
+    checkpointUploads: number;
     /** Largest checkpoint upload (at most 1 GiB in the database, 64 GiB in a bucket). */
     maxCheckpointBytes: number;
     /** Exports in progress at once in this process (each holds a PostgreSQL connection of its own). */
@@ -232,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         : {
             url: e.CREDITLAB_CHECKPOINT_BUCKET,
             pathStyle: (e.CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE ?? String(endpointSet)) === 'true',
+            timeoutMs: e.CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS * 1000,
           },
     readReplica:
       e.CREDITLAB_READ_REPLICA_URL === undefined
@@ -259,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       downloadIdleMs: e.CREDITLAB_DOWNLOAD_IDLE_SECONDS * 1000,
       ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
       checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
+      checkpointUploads: e.CREDITLAB_CHECKPOINT_UPLOADS,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
       exportConcurrency: e.CREDITLAB_EXPORT_CONCURRENCY,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,
