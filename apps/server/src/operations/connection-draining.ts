@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 /** A WebSocket close frame, server to client: code 1001, "going away". */
@@ -15,13 +16,21 @@ const SOCKET_CLOSE_GRACE_MS = 1000;
  * browser tab on a run's page) would keep it open for as long as the tab. Once draining, every
  * answer not yet begun says `Connection: close`, a connection is closed as soon as it falls idle,
  * and each WebSocket is told the server is going away (clients reconnect to the next server).
+ * A connection that has not sent a byte yet is closed at once: Node counts it as neither idle nor
+ * busy, so it held the shutdown until the header timeout (66 s) — clients' pools open such
+ * connections ahead of use, and a request aborted before it was written leaves one.
  */
 export class ConnectionDraining {
   private draining = false;
   private readonly inFlight = new Set<Response>();
   private readonly upgraded = new Set<Duplex>();
+  private readonly connections = new Set<Socket>();
 
   constructor(private readonly server: Server) {
+    server.on('connection', (socket: Socket) => {
+      this.connections.add(socket);
+      socket.once('close', () => this.connections.delete(socket));
+    });
     server.on('upgrade', (_req, socket: Duplex) => {
       // Only watching: with no WebSocket server to take it, Node would have closed the socket.
       if (server.listenerCount('upgrade') === 1) return void socket.destroy();
@@ -53,6 +62,7 @@ export class ConnectionDraining {
     return new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
+      for (const socket of this.connections) if (socket.bytesRead === 0) socket.destroy();
     });
   }
 }
