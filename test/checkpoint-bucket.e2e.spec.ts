@@ -89,6 +89,7 @@ test('checkpoints of one part and of several are one object each in the bucket, 
     expect(down.headers.get('x-creditlab-sha256')).toBe(sha256(bytes));
     expect(Buffer.from(await down.arrayBuffer()).equals(bytes)).toBe(true);
   }
+  expect(server.output()).toContain(`checkpoints go to s3://creditlab-test/${PREFIX}`);
   // No byte went to the database: its rows say where the objects are.
   expect(await partsOf(runId)).toBe(0);
   const rows = await rowsOf(runId);
@@ -272,6 +273,15 @@ test('uploads this database recorded and never finished are removed from the buc
        VALUES ($1, $2, $3, now() - make_interval(hours => $4))`,
       [runId, uploadId, `s3://creditlab-test/${key}`, hoursAgo],
     );
+  // One the store will not remove (s3rver cannot abort a multipart upload), older still: the
+  // sweep logs it, keeps its record for next time, and goes on to the others.
+  const stuck = `${checkpointPrefix(runId, 39)}${upload(6)}`;
+  await record(upload(6), stuck, 3);
+  await sqlQuery(
+    server.databaseUrl,
+    `UPDATE checkpoint_bucket_uploads SET multipart_upload_id = 'no-such-upload' WHERE upload_id = $1`,
+    [upload(6)],
+  );
   // A server killed between making the object and writing its row, two hours ago.
   const abandoned = `${checkpointPrefix(runId, 40)}${upload(7)}`;
   await store.put(abandoned, randomBytes(10));
@@ -302,6 +312,7 @@ test('uploads this database recorded and never finished are removed from the buc
     for (let i = 0; i < 100 && !second.output().includes('objects of checkpoint uploads'); i++)
       await new Promise((resolve) => setTimeout(resolve, 100));
     expect(second.output()).toContain('deleted 1 objects of checkpoint uploads');
+    expect(second.output()).toContain(`could not remove abandoned upload ${upload(6)}`);
   } finally {
     await second.stop();
   }
@@ -312,9 +323,9 @@ test('uploads this database recorded and never finished are removed from the buc
   const left = await sqlQuery<{ upload_id: string }>(
     server.databaseUrl,
     'SELECT upload_id FROM checkpoint_bucket_uploads WHERE run_id = $1 AND upload_id = ANY($2::uuid[])',
-    [runId, [upload(7), upload(8), stored!.upload_id]],
+    [runId, [upload(6), upload(7), upload(8), stored!.upload_id]],
   );
-  expect(left.map((r) => r.upload_id)).toEqual([upload(8)]);
+  expect(left.map((r) => r.upload_id).sort()).toEqual([upload(6), upload(8)]);
 });
 
 test('a bucket the server cannot use stops its start, naming the setting and what the store said', async () => {
@@ -373,13 +384,21 @@ test("an object whose length is not its row's is not served as the checkpoint", 
   for (let i = 0; i < 50 && !server.output().includes(said); i++)
     await new Promise((resolve) => setTimeout(resolve, 100));
   expect(server.output()).toContain(said);
+  // Bytes changed but not their length: served, and the client's digest check refuses them.
+  const changed = Buffer.from(bytes);
+  changed[0] = (changed[0] as number) ^ 1;
+  await store.put(key as string, changed);
+  await expect(client.downloadCheckpoint(runId, 50)).rejects.toThrow(
+    /downloaded bytes' SHA-256 is [0-9a-f]{64}, the server recorded/,
+  );
 });
 
-test('checkpoint uploads in progress are capped per process, all keys together: one more is 503 and told when to retry', async () => {
+test('checkpoint uploads and downloads in progress are capped per process, all keys together: one more is 503 and told when to retry', async () => {
   const capped = await spawnServer({
     DATABASE_URL: server.databaseUrl,
     ...store.serverEnv(PREFIX),
     CREDITLAB_CHECKPOINT_UPLOADS: '1',
+    CREDITLAB_CHECKPOINT_DOWNLOADS: '1',
   });
   try {
     const first = request(new URL(`${capped.url}/v1/runs/${runId}/checkpoints/60`), {
@@ -407,6 +426,33 @@ test('checkpoint uploads in progress are capped per process, all keys together: 
       third = (await put(capped.url, runId, 61, randomBytes(1000))).status;
     }
     expect(third).toBe(201);
+
+    // Downloads likewise: one left unread holds the only place.
+    const reading = request(new URL(`${capped.url}/v1/runs/${runId}/checkpoints/2`), {
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+    });
+    const held = new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      reading.on('response', resolve);
+      reading.on('error', reject);
+    });
+    reading.end();
+    const slow = await held;
+    slow.pause(); // 20 MiB: far more than the sockets' buffers, so the download stays in progress
+    const refused = await api(`${capped.url}/v1/runs/${runId}/checkpoints/1`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(((await refused.json()) as { message: string }).message).toContain(
+      'CREDITLAB_CHECKPOINT_DOWNLOADS=1',
+    );
+    reading.destroy();
+    let served = 0;
+    for (let i = 0; i < 50 && served !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const res = await api(`${capped.url}/v1/runs/${runId}/checkpoints/1`);
+      served = res.status;
+      await res.arrayBuffer();
+    }
+    expect(served).toBe(200);
   } finally {
     await capped.stop();
   }

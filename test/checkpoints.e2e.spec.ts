@@ -22,8 +22,13 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const put = (iteration: number, body: Uint8Array, headers: Record<string, string> = {}) =>
-  api(`${server.url}/v1/runs/${runId}/checkpoints/${iteration}`, {
+const put = (
+  iteration: number,
+  body: Uint8Array,
+  headers: Record<string, string> = {},
+  run: string = runId,
+) =>
+  api(`${server.url}/v1/runs/${run}/checkpoints/${iteration}`, {
     method: 'PUT',
     headers: { 'content-type': 'application/octet-stream', ...headers },
     body,
@@ -358,4 +363,19 @@ describe('large checkpoints', () => {
       await second.stop();
     }
   });
+});
+
+test('a run id typed in capitals is the same run: the same checkpoint, one checkpoint.saved, a lower-case path', async () => {
+  const { id } = await client.createRun({ name: 'ckpt caps', env: 'e', method: 'grpo' });
+  const bytes = randomBytes(500);
+  const upper = await put(7, bytes, {}, id.toUpperCase());
+  expect(upper.status).toBe(201);
+  expect(((await upper.json()) as { path: string }).path).toBe(`/v1/runs/${id}/checkpoints/7`);
+  expect((await put(7, bytes, {}, id)).status).toBe(200);
+  const events = await sqlQuery<{ n: number }>(
+    server.databaseUrl,
+    `SELECT count(*)::int AS n FROM events WHERE run_id = $1 AND type = 'checkpoint.saved' AND iteration = 7`,
+    [id],
+  );
+  expect(events).toEqual([{ n: 1 }]);
 });

@@ -134,9 +134,11 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       url,
       db,
       // The replica is named where the database is, so that a start-up line shows it was taken.
-      database: config.readReplica
-        ? `${where}; queries read ${replicaWhere(config.readReplica.url)}`
-        : where,
+      database:
+        (config.readReplica
+          ? `${where}; queries read ${replicaWhere(config.readReplica.url)}`
+          : where) +
+        (config.checkpointBucket ? `; checkpoints go to ${config.checkpointBucket.url}` : ''),
       schemaSdl: () => printSchema(lexicographicSortSchema(app.get(GraphQLSchemaHost).schema)),
       close: () =>
         (closed ??= (async () => {

@@ -63,7 +63,7 @@ test("a store's error is told by its code and message, or by its status when it 
     'HTTP 403, access denied: the credentials may not use it',
   );
   expect(describeS3Error(withStatus({ name: 'NotFound', message: 'NotFound' }, 404))).toBe(
-    'NotFound (HTTP 404)',
+    'HTTP 404, no such bucket',
   );
   expect(
     describeS3Error(
@@ -93,6 +93,14 @@ test("a caller is told the store's code and status only; its message (accounts, 
     ),
   ).toBe('ECONNREFUSED');
   expect(shortS3Error({ name: 'Unknown', $metadata: { httpStatusCode: 404 } })).toBe('HTTP 404');
+  // HeadBucket's 404 has no body: the SDK names it by its status, its message "UnknownError".
+  const noBucket = {
+    name: 'NotFound',
+    message: 'UnknownError',
+    $metadata: { httpStatusCode: 404 },
+  };
+  expect(describeS3Error(noBucket)).toBe('HTTP 404, no such bucket');
+  expect(shortS3Error(noBucket)).toBe('HTTP 404');
 });
 
 test("parts are within S3's rules: at least 5 MiB, and the largest checkpoint in at most 10,000 of them", () => {

@@ -290,11 +290,16 @@ export class CreditlabClient {
         idempotent: true,
       },
     );
-    return {
-      data: new Uint8Array(await res.arrayBuffer()),
-      format: res.headers.get('x-creditlab-checkpoint-format') ?? '',
-      sha256: res.headers.get('x-creditlab-sha256') ?? '',
-    };
+    const data = new Uint8Array(await res.arrayBuffer());
+    const sha256 = res.headers.get('x-creditlab-sha256') ?? '';
+    // A download the server had to cut short (its store failing mid-way) would fail the read above;
+    // the digest also catches bytes changed where they are stored.
+    const got = Buffer.from(await crypto.subtle.digest('SHA-256', data)).toString('hex');
+    if (sha256 && got !== sha256)
+      throw new Error(
+        `checkpoint ${iteration} of run ${runId}: the downloaded bytes' SHA-256 is ${got}, the server recorded ${sha256}`,
+      );
+    return { data, format: res.headers.get('x-creditlab-checkpoint-format') ?? '', sha256 };
   }
 
   /**

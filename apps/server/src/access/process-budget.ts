@@ -18,15 +18,29 @@ export class ProcessBudget {
   ) {}
 
   async hold<T>(amount: number, work: () => Promise<T>): Promise<T> {
+    const release = this.enter(amount);
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Takes `amount` for work that ends later than a call returns (a download, until its answer
+   * closes); returns what gives it back, which does so once however often it is called.
+   */
+  enter(amount = 1): () => void {
     if (this.held + amount > this.budget)
       throw new DomainError(ErrorCode.ServerBusy, this.refusal(this.held, amount, this.budget), {
         retryAfterSeconds: this.retryAfterSeconds,
       });
     this.held += amount;
-    try {
-      return await work();
-    } finally {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       this.held -= amount;
-    }
+    };
   }
 }

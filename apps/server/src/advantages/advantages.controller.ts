@@ -30,6 +30,7 @@ import {
 } from './advantage-sets.service';
 import { insertIterations } from './advantage-store';
 import { advantagesDocument } from './advantages-document';
+import { RunIdPipe } from '../http/run-id.pipe';
 
 const consumeSchema = knownKeysObject(
   {
@@ -81,7 +82,7 @@ export class AdvantagesController {
   @Requires('read')
   async read(
     @Caller() caller: Principal,
-    @Param('id') runId: string,
+    @Param('id', RunIdPipe) runId: string,
     @Param('iteration', ParseIterationPipe) iteration: number,
     @Query() query: unknown,
     @Req() req: Request,
@@ -104,7 +105,7 @@ export class AdvantagesController {
   @Requires('write') // it records an advantages.used event in the run's stream
   async consume(
     @Caller() caller: Principal,
-    @Param('id') runId: string,
+    @Param('id', RunIdPipe) runId: string,
     @Param('iteration', ParseIterationPipe) iteration: number,
     @JsonBody() body: unknown,
     @Req() req: Request,

@@ -17,11 +17,15 @@ export const checkpointBucketProvider: Provider = {
     const setting = config.checkpointBucket;
     if (!setting) return undefined;
     const logger = new Logger('checkpoints');
+    const { checkpointUploads, checkpointDownloads } = config.limits;
     const bucket = await CheckpointBucket.open(setting.url, {
       pathStyle: setting.pathStyle,
       timeoutMs: setting.timeoutMs,
+      maxConnections: checkpointUploads + checkpointDownloads + 16,
       log: (message) => logger.warn(message),
     });
+    const endpoint = process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL ?? 'AWS S3';
+    logger.log(`checking the checkpoint bucket ${setting.url} at ${endpoint}`);
     try {
       await bucket.check();
     } catch (e) {

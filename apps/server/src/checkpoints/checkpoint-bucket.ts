@@ -56,7 +56,12 @@ function errorFields(error: unknown) {
   };
   const status = e?.$metadata?.httpStatusCode;
   const code = e?.Code ?? e?.code ?? e?.name ?? 'error';
-  return { code, status, message: e?.message, bare: status !== undefined && /^Unknown/.test(code) };
+  // The SDK names such an error by its status ("NotFound", "Forbidden") or "Unknown", and its
+  // message is "UnknownError" or the name again.
+  const bare =
+    status !== undefined &&
+    (/^Unknown/.test(code) || e?.message === 'UnknownError' || e?.message === code);
+  return { code, status, message: e?.message, bare };
 }
 
 /** The store's error code and message, or the connection's error: for the operator, in the log. */
@@ -115,6 +120,8 @@ export class CheckpointBucket {
     options: {
       pathStyle: boolean;
       timeoutMs: number;
+      /** Connections to the store at most: more than the uploads and downloads a process allows. */
+      maxConnections: number;
       log: (message: string) => void;
       env?: NodeJS.ProcessEnv;
     },
@@ -133,7 +140,13 @@ export class CheckpointBucket {
       responseChecksumValidation: 'WHEN_REQUIRED',
       // Each request also has `timeoutMs` for its answer (send); the handler's own request timeout
       // only logs unless told to throw, and would cut a download that a slow client reads for long.
-      requestHandler: { connectionTimeout: 5_000 },
+      // The SDK's default of 50 connections would let 50 slow downloads hold them all, and every
+      // other request then wait for one; the process caps its uploads and downloads below this.
+      requestHandler: {
+        connectionTimeout: 5_000,
+        httpAgent: { keepAlive: true, maxSockets: options.maxConnections },
+        httpsAgent: { keepAlive: true, maxSockets: options.maxConnections },
+      },
     });
     return new CheckpointBucket(sdk, s3, parseBucketUrl(url), options.timeoutMs, options.log);
   }
@@ -146,7 +159,7 @@ export class CheckpointBucket {
    * Sends `command`, failing it if its answer (its status and headers: a download's body may then
    * take as long as its client reads) has not come within the timeout.
    */
-  async send<T = unknown>(command: object): Promise<T> {
+  async send<T = unknown>(command: object, timeoutMs = this.timeoutMs): Promise<T> {
     // Typed by the caller: the client's own signature ties each command to its output through
     // types of the SDK's internals.
     const send = this.s3.send.bind(this.s3) as (
@@ -155,8 +168,8 @@ export class CheckpointBucket {
     ) => Promise<T>;
     const controller = new AbortController();
     const timer = setTimeout(
-      () => controller.abort(new StoreTimeout(`no answer within ${this.timeoutMs / 1000} s`)),
-      this.timeoutMs,
+      () => controller.abort(new StoreTimeout(`no answer within ${timeoutMs / 1000} s`)),
+      timeoutMs,
     );
     try {
       return await send(command, { abortSignal: controller.signal });
@@ -173,12 +186,19 @@ export class CheckpointBucket {
     return new DomainError(
       ErrorCode.StorageUnavailable,
       `the checkpoint bucket ${where} cannot be used now (${shortS3Error(error)}); retry later`,
+      { retryAfterSeconds: 5 },
     );
   }
 
-  /** Whether the bucket is there and this server may use it: asked once at start. */
+  /**
+   * Whether the bucket is there and this server may use it: asked once at start, within 10 s (or
+   * the request timeout, if shorter), so that a store that never answers does not hold the start.
+   */
   async check(): Promise<void> {
-    await this.send(new this.sdk.HeadBucketCommand({ Bucket: this.at.bucket }));
+    await this.send(
+      new this.sdk.HeadBucketCommand({ Bucket: this.at.bucket }),
+      Math.min(this.timeoutMs, 10_000),
+    );
   }
 
   /**

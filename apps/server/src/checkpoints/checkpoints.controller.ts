@@ -25,6 +25,7 @@ import { ConcurrencyLimits } from '../access/concurrency-limits';
 import { ProcessBudget } from '../access/process-budget';
 import { receiveInParts } from './upload-parts';
 import { IdleWatch } from '../http/idle-watch';
+import { RunIdPipe } from '../http/run-id.pipe';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
 
@@ -52,6 +53,7 @@ async function* inPieces(parts: AsyncIterable<Buffer>, taken: () => void): Async
 export class CheckpointsController {
   private readonly uploads: ConcurrencyLimits;
   private readonly allUploads: ProcessBudget;
+  private readonly allDownloads: ProcessBudget;
   private readonly downloads: ConcurrencyLimits;
   private readonly logger = new Logger('checkpoints');
 
@@ -71,6 +73,14 @@ export class CheckpointsController {
         `this server already has ${held} checkpoint uploads in progress, its limit (CREDITLAB_CHECKPOINT_UPLOADS=${budget}); retry shortly`,
       5,
     );
+    // A download may hold a connection to the bucket for as long as its client reads: all keys
+    // together have a bounded number, fewer than the bucket client's connections (the provider).
+    this.allDownloads = new ProcessBudget(
+      config.limits.checkpointDownloads,
+      (held, _asked, budget) =>
+        `this server already has ${held} checkpoint downloads in progress, its limit (CREDITLAB_CHECKPOINT_DOWNLOADS=${budget}); retry shortly`,
+      5,
+    );
     // A download holds a chunk or two while its client reads, however slowly: a key has a few.
     this.downloads = new ConcurrencyLimits(
       'checkpoint downloads',
@@ -83,7 +93,7 @@ export class CheckpointsController {
   @Requires('write')
   async upload(
     @Caller() caller: Principal,
-    @Param('id') runId: string,
+    @Param('id', RunIdPipe) runId: string,
     @Param('iteration', ParseIterationPipe) iteration: number,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
@@ -125,7 +135,10 @@ export class CheckpointsController {
 
   @Get()
   @Requires('read')
-  async list(@Caller() caller: Principal, @Param('id') runId: string): Promise<CheckpointInfo[]> {
+  async list(
+    @Caller() caller: Principal,
+    @Param('id', RunIdPipe) runId: string,
+  ): Promise<CheckpointInfo[]> {
     await this.scope.assertRun(caller, runId);
     return this.checkpoints.list(runId);
   }
@@ -134,7 +147,7 @@ export class CheckpointsController {
   @Requires('read')
   async download(
     @Caller() caller: Principal,
-    @Param('id') runId: string,
+    @Param('id', RunIdPipe) runId: string,
     @Param('iteration', ParseIterationPipe) iteration: number,
     @Res({ passthrough: true }) res: Response,
   ): Promise<StreamableFile> {
@@ -143,6 +156,15 @@ export class CheckpointsController {
     // A client gone while its key or run was checked has closed the response already, and a
     // 'close' listened for now would never come: its place was held for good (helper's probe).
     whenClosed(res, release);
+    let releaseProcess = (): void => undefined;
+    try {
+      releaseProcess = this.allDownloads.enter();
+    } catch (e) {
+      release();
+      releaseProcess();
+      throw e;
+    }
+    whenClosed(res, releaseProcess);
     try {
       const { info, chunks, cancel } = await this.checkpoints.open(runId, iteration);
       // However the answer ends, the store's response for it goes: a generator cut off before its

@@ -204,11 +204,19 @@ export class CheckpointsService {
     let objects = 0;
     if (this.bucket)
       for (const upload of await this.bucketUploads.abandoned(olderThanSeconds)) {
-        if (!upload.named) {
-          await this.bucket.remove(upload.objectUrl, upload.multipartId);
-          objects++;
+        // One the store will not remove (a permission missing, say) is tried again next time;
+        // the others go on.
+        try {
+          if (!upload.named) {
+            await this.bucket.remove(upload.objectUrl, upload.multipartId);
+            objects++;
+          }
+          await this.bucketUploads.forget(upload.runId, upload.uploadId);
+        } catch (e) {
+          this.logger.warn(
+            `could not remove abandoned upload ${upload.uploadId} (run ${upload.runId}, ${upload.objectUrl}) from the bucket; tried again at the next sweep: ${describeError(e)}`,
+          );
         }
-        await this.bucketUploads.forget(upload.runId, upload.uploadId);
       }
     return { parts, objects };
   }

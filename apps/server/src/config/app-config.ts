@@ -54,6 +54,7 @@ const schema = z.object({
   /** The longest one request to the bucket (a part of up to 8 MiB) may wait for its answer. */
   CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS: z.coerce.number().positive().default(120),
   CREDITLAB_CHECKPOINT_UPLOADS: z.coerce.number().int().min(1).default(32),
+  CREDITLAB_CHECKPOINT_DOWNLOADS: z.coerce.number().int().min(1).default(64),
   CREDITLAB_INGEST_THREAD_MIN_BYTES: z
     .union([z.literal('off'), z.coerce.number().int().min(0)])
     .default(64 * 1024),
@@ -134,6 +135,8 @@ export interface AppConfig {
     checkpointConcurrencyPerKey: number;
     /** Checkpoint uploads in progress in this process, all keys together (each holds its parts' buffers). */
     checkpointUploads: number;
+    /** Checkpoint downloads in progress in this process, all keys together (each may hold a connection to the bucket). */
+    checkpointDownloads: number;
     /** Largest checkpoint upload (at most 1 GiB in the database, 64 GiB in a bucket). */
     maxCheckpointBytes: number;
     /** Exports in progress at once in this process (each holds a PostgreSQL connection of its own). */
@@ -266,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ingestConcurrencyPerKey: e.CREDITLAB_INGEST_CONCURRENCY_PER_KEY,
       checkpointConcurrencyPerKey: e.CREDITLAB_CHECKPOINT_CONCURRENCY_PER_KEY,
       checkpointUploads: e.CREDITLAB_CHECKPOINT_UPLOADS,
+      checkpointDownloads: e.CREDITLAB_CHECKPOINT_DOWNLOADS,
       maxCheckpointBytes: e.CREDITLAB_MAX_CHECKPOINT_BYTES,
       exportConcurrency: e.CREDITLAB_EXPORT_CONCURRENCY,
       graphqlMaxDepth: e.CREDITLAB_GRAPHQL_MAX_DEPTH,

@@ -10,6 +10,7 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import { knownKeysObject } from '../http/known-keys-object';
 import { csvWriter, parquetWriter } from './export-writers';
 import { RunExportService } from './run-export.service';
+import { RunIdPipe } from '../http/run-id.pipe';
 
 const list = (what: string) =>
   z
@@ -93,7 +94,7 @@ export class ExportController {
   @Requires('read')
   async export(
     @Caller() caller: Principal,
-    @Param('id') runId: string,
+    @Param('id', RunIdPipe) runId: string,
     @Query() query: unknown,
     @Res() res: Response,
   ): Promise<void> {

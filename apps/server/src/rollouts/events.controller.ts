@@ -10,6 +10,7 @@ import { DomainError, ErrorCode } from '../errors/domain-error';
 import type { AppendResult } from './append-session';
 import { EventAppender } from './event-appender.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
+import { RunIdPipe } from '../http/run-id.pipe';
 
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
 
@@ -31,7 +32,7 @@ export class EventsController {
   @Requires('write')
   async append(
     @Caller() caller: Principal,
-    @Param('id') runId: string,
+    @Param('id', RunIdPipe) runId: string,
     @Req() req: Request,
   ): Promise<AppendResult> {
     await this.scope.assertRun(caller, runId);
