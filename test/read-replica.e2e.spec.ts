@@ -101,11 +101,14 @@ describe('GraphQL queries on a read replica', () => {
     expect(res.errors).toBeUndefined();
     return res.data!;
   };
-  /** Polls the query until `done` holds (the standby replays what the primary wrote). */
+  /**
+   * Polls the query until `done` holds (the standby replays what the primary wrote). Until the
+   * standby has replayed the run's creation, `run` is null: not done yet.
+   */
   const until = async (id: string, done: (r: RunView) => boolean): Promise<RunView> => {
     for (;;) {
       const seen = await view(id);
-      if (done(seen)) return seen;
+      if ((seen.run as RunView['run'] | null) !== null && done(seen)) return seen;
       await new Promise((r) => setTimeout(r, 100));
     }
   };
