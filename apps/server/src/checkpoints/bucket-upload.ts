@@ -53,8 +53,8 @@ export class BucketUpload implements CheckpointUpload {
   /**
    * Part `ord` of the body; `bytes` is the caller's again once this resolves. A part is sent while
    * the next is read: this waits for the part before it to be stored, then copies `bytes` into
-   * that part's buffer and starts sending. An upload so holds two 8 MiB buffers besides its
-   * reader's (three while its first part waits for its second).
+   * that part's buffer and starts sending. An upload so holds two 8 MiB buffers, its reader's and
+   * the part being sent (three while its first part waits for its second).
    */
   readonly write = async (ord: number, bytes: Buffer): Promise<void> => {
     if (ord === 0) {
