@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { CreditlabClient } from '@creditlab/client';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
-import { fmt, machineLine, writeSection } from './support/bench-report';
+import { benchCommand, fmt, machineLine, writeSection } from './support/bench-report';
 import { createRun } from './support/bench-run';
 import { startBenchServer } from './support/bench-server';
 import { writeRequests, type IngestScenario } from './support/ingest-requests';
@@ -457,19 +457,17 @@ with the median HTTP ÷ logical ratio (of an even number of passes, the lower of
 const SAME_WORKLOAD = (database: string) =>
   `The workload, the two ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;
 
-/** The command as run: the sizes and database that were asked for. */
+/** The command as run: the sizes and database that were asked for (the database's URL elided). */
 function commandLine(): string {
-  const env = [
+  const command = benchCommand('bench:ingest', [
     'BENCH_INGEST_SIZES',
     'BENCH_INGEST_EMBEDDING_STEPS',
     'BENCH_INGEST_FORMS',
     'BENCH_INGEST_REQUESTS',
     'BENCH_INGEST_PASSES',
-  ]
-    .filter((name) => process.env[name] !== undefined)
-    .map((name) => `${name}=${process.env[name]} `);
-  if (process.env.BENCH_DATABASE_URL !== undefined) env.push('BENCH_DATABASE_URL=… ');
-  return `${env.join('')}npm run bench:ingest`;
+  ]);
+  if (process.env.BENCH_DATABASE_URL === undefined) return command;
+  return command.replace('npm run', 'BENCH_DATABASE_URL=… npm run');
 }
 
 const STATEMENTS_SHOWN = 12;

@@ -24,8 +24,7 @@ export const checkpointBucketProvider: Provider = {
       maxConnections: checkpointUploads + checkpointDownloads + 16,
       log: (message) => logger.warn(message),
     });
-    const endpoint = process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL ?? 'AWS S3';
-    logger.log(`checking the checkpoint bucket ${setting.url} at ${endpoint}`);
+    logger.log(`checking the checkpoint bucket ${setting.url} at ${setting.endpoint ?? 'AWS S3'}`);
     try {
       await bucket.check();
     } catch (e) {

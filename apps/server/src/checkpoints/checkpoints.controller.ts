@@ -161,7 +161,6 @@ export class CheckpointsController {
       releaseProcess = this.allDownloads.enter();
     } catch (e) {
       release();
-      releaseProcess();
       throw e;
     }
     whenClosed(res, releaseProcess);

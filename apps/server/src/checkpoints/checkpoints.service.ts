@@ -227,11 +227,10 @@ export class CheckpointsService {
   }
 
   async info(runId: string, iteration: number): Promise<CheckpointInfo | undefined> {
-    const res = await this.db.pool.query<Row>(`${SELECT_INFO} AND iteration = $2`, [
-      runId,
-      iteration,
-    ]);
-    return res.rows[0] && toInfo(runId, res.rows[0]);
+    const stored = await this.stored(runId, iteration);
+    if (!stored) return undefined;
+    const { uploadId: _, ...info } = stored;
+    return info;
   }
 
   /** A checkpoint's facts and the upload whose bytes it is. */
@@ -241,8 +240,7 @@ export class CheckpointsService {
     db: Pick<pg.Pool, 'query'> = this.db.pool,
   ): Promise<StoredCheckpoint | undefined> {
     const res = await db.query<Row & { upload_id: string }>(
-      `SELECT iteration, format, sha256, size_bytes, created_at, object_url, upload_id FROM checkpoints
-       WHERE run_id = $1 AND iteration = $2`,
+      `SELECT ${INFO_COLUMNS}, upload_id FROM checkpoints WHERE run_id = $1 AND iteration = $2`,
       [runId, iteration],
     );
     const row = res.rows[0];
@@ -310,8 +308,8 @@ export class CheckpointsService {
   }
 }
 
-const SELECT_INFO =
-  'SELECT iteration, format, sha256, size_bytes, created_at, object_url FROM checkpoints WHERE run_id = $1';
+const INFO_COLUMNS = 'iteration, format, sha256, size_bytes, created_at, object_url';
+const SELECT_INFO = `SELECT ${INFO_COLUMNS} FROM checkpoints WHERE run_id = $1`;
 
 const emptyCheckpoint = () => new DomainError(ErrorCode.InvalidInput, 'empty checkpoint');
 

@@ -100,7 +100,7 @@ export interface AppConfig {
   /** A hot standby that GraphQL queries read from, and its pool's size. */
   readReplica?: { url: string; connections: number };
   /** The S3-compatible bucket new checkpoints go to; undefined: the database. */
-  checkpointBucket?: { url: string; pathStyle: boolean; timeoutMs: number };
+  checkpointBucket?: { url: string; pathStyle: boolean; timeoutMs: number; endpoint?: string };
   embeddedPostgres: { dataDir?: string; port: number; database: string };
   /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
   connections: {
@@ -229,7 +229,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(
       `invalid configuration:\n  CREDITLAB_MAX_CHECKPOINT_BYTES: at most ${1024 * mib} (1 GiB) while checkpoints are stored in the database; set CREDITLAB_CHECKPOINT_BUCKET for larger ones (up to 64 GiB)`,
     );
-  const endpointSet = Boolean(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL);
+  // The AWS SDK's own settings for a store other than AWS, which the SDK reads itself.
+  const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   return {
     host: e.HOST,
     port: e.PORT,
@@ -239,7 +240,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         ? undefined
         : {
             url: e.CREDITLAB_CHECKPOINT_BUCKET,
-            pathStyle: (e.CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE ?? String(endpointSet)) === 'true',
+            pathStyle:
+              (e.CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE ?? String(endpoint !== undefined)) ===
+              'true',
+            endpoint,
             timeoutMs: e.CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS * 1000,
           },
     readReplica:
