@@ -261,7 +261,7 @@ describe("another project's key finds nothing, on every path", () => {
     }
   });
 
-  test('checkpoints: upload, list and download answer as for a run that does not exist', async () => {
+  test('checkpoints: upload, list, download and download URL answer as for a run that does not exist', async () => {
     const upload = (run: string) =>
       api(
         `${server.url}/v1/runs/${run}/checkpoints/1`,
@@ -278,6 +278,10 @@ describe("another project's key finds nothing, on every path", () => {
         await api(`${server.url}/v1/runs/${runA}/checkpoints/1`, {}, keys.bWrite),
         await api(`${server.url}/v1/runs/${NOWHERE}/checkpoints/1`, {}, keys.bWrite),
       ],
+      [
+        await api(`${server.url}/v1/runs/${runA}/checkpoints/1/url`, {}, keys.bWrite),
+        await api(`${server.url}/v1/runs/${NOWHERE}/checkpoints/1/url`, {}, keys.bWrite),
+      ],
     ] as const) {
       expect(theirs.status).toBe(404);
       expect(withoutId(await theirs.json(), runA)).toEqual(withoutId(await nobody.json(), NOWHERE));
@@ -289,6 +293,12 @@ describe("another project's key finds nothing, on every path", () => {
       keys.aRead,
     );
     expect(readUpload.status).toBe(403);
+    // ... and ask where to download from: let in, told the run has no such checkpoint
+    const readUrl = await api(`${server.url}/v1/runs/${runA}/checkpoints/1/url`, {}, keys.aRead);
+    expect(readUrl.status).toBe(404);
+    expect(((await readUrl.json()) as { message: string }).message).toContain(
+      `run ${runA} has no checkpoint 1`,
+    );
   });
 
   test('a run cannot be created in, or forked from, another project', async () => {

@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { CreditlabClient } from '@creditlab/client';
+import { startBrowser } from './support/browser';
 import { S3BucketServer } from './support/s3-bucket-server';
 import { sqlQuery } from './support/sql-query';
 import {
@@ -475,4 +477,212 @@ test('downloads whose clients leave at once give their store connections back: t
     signal: AbortSignal.timeout(20_000),
   });
   expect(Buffer.from(await down.arrayBuffer()).equals(bytes)).toBe(true);
+});
+
+type DownloadUrl = {
+  iteration: number;
+  sha256: string;
+  bytes: number;
+  objectUrl: string | null;
+  url: string | null;
+  expiresAt: string | null;
+};
+const downloadUrl = (url: string, run: string, k: number, key?: string) =>
+  api(`${url}/v1/runs/${run}/checkpoints/${k}/url`, {}, key);
+
+test("a checkpoint's presigned URL downloads it from the bucket with no key; one in the database has none", async () => {
+  const bytes = randomBytes(10 * MIB + 7);
+  expect((await put(server.url, runId, 80, bytes)).status).toBe(201);
+  const before = Date.now();
+  const res = await downloadUrl(server.url, runId, 80);
+  expect(res.status).toBe(200);
+  // A URL that is a key to the checkpoint is kept by no cache on the way.
+  expect(res.headers.get('cache-control')).toBe('no-store');
+  const link = (await res.json()) as DownloadUrl;
+  const [key] = await store.keys(checkpointPrefix(runId, 80));
+  expect(link).toMatchObject({
+    iteration: 80,
+    sha256: sha256(bytes),
+    bytes: bytes.length,
+    objectUrl: `s3://creditlab-test/${key}`,
+  });
+  // Signed for the endpoint the server reaches the store at, valid for the default 900 s.
+  expect(link.url!.startsWith(`${store.endpoint}/creditlab-test/${key}?`)).toBe(true);
+  expect(new URL(link.url!).searchParams.get('X-Amz-Expires')).toBe('900');
+  const expires = Date.parse(link.expiresAt!);
+  expect(expires).toBeGreaterThanOrEqual(before + 899_000);
+  expect(expires).toBeLessThanOrEqual(Date.now() + 901_000);
+  const direct = await fetch(link.url!); // no Authorization header: the URL is its own
+  expect(direct.status).toBe(200);
+  expect(Buffer.from(await direct.arrayBuffer()).equals(bytes)).toBe(true);
+  // Without its signature the object is not served.
+  const unsigned = new URL(link.url!);
+  unsigned.searchParams.set(
+    'X-Amz-Credential',
+    unsigned.searchParams.get('X-Amz-Credential')!.replace('S3RVER', 'OTHER'),
+  );
+  expect((await fetch(unsigned)).status).toBe(403);
+
+  // A checkpoint whose bytes are in the database has no such URL: the server's download serves it.
+  const plain = await spawnServer({ DATABASE_URL: server.databaseUrl });
+  try {
+    expect((await put(plain.url, runId, 81, randomBytes(2000))).status).toBe(201);
+    const inDatabase = (await (await downloadUrl(server.url, runId, 81)).json()) as DownloadUrl;
+    expect(inDatabase).toMatchObject({
+      iteration: 81,
+      bytes: 2000,
+      objectUrl: null,
+      url: null,
+      expiresAt: null,
+    });
+    // A server without the bucket cannot sign for the bucket's checkpoint, and says where it is.
+    const unsignable = await downloadUrl(plain.url, runId, 80);
+    expect(unsignable.status).toBe(503);
+    expect(((await unsignable.json()) as { message: string }).message).toContain(
+      'CREDITLAB_CHECKPOINT_BUCKET',
+    );
+  } finally {
+    await plain.stop();
+  }
+  // A file name for the store's answer is a plain one: nothing to quote, no path.
+  for (const bad of ['../etc/passwd', 'a"b.bin', '.hidden', 'x'.repeat(201)]) {
+    const refused = await api(
+      `${server.url}/v1/runs/${runId}/checkpoints/80/url?filename=${encodeURIComponent(bad)}`,
+    );
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { message: string }).message).toContain('filename');
+  }
+  const missing = await downloadUrl(server.url, runId, 999);
+  expect(missing.status).toBe(404);
+  expect(((await missing.json()) as { message: string }).message).toContain('no checkpoint 999');
+});
+
+test('presigned URLs name CREDITLAB_CHECKPOINT_URL_ENDPOINT when set and stop working once CREDITLAB_CHECKPOINT_URL_SECONDS have passed', async () => {
+  const bytes = randomBytes(5000);
+  expect((await put(server.url, runId, 82, bytes)).status).toBe(201);
+  // The same store under another name, as clients outside a private network would reach it.
+  const outside = `http://localhost:${store.port}`;
+  const signing = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    ...store.serverEnv(PREFIX),
+    CREDITLAB_CHECKPOINT_URL_ENDPOINT: outside,
+    CREDITLAB_CHECKPOINT_URL_SECONDS: '2',
+  });
+  try {
+    const link = (await (await downloadUrl(signing.url, runId, 82)).json()) as DownloadUrl;
+    expect(link.url!.startsWith(`${outside}/creditlab-test/${PREFIX}/runs/${runId}/`)).toBe(true);
+    expect(new URL(link.url!).searchParams.get('X-Amz-Expires')).toBe('2');
+    const soon = await fetch(link.url!);
+    expect(Buffer.from(await soon.arrayBuffer()).equals(bytes)).toBe(true);
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.max(0, Date.parse(link.expiresAt!) - Date.now()) + 1500),
+    );
+    const late = await fetch(link.url!);
+    expect(late.status).toBe(403);
+    expect(await late.text()).toContain('Request has expired');
+  } finally {
+    await signing.stop();
+  }
+});
+
+test('the TypeScript client downloads from the presigned URL with no key, and through the server when the bucket cannot be reached', async () => {
+  const bytes = randomBytes(3 * MIB);
+  expect((await put(server.url, runId, 83, bytes)).status).toBe(201);
+  const asked: { url: string; authorization: string | null }[] = [];
+  const watching = (base: string) =>
+    new CreditlabClient({
+      url: base,
+      apiKey: ADMIN_KEY,
+      fetch: (input, init) => {
+        asked.push({
+          url: String(input),
+          authorization: new Headers(init?.headers).get('authorization'),
+        });
+        return fetch(input, init);
+      },
+    });
+  const got = await watching(server.url).downloadCheckpoint(runId, 83);
+  expect(Buffer.from(got.data).equals(bytes)).toBe(true);
+  expect(got.sha256).toBe(sha256(bytes));
+  expect(asked.map((a) => [new URL(a.url).origin, a.authorization !== null])).toEqual([
+    [server.url, true], // the URL, asked with the key
+    [store.endpoint, false], // the bytes, from the store, without it
+  ]);
+
+  // Signed for an endpoint this machine cannot reach: the server's own download serves the bytes.
+  const unreachable = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    ...store.serverEnv(PREFIX),
+    CREDITLAB_CHECKPOINT_URL_ENDPOINT: 'http://127.0.0.1:1',
+  });
+  try {
+    asked.length = 0;
+    const fallback = await watching(unreachable.url).downloadCheckpoint(runId, 83);
+    expect(Buffer.from(fallback.data).equals(bytes)).toBe(true);
+    expect(asked).toHaveLength(3);
+    expect(new URL(asked[0]!.url).pathname).toBe(`/v1/runs/${runId}/checkpoints/83/url`);
+    expect(asked[1]!.url.startsWith('http://127.0.0.1:1/creditlab-test/')).toBe(true);
+    expect(new URL(asked[2]!.url).pathname).toBe(`/v1/runs/${runId}/checkpoints/83`);
+  } finally {
+    await unreachable.stop();
+  }
+  // viaServer skips the bucket.
+  asked.length = 0;
+  await watching(server.url).downloadCheckpoint(runId, 83, { viaServer: true });
+  expect(asked.map((a) => new URL(a.url).pathname)).toEqual([`/v1/runs/${runId}/checkpoints/83`]);
+});
+
+test('the web app saves a bucket checkpoint from its presigned URL, under the run’s name, and one in the database through the server', async () => {
+  const run = (await client.createRun({ name: 'web run', env: 'e', method: 'grpo' })).id;
+  const inBucket = randomBytes(6 * MIB);
+  const inDatabase = randomBytes(4000);
+  expect((await put(server.url, run, 1, inBucket)).status).toBe(201);
+  const plain = await spawnServer({ DATABASE_URL: server.databaseUrl });
+  try {
+    expect((await put(plain.url, run, 2, inDatabase)).status).toBe(201);
+  } finally {
+    await plain.stop();
+  }
+  const browser = await startBrowser();
+  try {
+    const page = await browser.newPage();
+    const asked: { url: string; authorization?: string }[] = [];
+    page.on('request', (r) =>
+      asked.push({ url: r.url(), authorization: r.headers().authorization }),
+    );
+    await page.goto(`${server.url}/`);
+    await page.getByLabel('API key').fill(ADMIN_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByTestId('runs-table').waitFor();
+    await page.goto(`${server.url}/runs/${run}`);
+    const rows = page.getByTestId('checkpoints-table').locator('tbody tr');
+    await rows.nth(1).waitFor();
+    const saved = async (row: number) => {
+      const [file] = await Promise.all([
+        page.waitForEvent('download'),
+        rows.nth(row).getByRole('button', { name: 'download' }).click(),
+      ]);
+      const to = `${process.env.TMPDIR ?? '/tmp'}/web-download-${row}-${process.pid}`;
+      await file.saveAs(to);
+      const bytes = await readFile(to);
+      await rm(to);
+      return { name: file.suggestedFilename(), bytes };
+    };
+    const fromBucket = await saved(0);
+    expect(fromBucket.name).toBe('web-run-checkpoint-1.bin');
+    expect(fromBucket.bytes.equals(inBucket)).toBe(true);
+    const bucketGets = asked.filter((a) => a.url.startsWith(store.endpoint));
+    expect(bucketGets).toHaveLength(1);
+    expect(bucketGets[0]!.authorization).toBeUndefined(); // the key stays with the server
+    expect(asked.some((a) => new URL(a.url).pathname === `/v1/runs/${run}/checkpoints/1`)).toBe(
+      false,
+    );
+    const fromDatabase = await saved(1);
+    expect(fromDatabase.name).toBe('web-run-checkpoint-2.bin');
+    expect(fromDatabase.bytes.equals(inDatabase)).toBe(true);
+    expect(asked.every((a) => !a.url.includes(ADMIN_KEY))).toBe(true);
+    expect(browser.errors).toEqual([]);
+  } finally {
+    await browser.close();
+  }
 });

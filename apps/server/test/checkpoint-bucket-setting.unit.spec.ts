@@ -24,7 +24,12 @@ test('CREDITLAB_CHECKPOINT_BUCKET is an s3:// URL with an optional prefix; anyth
 test('the bucket is named in the path when an endpoint is set (MinIO and kin), by host on AWS, unless told', () => {
   const bucket = (env: Record<string, string>) =>
     loadConfig({ CREDITLAB_CHECKPOINT_BUCKET: 's3://lab-ckpt', ...env }).checkpointBucket;
-  expect(bucket({})).toEqual({ url: 's3://lab-ckpt', pathStyle: false, timeoutMs: 120_000 });
+  expect(bucket({})).toEqual({
+    url: 's3://lab-ckpt',
+    pathStyle: false,
+    timeoutMs: 120_000,
+    downloadUrls: { seconds: 900 },
+  });
   expect(bucket({ CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS: '2' })?.timeoutMs).toBe(2000);
   expect(bucket({ AWS_ENDPOINT_URL_S3: 'http://minio:9000' })?.pathStyle).toBe(true);
   expect(bucket({ AWS_ENDPOINT_URL: 'http://minio:9000' })?.pathStyle).toBe(true);
@@ -35,6 +40,26 @@ test('the bucket is named in the path when an endpoint is set (MinIO and kin), b
     })?.pathStyle,
   ).toBe(false);
   expect(loadConfig({}).checkpointBucket).toBeUndefined();
+});
+
+test("presigned download URLs last 1 s to a week, S3's limit, and name an http(s) endpoint if one is set", () => {
+  const urls = (env: Record<string, string>) =>
+    loadConfig({ CREDITLAB_CHECKPOINT_BUCKET: 's3://lab-ckpt', ...env }).checkpointBucket
+      ?.downloadUrls;
+  expect(
+    urls({
+      CREDITLAB_CHECKPOINT_URL_SECONDS: '604800',
+      CREDITLAB_CHECKPOINT_URL_ENDPOINT: 'https://ckpt.lab.example',
+    }),
+  ).toEqual({ seconds: 604_800, endpoint: 'https://ckpt.lab.example' });
+  for (const seconds of ['0', '604801', '1.5', 'soon'])
+    expect(() => urls({ CREDITLAB_CHECKPOINT_URL_SECONDS: seconds })).toThrow(
+      /CREDITLAB_CHECKPOINT_URL_SECONDS/,
+    );
+  for (const endpoint of ['minio:9000', 'ftp://minio:9000'])
+    expect(() => urls({ CREDITLAB_CHECKPOINT_URL_ENDPOINT: endpoint })).toThrow(
+      /CREDITLAB_CHECKPOINT_URL_ENDPOINT/,
+    );
 });
 
 test('checkpoints past 1 GiB need a bucket; with one they may reach 64 GiB', () => {

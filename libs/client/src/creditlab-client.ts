@@ -75,6 +75,13 @@ export interface StoredCheckpoint {
   objectUrl: string | null;
 }
 
+/** A stored checkpoint and where its bytes may be fetched from the bucket itself, with no key. */
+export interface CheckpointDownloadUrl extends StoredCheckpoint {
+  /** A presigned URL of the object, valid until `expiresAt`; null when the bytes are in the database. */
+  url: string | null;
+  expiresAt: string | null;
+}
+
 /**
  * Creditlab's HTTP client for trainers: creates runs and streams events as
  * NDJSON in batches, retrying network failures and 5xx answers with
@@ -278,7 +285,71 @@ export class CreditlabClient {
     return (await res.json()) as StoredCheckpoint;
   }
 
+  /**
+   * Where checkpoint `iteration`'s bytes may be downloaded from the server's bucket directly (a
+   * presigned URL: whoever holds it needs no key until it expires), with the checkpoint's facts;
+   * `url` is null when the server keeps the bytes in its database.
+   */
+  async checkpointUrl(runId: string, iteration: number): Promise<CheckpointDownloadUrl> {
+    const { res } = await this.send(
+      `/v1/runs/${encodeURIComponent(runId)}/checkpoints/${iteration}/url`,
+      { method: 'GET', idempotent: true },
+    );
+    return (await res.json()) as CheckpointDownloadUrl;
+  }
+
+  /**
+   * Checkpoint `iteration`'s bytes, checked against the SHA-256 the server recorded. When they are
+   * in a bucket they are fetched from it directly (so that many trainers fetching a large checkpoint
+   * do not all go through the server), and through the server if that fails (a bucket this machine
+   * cannot reach, say); `viaServer` always goes through the server.
+   */
   async downloadCheckpoint(
+    runId: string,
+    iteration: number,
+    options: { viaServer?: boolean } = {},
+  ): Promise<{ data: Uint8Array; format: string; sha256: string }> {
+    const direct = options.viaServer ? undefined : await this.directCheckpoint(runId, iteration);
+    const { data, format, sha256 } = direct ?? (await this.checkpointFromServer(runId, iteration));
+    // A download the server had to cut short (its store failing mid-way) would fail the read;
+    // the digest also catches bytes changed where they are stored.
+    const got = Buffer.from(await crypto.subtle.digest('SHA-256', data)).toString('hex');
+    if (sha256 && got !== sha256)
+      throw new Error(
+        `checkpoint ${iteration} of run ${runId}: the downloaded bytes' SHA-256 is ${got}, the server recorded ${sha256}`,
+      );
+    return { data, format, sha256 };
+  }
+
+  /** The bytes from the bucket's presigned URL, or undefined when there is none or it fails. */
+  private async directCheckpoint(
+    runId: string,
+    iteration: number,
+  ): Promise<{ data: Uint8Array; format: string; sha256: string } | undefined> {
+    let link: CheckpointDownloadUrl;
+    try {
+      link = await this.checkpointUrl(runId, iteration);
+    } catch (e) {
+      // A server older than the route, or no such checkpoint: the server's download says which.
+      if (e instanceof CreditlabApiError && e.status === 404) return undefined;
+      throw e;
+    }
+    if (link.url === null) return undefined;
+    try {
+      // No key goes with it: the URL is its own authority, and the key is not the bucket's to see.
+      const res = await this.fetch(link.url, { method: 'GET' });
+      if (!res.ok) return undefined;
+      return {
+        data: new Uint8Array(await res.arrayBuffer()),
+        format: link.format,
+        sha256: link.sha256,
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async checkpointFromServer(
     runId: string,
     iteration: number,
   ): Promise<{ data: Uint8Array; format: string; sha256: string }> {
@@ -290,16 +361,11 @@ export class CreditlabClient {
         idempotent: true,
       },
     );
-    const data = new Uint8Array(await res.arrayBuffer());
-    const sha256 = res.headers.get('x-creditlab-sha256') ?? '';
-    // A download the server had to cut short (its store failing mid-way) would fail the read above;
-    // the digest also catches bytes changed where they are stored.
-    const got = Buffer.from(await crypto.subtle.digest('SHA-256', data)).toString('hex');
-    if (sha256 && got !== sha256)
-      throw new Error(
-        `checkpoint ${iteration} of run ${runId}: the downloaded bytes' SHA-256 is ${got}, the server recorded ${sha256}`,
-      );
-    return { data, format: res.headers.get('x-creditlab-checkpoint-format') ?? '', sha256 };
+    return {
+      data: new Uint8Array(await res.arrayBuffer()),
+      format: res.headers.get('x-creditlab-checkpoint-format') ?? '',
+      sha256: res.headers.get('x-creditlab-sha256') ?? '',
+    };
   }
 
   /**

@@ -23,12 +23,13 @@ export const checkpointBucketProvider: Provider = {
       timeoutMs: setting.timeoutMs,
       maxConnections: checkpointUploads + checkpointDownloads + 16,
       log: (message) => logger.warn(message),
+      downloadUrls: setting.downloadUrls,
     });
     logger.log(`checking the checkpoint bucket ${setting.url} at ${setting.endpoint ?? 'AWS S3'}`);
     try {
       await bucket.check();
     } catch (e) {
-      bucket.s3.destroy();
+      bucket.destroy();
       throw new Error(
         `CREDITLAB_CHECKPOINT_BUCKET: cannot use ${setting.url} (${describeS3Error(e)}); check the bucket's name, the endpoint (AWS_ENDPOINT_URL_S3) and the credentials`,
       );

@@ -107,6 +107,9 @@ export class CheckpointBucket {
     private readonly timeoutMs: number,
     /** Where the store's own words go (the log): callers get its code and status only. */
     private readonly log: (message: string) => void,
+    /** Signs download URLs: `s3`, or a client of the endpoint clients reach the bucket at. */
+    private readonly signer: S3Client,
+    private readonly downloadUrlSeconds: number,
   ) {}
 
   /**
@@ -123,13 +126,15 @@ export class CheckpointBucket {
       /** Connections to the store at most: more than the uploads and downloads a process allows. */
       maxConnections: number;
       log: (message: string) => void;
+      /** Presigned download URLs: how long they last, and the endpoint they name if not the server's. */
+      downloadUrls?: { seconds: number; endpoint?: string };
       env?: NodeJS.ProcessEnv;
     },
   ): Promise<CheckpointBucket> {
     const env = options.env ?? process.env;
     // Loaded only when a bucket is set: the SDK is large, and a server without one need not pay for it.
     const sdk = await import('@aws-sdk/client-s3');
-    const s3 = new sdk.S3Client({
+    const common = {
       forcePathStyle: options.pathStyle,
       // The SDK's own region lookup ends in an error at the first request; a store other than AWS
       // rarely cares which region it is asked in.
@@ -138,6 +143,9 @@ export class CheckpointBucket {
       // SDK's newer default ones. A checkpoint is held to the SHA-256 taken as it arrives.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+    } as const;
+    const s3 = new sdk.S3Client({
+      ...common,
       // Each request also has `timeoutMs` for its answer (send); the handler's own request timeout
       // only logs unless told to throw, and would cut a download that a slow client reads for long.
       // The SDK's default of 50 connections would let 50 slow downloads hold them all, and every
@@ -148,7 +156,56 @@ export class CheckpointBucket {
         httpsAgent: { keepAlive: true, maxSockets: options.maxConnections },
       },
     });
-    return new CheckpointBucket(sdk, s3, parseBucketUrl(url), options.timeoutMs, options.log);
+    // A URL is signed for the host it names: where the server reaches the store at a private
+    // address (a compose network's `minio:9000`), clients are given the address they reach it at.
+    const urlEndpoint = options.downloadUrls?.endpoint;
+    const signer = urlEndpoint ? new sdk.S3Client({ ...common, endpoint: urlEndpoint }) : s3;
+    return new CheckpointBucket(
+      sdk,
+      s3,
+      parseBucketUrl(url),
+      options.timeoutMs,
+      options.log,
+      signer,
+      options.downloadUrls?.seconds ?? 900,
+    );
+  }
+
+  /**
+   * A presigned GET of a stored checkpoint's object: whoever holds the URL may download the object,
+   * with no key of Creditlab's, until it expires (or the server's credentials do, if they are
+   * temporary ones). Signed here with no request to the store.
+   */
+  async downloadUrl(
+    objectUrl: string,
+    /** Have the store answer as a file of this name (a browser saves it so); a plain name. */
+    filename?: string,
+  ): Promise<{ url: string; expiresAt: Date }> {
+    const { bucket, key } = parseObjectUrl(objectUrl);
+    const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner');
+    const signedAt = Date.now();
+    try {
+      const url = await getSignedUrl(
+        this.signer,
+        new this.sdk.GetObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          ResponseContentDisposition:
+            filename === undefined ? undefined : `attachment; filename="${filename}"`,
+        }),
+        { expiresIn: this.downloadUrlSeconds },
+      );
+      return { url, expiresAt: new Date(signedAt + this.downloadUrlSeconds * 1000) };
+    } catch (e) {
+      // No credentials to sign with (an instance role that did not answer, say).
+      throw this.unavailable(e, `s3://${bucket}`);
+    }
+  }
+
+  /** Lets the clients' connections go. */
+  destroy(): void {
+    this.s3.destroy();
+    if (this.signer !== this.s3) this.signer.destroy();
   }
 
   get url(): string {

@@ -1,11 +1,13 @@
 import {
   Controller,
   Get,
+  Header,
   HttpCode,
   Inject,
   Logger,
   Param,
   Put,
+  Query,
   Req,
   Res,
   StreamableFile,
@@ -19,7 +21,11 @@ import { Requires } from '../access/requires.decorator';
 import { ParseIterationPipe } from '../http/parse-iteration.pipe';
 import { AppConfigToken, type AppConfig } from '../config/app-config.provider';
 import { DomainError, ErrorCode } from '../errors/domain-error';
-import { CheckpointsService, type CheckpointInfo } from './checkpoints.service';
+import {
+  CheckpointsService,
+  type CheckpointDownloadUrl,
+  type CheckpointInfo,
+} from './checkpoints.service';
 import { refuseEncodedBody } from '../http/unencoded-body';
 import { ConcurrencyLimits } from '../access/concurrency-limits';
 import { ProcessBudget } from '../access/process-budget';
@@ -28,6 +34,8 @@ import { IdleWatch } from '../http/idle-watch';
 import { RunIdPipe } from '../http/run-id.pipe';
 
 const FORMAT = /^[\w.+/-]{1,100}$/;
+/** A file name the store's answer may carry: nothing to quote, no path. */
+const FILENAME = /^(?!\.)[\w.+-]{1,200}$/;
 
 /**
  * What a download hands the response at a time: progress is seen piece by piece, where a whole
@@ -141,6 +149,31 @@ export class CheckpointsController {
   ): Promise<CheckpointInfo[]> {
     await this.scope.assertRun(caller, runId);
     return this.checkpoints.list(runId);
+  }
+
+  /**
+   * Where the checkpoint's bytes may be downloaded straight from the bucket (a presigned URL, no
+   * key needed, valid CREDITLAB_CHECKPOINT_URL_SECONDS), so that many clients fetching a large
+   * checkpoint do not all stream it through this server; `url` is null for bytes in the database.
+   * `?filename=` has the store answer it as an attachment of that name, which a browser saves.
+   */
+  @Get(':iteration/url')
+  @Requires('read')
+  // The URL lets anyone holding it download the checkpoint: no cache along the way keeps it.
+  @Header('Cache-Control', 'no-store')
+  async downloadUrl(
+    @Caller() caller: Principal,
+    @Param('id', RunIdPipe) runId: string,
+    @Param('iteration', ParseIterationPipe) iteration: number,
+    @Query('filename') filename?: string,
+  ): Promise<CheckpointDownloadUrl> {
+    if (filename !== undefined && (typeof filename !== 'string' || !FILENAME.test(filename)))
+      throw new DomainError(
+        ErrorCode.InvalidInput,
+        `filename: 1–200 of [A-Za-z0-9_.+-], not starting with a dot, got ${JSON.stringify(filename)}`,
+      );
+    await this.scope.assertRun(caller, runId);
+    return this.checkpoints.downloadUrl(runId, iteration, filename);
   }
 
   @Get(':iteration')

@@ -30,6 +30,12 @@ export interface CheckpointInfo {
   objectUrl: string | null;
 }
 
+/** A checkpoint, and the URL its bytes may be downloaded from without a key (null: from the server). */
+export interface CheckpointDownloadUrl extends CheckpointInfo {
+  url: string | null;
+  expiresAt: Date | null;
+}
+
 /**
  * Stores trainers' checkpoints and records each as a `checkpoint.saved` event. The event's id is
  * derived from (run, iteration), so a retried upload whose event was not yet recorded records it
@@ -256,29 +262,52 @@ export class CheckpointsService {
     runId: string,
     iteration: number,
   ): Promise<{ info: CheckpointInfo; chunks: AsyncGenerator<Buffer>; cancel: () => void }> {
-    const row = await this.stored(runId, iteration);
-    if (!row) {
-      const have = (await this.list(runId)).map((c) => c.iteration);
-      throw new DomainError(
-        ErrorCode.NotFound,
-        `run ${runId} has no checkpoint ${iteration}; it has ${have.length ? have.join(', ') : 'none'}`,
-        { iteration, checkpoints: have },
-      );
-    }
-    const { uploadId, ...info } = row;
+    const { uploadId, ...info } = await this.mustFind(runId, iteration);
     if (info.objectUrl !== null) {
-      if (!this.bucket)
-        throw new DomainError(
-          ErrorCode.StorageUnavailable,
-          `checkpoint ${iteration} of run ${runId} is in a bucket (${info.objectUrl}), and this server has none set (CREDITLAB_CHECKPOINT_BUCKET)`,
-        );
       const what = `checkpoint ${iteration} of run ${runId}`;
-      return { info, ...(await this.bucket.read(info.objectUrl, info.bytes, what)) };
+      const bucket = this.bucketOf(runId, info);
+      return { info, ...(await bucket.read(info.objectUrl, info.bytes, what)) };
     }
     // The first part is read before the answer starts: a database that fails now is a 503 with a
     // JSON body, not a status line already sent and a connection cut.
     const first = await this.part(runId, uploadId, 0, iteration);
     return { info, chunks: this.chunks(runId, uploadId, info, first), cancel: () => undefined };
+  }
+
+  /**
+   * A checkpoint's facts and where a client may download its bytes from the bucket itself, with no
+   * key: a presigned URL and when it expires. Null for bytes in the database, which only the
+   * server's download serves.
+   */
+  async downloadUrl(
+    runId: string,
+    iteration: number,
+    filename?: string,
+  ): Promise<CheckpointDownloadUrl> {
+    const { uploadId: _, ...info } = await this.mustFind(runId, iteration);
+    if (info.objectUrl === null) return { ...info, url: null, expiresAt: null };
+    const bucket = this.bucketOf(runId, info);
+    return { ...info, ...(await bucket.downloadUrl(info.objectUrl, filename)) };
+  }
+
+  private async mustFind(runId: string, iteration: number): Promise<StoredCheckpoint> {
+    const row = await this.stored(runId, iteration);
+    if (row) return row;
+    const have = (await this.list(runId)).map((c) => c.iteration);
+    throw new DomainError(
+      ErrorCode.NotFound,
+      `run ${runId} has no checkpoint ${iteration}; it has ${have.length ? have.join(', ') : 'none'}`,
+      { iteration, checkpoints: have },
+    );
+  }
+
+  /** The bucket a checkpoint's object is in: this server's, which a server without one lacks. */
+  private bucketOf(runId: string, info: CheckpointInfo): CheckpointBucket {
+    if (this.bucket) return this.bucket;
+    throw new DomainError(
+      ErrorCode.StorageUnavailable,
+      `checkpoint ${info.iteration} of run ${runId} is in a bucket (${info.objectUrl}), and this server has none set (CREDITLAB_CHECKPOINT_BUCKET)`,
+    );
   }
 
   private async *chunks(

@@ -53,6 +53,17 @@ const schema = z.object({
   CREDITLAB_CHECKPOINT_BUCKET_PATH_STYLE: z.enum(['true', 'false']).optional(),
   /** The longest one request to the bucket (a part of up to 8 MiB) may wait for its answer. */
   CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS: z.coerce.number().positive().default(120),
+  /**
+   * How long a presigned download URL (`GET …/checkpoints/{k}/url`) stays valid; S3's signatures
+   * allow a week at most.
+   */
+  CREDITLAB_CHECKPOINT_URL_SECONDS: z.coerce.number().int().min(1).max(604_800).default(900),
+  /** The bucket's endpoint as clients reach it, when it differs from the server's (a private address). */
+  CREDITLAB_CHECKPOINT_URL_ENDPOINT: z
+    .string()
+    .url()
+    .refine((url) => /^https?:\/\//.test(url), 'expected an http:// or https:// URL')
+    .optional(),
   CREDITLAB_CHECKPOINT_UPLOADS: z.coerce.number().int().min(1).default(32),
   CREDITLAB_CHECKPOINT_DOWNLOADS: z.coerce.number().int().min(1).default(64),
   CREDITLAB_INGEST_THREAD_MIN_BYTES: z
@@ -100,7 +111,14 @@ export interface AppConfig {
   /** A hot standby that GraphQL queries read from, and its pool's size. */
   readReplica?: { url: string; connections: number };
   /** The S3-compatible bucket new checkpoints go to; undefined: the database. */
-  checkpointBucket?: { url: string; pathStyle: boolean; timeoutMs: number; endpoint?: string };
+  checkpointBucket?: {
+    url: string;
+    pathStyle: boolean;
+    timeoutMs: number;
+    endpoint?: string;
+    /** Presigned download URLs: how long they last, and the endpoint they name if not `endpoint`. */
+    downloadUrls: { seconds: number; endpoint?: string };
+  };
   embeddedPostgres: { dataDir?: string; port: number; database: string };
   /** Connections per pool: reads and the online path, and ingest transactions (kept apart). */
   connections: {
@@ -245,6 +263,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
               'true',
             endpoint,
             timeoutMs: e.CREDITLAB_CHECKPOINT_BUCKET_TIMEOUT_SECONDS * 1000,
+            downloadUrls: {
+              seconds: e.CREDITLAB_CHECKPOINT_URL_SECONDS,
+              endpoint: e.CREDITLAB_CHECKPOINT_URL_ENDPOINT,
+            },
           },
     readReplica:
       e.CREDITLAB_READ_REPLICA_URL === undefined

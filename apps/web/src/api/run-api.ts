@@ -7,11 +7,12 @@ const RUN_ROW = 'id name project env method status lastIteration createdAt tags 
 export async function fetchRun(caps: Capabilities, id: string): Promise<RunDetail | null> {
   const children = caps.has('Run.children') ? `children { ${RUN_ROW} forkIteration config }` : '';
   const parent = caps.has('Run.parent') ? 'parent { id name method }' : '';
+  const objectUrl = caps.has('Checkpoint.objectUrl') ? 'objectUrl' : '';
   const query = `query Run($id: ID!) {
     run(id: $id) {
       ${RUN_ROW} params config seed forkIteration finishedAt lastSeq summary
       iterations { index groupCount trajectoryCount stepCount metrics evaluationSuccessRate }
-      checkpoints { iteration bytes sha256 format createdAt path }
+      checkpoints { iteration bytes sha256 format createdAt path ${objectUrl} }
       ${children} ${parent}
     }
   }`;

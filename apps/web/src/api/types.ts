@@ -43,6 +43,8 @@ export interface RunDetail extends RunRow {
     format: string;
     createdAt: string;
     path: string;
+    /** Set when its bytes are in the server's bucket (absent from servers before it). */
+    objectUrl?: string | null;
   }[];
   children?: RunRow[];
   /** The run it was forked or retrained from (absent from servers before it; null if none). */

@@ -4,20 +4,46 @@ import type { RunDetail } from '../../api/types';
 import { when } from '../../components/format';
 import { Failure } from '../../components/Status';
 
+type Checkpoint = RunDetail['checkpoints'][number];
+
+const withKey = () => ({ authorization: `Bearer ${currentKey() ?? ''}` });
+
 /**
- * A download cannot carry a header and the key never goes in a URL: the app fetches the bytes with
- * its key and saves them as a file.
+ * A download cannot carry a header and the key never goes in a URL. A checkpoint in the server's
+ * bucket is fetched by the browser itself from a presigned URL the app asks for with its key (saved
+ * as it arrives, however large); one in the database is fetched with the key and saved from memory.
  */
-async function download(path: string, name: string): Promise<void> {
-  const res = await fetch(path, { headers: { authorization: `Bearer ${currentKey() ?? ''}` } });
+async function download(c: Checkpoint, name: string): Promise<void> {
+  if (c.objectUrl) {
+    const res = await fetch(`${c.path}/url?filename=${encodeURIComponent(name)}`, {
+      headers: withKey(),
+    });
+    if (!res.ok) throw new Error(`download failed: HTTP ${res.status}`);
+    const { url } = (await res.json()) as { url: string | null };
+    if (url) return save(url, name);
+  }
+  const res = await fetch(c.path, { headers: withKey() });
   if (!res.ok) throw new Error(`download failed: HTTP ${res.status}`);
   const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
+  save(url, name);
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+function save(url: string, name: string): void {
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name; // a URL of another origin is named by the store's answer instead
+  a.click();
+}
+
+/** A file name of the characters a store's answer may carry unquoted. */
+const fileName = (runName: string, iteration: number) =>
+  `${
+    runName
+      .slice(0, 150)
+      .replace(/[^\w.+-]+/g, '-')
+      .replace(/^[.-]+/, '') || 'run'
+  }-checkpoint-${iteration}.bin`;
 
 export function Checkpoints({ run }: { run: RunDetail }) {
   const [error, setError] = useState<unknown>(null);
@@ -53,9 +79,7 @@ export function Checkpoints({ run }: { run: RunDetail }) {
                     type="button"
                     className="link"
                     onClick={() =>
-                      void download(c.path, `${run.name}-checkpoint-${c.iteration}.bin`).catch(
-                        setError,
-                      )
+                      void download(c, fileName(run.name, c.iteration)).catch(setError)
                     }
                   >
                     download
