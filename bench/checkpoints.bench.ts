@@ -2,8 +2,9 @@
  * `npm run bench:checkpoints`: what checkpoints cost, in the database and in a bucket. For each
  * store, one checkpoint of BENCH_CHECKPOINT_MIB (default 200) MiB is uploaded through
  * `PUT /v1/runs/{id}/checkpoints/0`, then four others at once, then the first is downloaded by 1, 4
- * and 8 clients at once. Reports the time and the server process's peak resident memory above its
- * resting size during each (VmHWM, reset before each), beside the baseline of reading the same
+ * and 8 clients at once: through the server, and from a bucket also by its presigned URL (the
+ * clients' default). Reports the time, the server process's CPU and its peak resident memory above
+ * its resting size during each (VmHWM, reset before each), beside the baseline of reading the same
  * bytes straight from the store (a SELECT of its parts; a GetObject) from the benchmark's own
  * connection.
  */
@@ -13,6 +14,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { parseObjectUrl } from '../apps/server/src/checkpoints/checkpoint-bucket';
 import { S3BucketServer } from '../test/support/s3-bucket-server';
 import { benchCommand, fmt, machineLine, writeSection } from './support/bench-report';
+import { cpuSeconds } from './support/database-cost';
 import { startBenchServer } from './support/bench-server';
 import { mib, procStatusBytes } from './support/process-memory';
 
@@ -27,6 +29,8 @@ interface Measured {
   bytes: number;
   restMiB: number;
   peakMiB: number;
+  /** The server process's CPU seconds during the step. */
+  serverCpu: number;
 }
 
 /** Runs `work` with the server's peak memory reset first; its time and peak above the resting size. */
@@ -38,10 +42,12 @@ async function measured(
 ): Promise<Measured> {
   await writeFile(`/proc/${pid}/clear_refs`, '5'); // VmHWM back to the current RSS
   const restMiB = mib(procStatusBytes(pid, 'VmRSS'));
+  const cpu0 = await cpuSeconds(pid);
   const t0 = performance.now();
   await work();
   const seconds = (performance.now() - t0) / 1000;
-  return { what, seconds, bytes, restMiB, peakMiB: mib(procStatusBytes(pid, 'VmHWM')) };
+  const serverCpu = (await cpuSeconds(pid)) - cpu0;
+  return { what, seconds, bytes, restMiB, peakMiB: mib(procStatusBytes(pid, 'VmHWM')), serverCpu };
 }
 
 type Store = 'database' | 'bucket';
@@ -91,16 +97,24 @@ async function measureStore(
         );
       }),
     );
-    for (const n of CLIENTS)
-      results.push(
-        await measured(pid, `download × ${n}`, n * SIZE, async () => {
-          const copies = await Promise.all(
-            Array.from({ length: n }, () => client.downloadCheckpoint(id, 0)),
-          );
-          for (const c of copies)
-            if (!Buffer.from(c.data).equals(data)) throw new Error('downloaded bytes differ');
-        }),
-      );
+    // From a bucket, the clients fetch by the presigned URL unless told to go through the server.
+    const ways = bucket
+      ? [
+          { label: ' through the server', viaServer: true },
+          { label: ' by presigned URL', viaServer: false },
+        ]
+      : [{ label: '', viaServer: true }];
+    for (const { label, viaServer } of ways)
+      for (const n of CLIENTS)
+        results.push(
+          await measured(pid, `download × ${n}${label}`, n * SIZE, async () => {
+            const copies = await Promise.all(
+              Array.from({ length: n }, () => client.downloadCheckpoint(id, 0, { viaServer })),
+            );
+            for (const c of copies)
+              if (!Buffer.from(c.data).equals(data)) throw new Error('downloaded bytes differ');
+          }),
+        );
     const t0 = performance.now();
     let stored: Buffer;
     if (bucket) {
@@ -137,14 +151,14 @@ async function main(): Promise<void> {
   for (const { store, results, baseline } of measuredStores) {
     for (const r of results)
       console.log(
-        `${store}, ${r.what}: ${fmt(r.seconds, 2)} s, server ${fmt(r.restMiB, 0)} → peak ${fmt(r.peakMiB, 0)} MiB`,
+        `${store}, ${r.what}: ${fmt(r.seconds, 2)} s, server CPU ${fmt(r.serverCpu, 2)} s, ${fmt(r.restMiB, 0)} → peak ${fmt(r.peakMiB, 0)} MiB`,
       );
     console.log(`${store}: baseline read ${fmt(baseline, 2)} s`);
     rows.push(
-      `| ${store} | baseline: ${BASELINE[store]} | ${fmt(baseline, 2)} s | ${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s | 1 | | |`,
+      `| ${store} | baseline: ${BASELINE[store]} | ${fmt(baseline, 2)} s | ${fmt(SIZE / 2 ** 20 / baseline, 0)} MiB/s | 1 | | | |`,
       ...results.map(
         (r) =>
-          `| ${store} | ${r.what} | ${fmt(r.seconds, 2)} s | ${fmt(mibs(r), 0)} MiB/s | ${fmt(mibs(r) / (SIZE / 2 ** 20 / baseline), 2)} | ${fmt(r.restMiB, 0)} MiB | +${fmt(Math.max(0, r.peakMiB - r.restMiB), 0)} MiB |`,
+          `| ${store} | ${r.what} | ${fmt(r.seconds, 2)} s | ${fmt(mibs(r), 0)} MiB/s | ${fmt(mibs(r) / (SIZE / 2 ** 20 / baseline), 2)} | ${fmt(r.serverCpu, 2)} s | ${fmt(r.restMiB, 0)} MiB | +${fmt(Math.max(0, r.peakMiB - r.restMiB), 0)} MiB |`,
       ),
     );
   }
@@ -159,7 +173,10 @@ Command: \`${benchCommand('bench:checkpoints', ['BENCH_CHECKPOINT_MIB', 'BENCH_C
 For each store — the database (the default) and an S3-compatible bucket (\`CREDITLAB_CHECKPOINT_BUCKET\`; here
 s3rver, an S3 server in Node that keeps objects as files, started by the benchmark on this machine) — one checkpoint
 of ${fmt(SIZE / 2 ** 20, 0)} MiB (random bytes) is uploaded, then ${CONCURRENT_UPLOADS} others at once, then the
-first is downloaded by 1, 4 and 8 clients at once (every copy checked byte for byte). "Peak above rest" is the
+first is downloaded by 1, 4 and 8 clients at once (every copy checked byte for byte, by the TypeScript client's
+\`downloadCheckpoint\`): through the server, and from the bucket also by the presigned URL the server signs
+(\`GET …/checkpoints/{k}/url\`, the clients' default), where the bytes go from the store to the client and the
+server only signs. "Server CPU" is the server process's CPU time during the step. "Peak above rest" is the
 server process's peak resident memory during that step (VmHWM, reset just before) minus its resident memory at the
 start of the step. Each store's baseline is its own read of the first checkpoint's bytes, from the benchmark's own
 connection, in the same run; "÷ baseline" is a step's throughput over it. An upload is stored in parts as it
@@ -167,8 +184,8 @@ arrives (1 MiB rows in the database; 8 MiB parts of a multipart upload in the bu
 sent a part (or the store's chunk) at a time, at most one read ahead of its client, so neither's memory grows
 with the checkpoint or with the number of clients.
 
-| store | step | time | throughput | ÷ baseline | server RSS at start | peak above rest |
-|---|---|---:|---:|---:|---:|---:|
+| store | step | time | throughput | ÷ baseline | server CPU | server RSS at start | peak above rest |
+|---|---|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 `,
   );

@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { CreditlabClient } from '@creditlab/client';
 import { startBrowser } from './support/browser';
+import { pytest } from './support/pytest';
 import { S3BucketServer } from './support/s3-bucket-server';
 import { sqlQuery } from './support/sql-query';
 import {
@@ -685,4 +686,12 @@ test('the web app saves a bucket checkpoint from its presigned URL, under the ru
   } finally {
     await browser.close();
   }
+});
+
+test("the Python client's checkpoint tests pass against the bucket, its downloads coming from presigned URLs", async () => {
+  const { code, output } = await pytest('test_checkpoints.py', server, {
+    CREDITLAB_PYTEST_CHECKPOINT_STORE: 'bucket',
+  });
+  if (code !== 0) throw new Error(`pytest test_checkpoints.py exited ${code}:\n${output}`);
+  expect(output).toMatch(/\d+ passed/);
 });

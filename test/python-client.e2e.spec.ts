@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { spawnTracked } from './support/process-registry';
-import { ADMIN_KEY, startTestServer, type ServerProcess } from './support/test-server';
+import { pytest } from './support/pytest';
+import { startTestServer, type ServerProcess } from './support/test-server';
 
 /**
  * The Python client (clients/python) against a real server: its pytest suite, one module per test so
@@ -17,30 +17,6 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-function pytest(module: string): Promise<{ code: number | null; output: string }> {
-  const child = spawnTracked(
-    'python3',
-    ['-m', 'pytest', `clients/python/tests/${module}`, '-q', '-p', 'no:cacheprovider'],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        PYTHONPATH: path.join(ROOT, 'clients/python/src'),
-        PYTHONDONTWRITEBYTECODE: '1',
-        CREDITLAB_URL: server.url,
-        CREDITLAB_API_KEY: ADMIN_KEY,
-        CREDITLAB_PYTEST_DATABASE_URL: server.databaseUrl,
-        CREDITLAB_PYTEST_NODE: process.execPath,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
-}
-
 const MODULES: [string, string][] = [
   ['test_units.py', 'connection resolution, event splitting, compact floats, spool'],
   ['test_transport.py', 'a kept-alive connection the server closed is opened again'],
@@ -49,13 +25,14 @@ const MODULES: [string, string][] = [
   ['test_columnar.py', 'log_rollouts with the steps as columns'],
   ['test_verl_agent.py', 'the verl-agent adapter on shuffled, padded rows'],
   ['test_runs.py', 'runs, logging calls, with-block failure, resume, compare'],
+  ['test_checkpoints.py', 'checkpoint upload, list and download, checked by SHA-256'],
   ['test_retries_and_spool.py', 'a server killed mid-request; spooling while it is gone'],
   ['test_offline.py', 'offline and durable runs, then creditlab sync, exactly once'],
   ['test_install.py', "offline install on Debian's Python; no numpy"],
 ];
 
 test.each(MODULES)('pytest %s (%s)', async (module) => {
-  const { code, output } = await pytest(module);
+  const { code, output } = await pytest(module, server);
   if (code !== 0) throw new Error(`pytest ${module} exited ${code}:\n${output}`);
   expect(code).toBe(0);
 });

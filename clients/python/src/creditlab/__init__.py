@@ -7,19 +7,24 @@ any estimator's step-level advantages back.
     with client.create_run(name="run 1", env="alfworld", method="gigpo") as run:
         run.log_rollouts(0, groups)           # rollout-batch/v1 groups
         values, index = run.advantages(0, "gigpo", {"gamma": 0.95})
+        run.upload_checkpoint(0, "ckpt/iter0.pt")   # streamed; run.download_checkpoint(0, dest) gets it back
 """
 
 __version__ = "0.1.0"
 
 from .advantages import from_document, in_row_order  # noqa: E402
+from .checkpoints import Checkpoint, CheckpointDownload  # noqa: E402
 from .client import Client  # noqa: E402
 from .comparison import Comparison  # noqa: E402
-from .errors import ApiError, CreditlabError, GraphQLError, InvalidInput, ServerUnavailable  # noqa: E402
+from .errors import ApiError, ChecksumMismatch, CreditlabError, GraphQLError, InvalidInput, ServerUnavailable  # noqa: E402
 from .run import Run  # noqa: E402
 from .transport import RetryPolicy  # noqa: E402
 
 __all__ = [
     "ApiError",
+    "Checkpoint",
+    "CheckpointDownload",
+    "ChecksumMismatch",
     "Client",
     "Comparison",
     "CreditlabError",

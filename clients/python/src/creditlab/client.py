@@ -10,14 +10,16 @@ import sys
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from urllib.parse import urlencode
 
+from . import checkpoints as ck
 from . import events as ev
 from .advantages import from_document
+from .checkpoints import Checkpoint, CheckpointDownload
 from .comparison import Comparison, method_inputs
 from .credentials import resolve_connection
-from .errors import ApiError, GraphQLError, InvalidInput
+from .errors import ApiError, CreditlabError, GraphQLError, InvalidInput, ServerUnavailable
 from .run import Run
 from .run_filter import run_filter
 from .sender import OfflineSink, Sender
@@ -289,6 +291,104 @@ class Client:
             Path(path).write_bytes(res.body)
             return Path(path)
         return csv_table(res.body)
+
+    # ---- checkpoints ----
+
+    def upload_checkpoint(
+        self, run_id: str, iteration: int, source: ck.Source, format: str = "application/octet-stream"
+    ) -> Checkpoint:
+        """
+        Stores checkpoint `iteration` of a run: `source` is a path, bytes, or a binary file object (read from where
+        it is), streamed a chunk at a time. The same bytes again are acknowledged (so a failed upload is retried,
+        if its source can be read again: not a file object that cannot seek); other bytes for the same iteration
+        are refused (ApiError 409). The server records a `checkpoint.saved` event; a finished run takes none.
+        """
+        it = ev.iteration(iteration)
+        headers = {"X-Creditlab-Checkpoint-Format": ck.checkpoint_format(format)}
+        with ck.UploadSource(source) as body:
+            if body.size is not None:
+                headers["Content-Length"] = str(body.size)
+            res = self.transport.request(
+                "PUT",
+                ck.checkpoint_path(run_id, it),
+                body,
+                content_type="application/octet-stream",
+                headers=headers,
+                idempotent=body.rereadable,
+            )
+        stored = Checkpoint.from_json(res.json())
+        ck.check_sha256(run_id, it, stored.sha256, body.sha256, "uploaded")
+        return stored
+
+    def checkpoints(self, run_id: str) -> List[Checkpoint]:
+        """A run's stored checkpoints, by iteration."""
+        res = self.transport.request("GET", f"/v1/runs/{run_id}/checkpoints")
+        return [Checkpoint.from_json(doc) for doc in res.json()]
+
+    def checkpoint_url(self, run_id: str, iteration: int) -> Dict[str, Any]:
+        """
+        The server's description of a checkpoint (as JSON: iteration, format, sha256, bytes, ...) plus `url`, a
+        presigned URL its bytes may be downloaded from without a key until `expiresAt`, or None when the server
+        keeps them in its database. ApiError 404 from a server older than this route.
+        """
+        return self.transport.request("GET", f"{ck.checkpoint_path(run_id, ev.iteration(iteration))}/url").json()
+
+    def download_checkpoint(
+        self,
+        run_id: str,
+        iteration: int,
+        dest: Optional[Union[str, "os.PathLike[str]"]] = None,
+        via_server: bool = False,
+    ) -> CheckpointDownload:
+        """
+        Checkpoint `iteration` of a run, its SHA-256 checked (ChecksumMismatch if it is not the one recorded): its
+        bytes in `.data`, or written to `dest` (a file path; `.file`), which gets them only once they are checked.
+        Straight from the server's bucket when it keeps them in one (a presigned URL), so that many trainers
+        fetching a large checkpoint do not all go through the server; through the server if that fails (a bucket
+        this machine cannot reach, say: logged as a warning), or always with `via_server=True`.
+        """
+        it = ev.iteration(iteration)
+        target = None if dest is None else ck.destination(dest)
+        described = None if via_server else self._checkpoint_location(run_id, it)
+        with ck.DownloadSink(target) as sink:
+            fetched = described is not None and described.get("url") and self._fetch_from_bucket(run_id, it, described, sink)
+            if fetched:
+                info = Checkpoint.from_json(described)
+                sha256, fmt = info.sha256, info.format
+            else:
+                sha256, fmt = self._fetch_from_server(run_id, it, sink, described)
+            got = sink.finish(run_id, it, sha256, "downloaded")
+        data, file = (got, None) if target is None else (None, got)
+        return CheckpointDownload(it, fmt, sha256, sink.size, data, file, bool(fetched))
+
+    def _fetch_from_bucket(self, run_id: str, iteration: int, described: Mapping[str, Any], sink) -> bool:
+        """The bytes from the presigned URL into `sink`; False, with a warning, when the bucket does not give them."""
+        try:
+            ck.fetch_presigned(described["url"], sink.read_from, self.transport.timeout, described.get("expiresAt"))
+            return True
+        except (ApiError, ServerUnavailable) as e:
+            log.warning("checkpoint %s of run %s: %s; downloading it through the server", iteration, run_id, e)
+            return False
+
+    def _fetch_from_server(self, run_id: str, iteration: int, sink, described: Optional[Mapping[str, Any]]):
+        """The bytes from the server's own download into `sink`: (sha256, format) as the server gives them."""
+        res = self.transport.request(
+            "GET", ck.checkpoint_path(run_id, iteration), accept="application/octet-stream", read_body=sink.read_from
+        )
+        sha256 = res.headers.get("x-creditlab-sha256") or (described or {}).get("sha256")
+        fmt = res.headers.get("x-creditlab-checkpoint-format") or (described or {}).get("format", "")
+        if not sha256:
+            raise CreditlabError(f"checkpoint {iteration} of run {run_id}: the server's answer has no SHA-256 to check")
+        return sha256, fmt
+
+    def _checkpoint_location(self, run_id: str, iteration: int) -> Optional[Dict[str, Any]]:
+        """`checkpoint_url`'s answer; None from a server without that route, whose own download is the only one."""
+        try:
+            return self.checkpoint_url(run_id, iteration)
+        except ApiError as e:
+            if ck.no_such_route(e):
+                return None
+            raise
 
     def graphql(self, query: str, variables: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         """One GraphQL operation; errors raise GraphQLError. Queries are retried, mutations are not."""

@@ -40,6 +40,20 @@ class ApiError(CreditlabError):
         return type(self)(self.status, self.body, *self._request, advice=advice)
 
 
+class ChecksumMismatch(CreditlabError):
+    """A checkpoint's bytes whose SHA-256 is not the one the server recorded for them (downloaded, or uploaded)."""
+
+    def __init__(self, run_id: str, iteration: int, expected: str, actual: str, what: str):
+        self.run_id = run_id
+        self.iteration = iteration
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"checkpoint {iteration} of run {run_id}: the {what} bytes' SHA-256 is {actual}, "
+            f"the server recorded {expected}"
+        )
+
+
 class GraphQLError(CreditlabError):
     """GraphQL errors of an answer; `codes` are their `extensions.code` (NOT_FOUND, BAD_USER_INPUT, ...)."""
 

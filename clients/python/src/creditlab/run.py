@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import events as ev
 from .advantages import from_document
+from .checkpoints import Checkpoint, CheckpointDownload, Source, checkpoint_format
 from .columnar import batch_lines
 from .errors import CreditlabError, InvalidInput
 from .sender import OfflineSink
@@ -121,7 +123,7 @@ class Run:
     def log_checkpoint(
         self, iteration: int, uri: str, sha256: Optional[str] = None, size: Optional[int] = None, format: Optional[str] = None
     ) -> None:
-        """Where a checkpoint of this run was saved (`checkpoint.saved`)."""
+        """Where a checkpoint of this run was saved elsewhere (`checkpoint.saved`); `upload_checkpoint` stores its bytes."""
         data: Dict[str, Any] = {"iteration": ev.iteration(iteration), "uri": uri}
         if not isinstance(uri, str) or not uri:
             raise InvalidInput("uri: must be a non-empty string")
@@ -129,6 +131,29 @@ class Run:
             if value is not None:
                 data[name] = value
         self._submit([ev.line("checkpoint.saved", data)])
+
+    # ---- checkpoints ----
+
+    def upload_checkpoint(self, iteration: int, source: Source, format: str = "application/octet-stream") -> Checkpoint:
+        """Stores checkpoint `iteration` of this run from a path, bytes or a binary file (see Client.upload_checkpoint)."""
+        # The server records the upload as a `checkpoint.saved` event in this run's stream: everything logged before
+        # goes first, so that whoever finds the checkpoint (a fork from it, a reader of the stream) finds the
+        # iterations that led to it; and an offline run, not on the server yet, is told so instead of "not found".
+        ev.iteration(iteration)  # bad input is refused now, not after waiting for the flush
+        checkpoint_format(format)
+        self.flush(require_sent=True)
+        return self._client.upload_checkpoint(self.id, iteration, source, format)
+
+    def checkpoints(self) -> List[Checkpoint]:
+        """This run's stored checkpoints, by iteration."""
+        # No flush: events do not make stored checkpoints (only uploads do), so none pending changes the answer.
+        return self._client.checkpoints(self.id)
+
+    def download_checkpoint(
+        self, iteration: int, dest: Optional[Union[str, "os.PathLike[str]"]] = None, via_server: bool = False
+    ) -> CheckpointDownload:
+        """Checkpoint `iteration` of this run, checked, as bytes or written to `dest` (see Client.download_checkpoint)."""
+        return self._client.download_checkpoint(self.id, iteration, dest, via_server)
 
     # ---- advantages ----
 

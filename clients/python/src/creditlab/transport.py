@@ -16,11 +16,20 @@ import random
 import select
 import threading
 import time
-from typing import Mapping, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Union
 from urllib.parse import urlsplit
 
 from . import __version__
 from .errors import ApiError, ServerUnavailable
+
+
+#: A request body: bytes, or a function that opens it afresh (as chunks) for each attempt, so that a large
+#: body is streamed, never held whole, and a retry sends it from its start.
+Body = Union[bytes, Callable[[], Iterable[bytes]], None]
+
+#: Reads a successful answer's body from the response as it arrives (a large download), instead of the
+#: transport reading it into memory; called again from the start for each attempt.
+BodyReader = Callable[[http.client.HTTPResponse], Any]
 
 
 class Response(NamedTuple):
@@ -58,24 +67,30 @@ class Transport:
         self,
         method: str,
         path: str,
-        body: Optional[bytes] = None,
+        body: Body = None,
         *,
         content_type: Optional[str] = None,
         accept: str = "application/json",
+        headers: Optional[Mapping[str, str]] = None,
+        read_body: Optional[BodyReader] = None,
         idempotent: bool = True,
         on_retry=None,
         budget: Optional[float] = None,
     ) -> Response:
-        """The first successful answer; ApiError for an answer not retried, ServerUnavailable when out of budget."""
-        headers = {"Accept": accept, "User-Agent": f"creditlab-python/{__version__}"}
+        """
+        The first successful answer; ApiError for an answer not retried, ServerUnavailable when out of budget.
+        With `read_body`, a 2xx answer's body goes to it (the Response's body is then empty).
+        """
+        headers = {"Accept": accept, "User-Agent": f"creditlab-python/{__version__}", **(headers or {})}
         if content_type:
             headers["Content-Type"] = content_type
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         deadline = time.monotonic() + (self.retry.budget if budget is None else budget)
         for attempt in itertools.count():
+            payload = body() if callable(body) else body
             try:
-                res = self._send(method, self._base_path + path, body, headers)
+                res = self._send(method, self._base_path + path, payload, headers, read_body)
             except (OSError, http.client.HTTPException) as e:
                 self._drop_connection()
                 refused = isinstance(e, ConnectionRefusedError)
@@ -97,8 +112,16 @@ class Transport:
             time.sleep(delay)
         raise AssertionError("itertools.count() does not end")
 
-    def _send(self, method: str, path: str, body: Optional[bytes], headers: dict) -> Response:
-        conn = self._connection()
+    def _send(self, method: str, path: str, body, headers: dict, read_body: Optional[BodyReader]) -> Response:
+        try:
+            return self._exchange(self._connection(), method, path, body, headers, read_body)
+        except BaseException:
+            # Cut off in the middle of a request or an answer (a network error, a checkpoint file that could
+            # not be read, Ctrl-C): the connection is in no state to carry another request.
+            self._drop_connection()
+            raise
+
+    def _exchange(self, conn, method: str, path: str, body, headers: dict, read_body: Optional[BodyReader]) -> Response:
         try:
             conn.request(method, path, body=body, headers=headers)
         except (BrokenPipeError, ConnectionResetError) as e:
@@ -109,7 +132,11 @@ class Transport:
                 raise e
             return early
         res = conn.getresponse()
-        data = res.read()
+        if read_body is not None and 200 <= res.status < 300:
+            read_body(res)
+            data = b""
+        else:
+            data = res.read()
         if res.getheader("connection", "").lower() == "close":
             self._drop_connection()
         return Response(res.status, {k.lower(): v for k, v in res.getheaders()}, data)
