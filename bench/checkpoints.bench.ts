@@ -10,7 +10,9 @@
  */
 import { CreditlabClient } from '@creditlab/client';
 import { randomBytes } from 'node:crypto';
+import { to as copyTo } from 'pg-copy-streams';
 import { rm, writeFile } from 'node:fs/promises';
+import { readBinaryCopy } from '../apps/server/src/advantages/binary-copy';
 import { parseObjectUrl } from '../apps/server/src/checkpoints/checkpoint-bucket';
 import { S3BucketServer } from '../test/support/s3-bucket-server';
 import { benchCommand, fmt, machineLine, writeSection } from './support/bench-report';
@@ -124,13 +126,23 @@ async function measureStore(
       );
       stored = await bucket.read(parseObjectUrl(row.rows[0]?.object_url ?? '').key);
     } else {
-      const parts = await bench.pool.query<{ data: Buffer }>(
-        `SELECT p.data FROM checkpoints c
-         JOIN checkpoint_parts p ON p.run_id = c.run_id AND p.upload_id = c.upload_id
-         WHERE c.run_id = $1 AND c.iteration = 0 ORDER BY p.ord`,
-        [id],
-      );
-      stored = Buffer.concat(parts.rows.map((r) => r.data));
+      // In binary, as the server reads them: as text they would come in hex, twice their size.
+      const client = await bench.pool.connect();
+      const parts: Buffer[] = [];
+      try {
+        const copy = client.query(
+          copyTo(`COPY (SELECT p.data FROM checkpoints c
+                  JOIN checkpoint_parts p ON p.run_id = c.run_id AND p.upload_id = c.upload_id
+                  WHERE c.run_id = '${id}' AND c.iteration = 0 ORDER BY p.ord) TO STDOUT (FORMAT binary)`),
+        );
+        await readBinaryCopy(copy, 1, (f) => {
+          const start = f.start[0] as number;
+          parts.push(f.buf.subarray(start, start + (f.length[0] as number)));
+        });
+      } finally {
+        client.release();
+      }
+      stored = Buffer.concat(parts);
     }
     const baseline = (performance.now() - t0) / 1000;
     if (!stored.equals(data)) throw new Error('stored bytes differ');
@@ -193,7 +205,7 @@ ${rows.join('\n')}
 }
 
 const BASELINE: Record<Store, string> = {
-  database: 'one SELECT of the parts',
+  database: 'one binary COPY of the parts',
   bucket: 'one GetObject',
 };
 

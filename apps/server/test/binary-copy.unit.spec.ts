@@ -77,3 +77,34 @@ test('refuses a stream cut before its trailer, a bad signature, or the wrong fie
     'expected 3 fields per row, got 1',
   );
 });
+
+test('a tuple spread over many chunks is joined a few times over, not once per chunk that follows its start', async () => {
+  const large = Buffer.alloc(1 << 20, 7); // a checkpoint's part of 1 MiB
+  const whole = copyStream([
+    [float8(1), large, null],
+    [float8(2), Buffer.from('after'), null],
+  ]);
+  const chunks: Buffer[] = [];
+  for (let at = 0; at < whole.length; at += 4096) chunks.push(whole.subarray(at, at + 4096));
+  const concat = Buffer.concat;
+  let joined = 0;
+  const counting = jest.spyOn(Buffer, 'concat').mockImplementation((list, length) => {
+    const out = concat(list, length);
+    joined += out.length;
+    return out;
+  });
+  const seen: Buffer[] = [];
+  try {
+    await readBinaryCopy(Readable.from(chunks), 3, (f: TupleFields) => {
+      seen.push(
+        Buffer.from(f.buf.subarray(f.start[1], (f.start[1] as number) + (f.length[1] as number))),
+      );
+    });
+  } finally {
+    counting.mockRestore();
+  }
+  expect(seen.map((b) => b.length)).toEqual([large.length, 5]);
+  expect(seen[0]!.equals(large) && seen[1]!.toString() === 'after').toBe(true);
+  // Joined once per chunk, the 256 chunks after its start would copy about 128 MiB.
+  expect(joined).toBeLessThan(4 * whole.length);
+});

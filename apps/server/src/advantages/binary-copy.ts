@@ -25,19 +25,14 @@ export async function readBinaryCopy(
     start: new Int32Array(fieldCount),
     length: new Int32Array(fieldCount),
   };
-  let rest: Buffer = Buffer.alloc(0);
   let headerRead = false;
   let ended = false;
-  for await (const chunk of stream) {
-    const buf: Buffer =
-      rest.length > 0 ? Buffer.concat([rest, chunk as Buffer]) : (chunk as Buffer);
+  /** Calls `onTuple` for each whole tuple in `buf`; returns what is left of it: a tuple's start. */
+  const consume = (buf: Buffer): Buffer => {
     let at = 0;
     if (!headerRead) {
       const body = headerEnd(buf);
-      if (body < 0) {
-        rest = buf;
-        continue;
-      }
+      if (body < 0) return buf;
       headerRead = true;
       at = body;
     }
@@ -46,14 +41,31 @@ export async function readBinaryCopy(
       const end = tupleEnd(buf, at, fields, fieldCount);
       if (end === -2) {
         ended = true;
-        break;
+        return Buffer.alloc(0);
       }
-      if (end < 0) break;
+      if (end < 0) return buf.subarray(at);
       onTuple(fields);
       at = end;
     }
-    rest = ended ? Buffer.alloc(0) : buf.subarray(at);
+  };
+  // A tuple larger than a chunk (a checkpoint's part, a packed iteration) arrives over many: the
+  // chunks after its start wait until they are as long as what came before, then are joined once,
+  // so that each byte is copied a few times rather than once per chunk that follows it.
+  let rest: Buffer = Buffer.alloc(0);
+  let waiting: Buffer[] = [];
+  let waitingBytes = 0;
+  for await (const chunk of stream) {
+    if (ended) continue;
+    waiting.push(chunk as Buffer);
+    waitingBytes += (chunk as Buffer).length;
+    if (waitingBytes < rest.length) continue;
+    rest = consume(
+      rest.length > 0 || waiting.length > 1 ? Buffer.concat([rest, ...waiting]) : waiting[0]!,
+    );
+    waiting = [];
+    waitingBytes = 0;
   }
+  if (waiting.length > 0 && !ended) consume(Buffer.concat([rest, ...waiting]));
   if (!ended) throw new Error('binary COPY stream ended before its trailer');
 }
 

@@ -1,4 +1,7 @@
 import type pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import { readBinaryCopy } from '../advantages/binary-copy';
+import { isUuid } from '../database/uuid';
 import { BinaryCopyRows, uuidBytes } from '../rollouts/binary-copy-rows';
 import { CHECKPOINT_PART_BYTES, type CheckpointUpload } from './upload-parts';
 
@@ -48,13 +51,35 @@ export class CheckpointParts {
     }
   }
 
-  /** Part `ord` of an upload, or undefined past its last. */
+  /**
+   * Part `ord` of an upload, or undefined past its last. Read by a binary COPY: a SELECT's answer
+   * spells a bytea in hex (twice its size), which node-postgres decodes into a string and back,
+   * and its per-query binary results decode a bytea as text.
+   */
   async read(runId: string, uploadId: string, ord: number): Promise<Buffer | undefined> {
-    const res = await this.pool.query<{ data: Buffer }>(
-      'SELECT data FROM checkpoint_parts WHERE run_id = $1 AND upload_id = $2 AND ord = $3',
-      [runId, uploadId, ord],
-    );
-    return res.rows[0]?.data;
+    // COPY takes no parameters: the values are inlined, checked first.
+    if (!isUuid(runId) || !isUuid(uploadId) || !Number.isInteger(ord))
+      throw new Error(`not a part's key: ${runId}, ${uploadId}, ${ord}`);
+    const client = await this.pool.connect();
+    let failed: Error | undefined;
+    try {
+      const copy = client.query(
+        copyTo(`COPY (SELECT data FROM checkpoint_parts
+                      WHERE run_id = '${runId}' AND upload_id = '${uploadId}' AND ord = ${ord})
+                TO STDOUT (FORMAT binary)`),
+      );
+      let part: Buffer | undefined;
+      await readBinaryCopy(copy, 1, (f) => {
+        const start = f.start[0] as number;
+        part = f.buf.subarray(start, start + (f.length[0] as number));
+      });
+      return part;
+    } catch (e) {
+      failed = e as Error;
+      throw e;
+    } finally {
+      client.release(failed);
+    }
   }
 
   /** Deletes the parts of an upload that will not become a checkpoint. */
