@@ -225,6 +225,27 @@ test('an object deleted outside Creditlab is a 404 that says so', async () => {
   expect(((await res.json()) as { message: string }).message).toContain('gone from the bucket');
 });
 
+type Readiness = { status: string; warnings: Record<string, string> };
+
+/** /readyz's answer once `done` holds of it (its look at the bucket is taken in the background). */
+async function readyzUntil(done: (r: Readiness) => boolean): Promise<Readiness> {
+  let last: Readiness | undefined;
+  for (const stop = Date.now() + 60_000; Date.now() < stop;) {
+    last = (await (await fetch(`${server.url}/readyz`)).json()) as Readiness;
+    if (done(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`/readyz never got there; last: ${JSON.stringify(last)}`);
+}
+
+async function waitForOutput(of: ServerProcess, text: string): Promise<void> {
+  for (const stop = Date.now() + 10_000; Date.now() < stop;) {
+    if (of.output().includes(text)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the server never logged "${text}"`);
+}
+
 test('while the bucket is down, uploads and downloads fail as 503 and record nothing; once it is back they work', async () => {
   const stored = randomBytes(1000);
   expect((await put(server.url, runId, 30, stored)).status).toBe(201);
@@ -250,9 +271,18 @@ test('while the bucket is down, uploads and downloads fail as 503 and record not
     expect(((await down.json()) as { error: string }).error).toBe('STORAGE_UNAVAILABLE');
     // The database goes on: the list, and the run's other work.
     expect((await api(`${server.url}/v1/runs/${runId}/checkpoints`)).status).toBe(200);
+    // Ready still (ingest and queries work), with a warning that names the bucket, not its address.
+    const warned = await readyzUntil((r) => r.warnings.checkpointBucket !== undefined);
+    expect(warned.status).toBe('ready');
+    expect(warned.warnings.checkpointBucket).toContain(
+      `s3://creditlab-test/${PREFIX}/ cannot be used (ECONNREFUSED)`,
+    );
+    expect(warned.warnings.checkpointBucket).not.toContain('127.0.0.1');
   } finally {
     await store.start();
   }
+  await readyzUntil((r) => r.warnings.checkpointBucket === undefined);
+  await waitForOutput(server, 'answers again');
   expect((await rowsOf(runId)).map((r) => r.iteration)).not.toContain(31);
   expect(
     await sqlQuery<{ n: number }>(

@@ -251,11 +251,48 @@ export class CheckpointBucket {
    * Whether the bucket is there and this server may use it: asked once at start, within 10 s (or
    * the request timeout, if shorter), so that a store that never answers does not hold the start.
    */
-  async check(): Promise<void> {
+  async check(withinMs = 10_000): Promise<void> {
     await this.send(
       new this.sdk.HeadBucketCommand({ Bucket: this.at.bucket }),
-      Math.min(this.timeoutMs, 10_000),
+      Math.min(this.timeoutMs, withinMs),
     );
+  }
+
+  /** What the last look at the bucket for /readyz found (undefined: usable), when, and whether one is under way. */
+  private health: { at: number; warning: string | undefined; looking: boolean } = {
+    at: 0,
+    warning: undefined,
+    looking: false,
+  };
+
+  /**
+   * What was wrong with the bucket at the last look, if anything, for /readyz; a look (HeadBucket,
+   * within 5 s) is started when the last is over 5 s old, and not awaited: a probe must answer at
+   * once, whatever the store does. A bucket that fails does not stop the process's work, only
+   * checkpoints, so this is a warning. /readyz needs no key, so it says the store's code and status
+   * only; the store's own words go to the log when the bucket starts failing.
+   */
+  warning(): string | undefined {
+    const { at, warning, looking } = this.health;
+    if (!looking && Date.now() - at > 5_000) {
+      this.health.looking = true;
+      void this.check(5_000).then(
+        () => {
+          if (this.health.warning) this.log(`checkpoint bucket ${this.url}: answers again`);
+          this.health = { at: Date.now(), warning: undefined, looking: false };
+        },
+        (e: unknown) => {
+          if (!this.health.warning)
+            this.log(`checkpoint bucket ${this.url}: ${describeS3Error(e)}`);
+          this.health = {
+            at: Date.now(),
+            warning: `${this.url} cannot be used (${shortS3Error(e)}): checkpoint uploads and downloads fail with 503 STORAGE_UNAVAILABLE until it answers (CREDITLAB_CHECKPOINT_BUCKET)`,
+            looking: false,
+          };
+        },
+      );
+    }
+    return warning;
   }
 
   /**

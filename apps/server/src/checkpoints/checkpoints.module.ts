@@ -4,7 +4,7 @@ import { RunCheckpointsResolver } from './checkpoints.resolver';
 import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsService } from './checkpoints.service';
 import { AbandonedUploadsSweeper } from './abandoned-uploads.sweeper';
-import { checkpointBucketProvider } from './checkpoint-bucket.provider';
+import { checkpointBucketProvider, CheckpointBucketToken } from './checkpoint-bucket.provider';
 
 @Module({
   imports: [RolloutsModule],
@@ -15,6 +15,7 @@ import { checkpointBucketProvider } from './checkpoint-bucket.provider';
     RunCheckpointsResolver,
     AbandonedUploadsSweeper,
   ],
-  exports: [CheckpointsService],
+  // The bucket for /readyz's look at it (OperationsModule).
+  exports: [CheckpointsService, CheckpointBucketToken],
 })
 export class CheckpointsModule {}

@@ -7,14 +7,17 @@ import { Notifications } from '../database/notifications';
 import { preparedStatementsOff } from '../database/repeated-statements';
 import { replicaWarning } from '../database/replica-status';
 import { Requires } from '../access/requires.decorator';
+import type { CheckpointBucket } from '../checkpoints/checkpoint-bucket';
+import { CheckpointBucketToken } from '../checkpoints/checkpoint-bucket.provider';
 
 /**
  * Liveness and readiness for load balancers and orchestrators: /healthz says
  * the process serves HTTP; /readyz says it can do its work (the database
  * answers and every migration in the image is applied), else 503 with why.
  * Its `warnings` name what works less than it should without stopping the
- * process's work (notices of changes not arriving: live updates stand still),
- * which an orchestrator should not take it out of service for.
+ * process's work (notices of changes not arriving: live updates stand still; a
+ * checkpoint bucket that cannot be used: checkpoints fail), which an orchestrator
+ * should not take it out of service for.
  */
 @Controller()
 @Requires('public')
@@ -22,6 +25,8 @@ export class HealthController {
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(Notifications) private readonly notifications: Notifications,
+    /** The checkpoint bucket, when one is set: a warning while it cannot be used. */
+    @Inject(CheckpointBucketToken) private readonly bucket: CheckpointBucket | undefined,
   ) {}
 
   @Get('healthz')
@@ -64,6 +69,8 @@ export class HealthController {
         ? await replicaWarning(this.db.pool, this.db.replica.pool)
         : undefined;
     if (replica) warnings.readReplica = replica;
+    const bucket = this.bucket?.warning();
+    if (bucket) warnings.checkpointBucket = bucket;
     return { status: ok ? 'ready' : 'not ready', checks, warnings };
   }
 }
