@@ -546,7 +546,8 @@ test("a checkpoint's presigned URL downloads it from the bucket with no key; one
   const direct = await fetch(link.url!); // no Authorization header: the URL is its own
   expect(direct.status).toBe(200);
   expect(Buffer.from(await direct.arrayBuffer()).equals(bytes)).toBe(true);
-  // Without its signature the object is not served.
+  // A URL naming a key the store does not know is refused. (s3rver checks no SigV4 signature: the
+  // signatures themselves are checked in apps/server/test/presigned-url.unit.spec.ts.)
   const unsigned = new URL(link.url!);
   unsigned.searchParams.set(
     'X-Amz-Credential',
@@ -663,7 +664,7 @@ test('the TypeScript client downloads from the presigned URL with no key, and th
   expect(asked.map((a) => new URL(a.url).pathname)).toEqual([`/v1/runs/${runId}/checkpoints/83`]);
 });
 
-test('the web app saves a bucket checkpoint from its presigned URL, under the run’s name, and one in the database through the server', async () => {
+test('the web app saves a bucket checkpoint from its presigned URL, under the run’s name, one in the database through the server, and one whose bucket it cannot reach through the server', async () => {
   const run = (await client.createRun({ name: 'web run', env: 'e', method: 'grpo' })).id;
   const inBucket = randomBytes(6 * MIB);
   const inDatabase = randomBytes(4000);
@@ -674,24 +675,38 @@ test('the web app saves a bucket checkpoint from its presigned URL, under the ru
   } finally {
     await plain.stop();
   }
+  // The page lets frames from the bucket, where the app starts the download, and nothing else.
+  const page0 = await fetch(`${server.url}/`, { headers: { accept: 'text/html' } });
+  expect(page0.headers.get('content-security-policy')).toContain(`frame-src ${store.endpoint};`);
+  // Signed for an address this browser cannot reach.
+  const unreachable = await spawnServer({
+    DATABASE_URL: server.databaseUrl,
+    ...store.serverEnv(PREFIX),
+    CREDITLAB_CHECKPOINT_URL_ENDPOINT: 'http://127.0.0.1:1',
+  });
   const browser = await startBrowser();
   try {
     const page = await browser.newPage();
-    const asked: { url: string; authorization?: string }[] = [];
-    page.on('request', (r) =>
-      asked.push({ url: r.url(), authorization: r.headers().authorization }),
-    );
-    await page.goto(`${server.url}/`);
-    await page.getByLabel('API key').fill(ADMIN_KEY);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('runs-table').waitFor();
-    await page.goto(`${server.url}/runs/${run}`);
-    const rows = page.getByTestId('checkpoints-table').locator('tbody tr');
-    await rows.nth(1).waitFor();
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(r.url()));
+    const openRun = async (base: string) => {
+      await page.goto(`${base}/`);
+      await page.getByLabel('API key').fill(ADMIN_KEY);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByTestId('runs-table').waitFor();
+      await page.goto(`${base}/runs/${run}`);
+      await page.getByTestId('checkpoints-table').locator('tbody tr').nth(1).waitFor();
+      asked.length = 0;
+    };
     const saved = async (row: number) => {
       const [file] = await Promise.all([
         page.waitForEvent('download'),
-        rows.nth(row).getByRole('button', { name: 'download' }).click(),
+        page
+          .getByTestId('checkpoints-table')
+          .locator('tbody tr')
+          .nth(row)
+          .getByRole('button', { name: 'download' })
+          .click(),
       ]);
       const to = `${process.env.TMPDIR ?? '/tmp'}/web-download-${row}-${process.pid}`;
       await file.saveAs(to);
@@ -699,22 +714,34 @@ test('the web app saves a bucket checkpoint from its presigned URL, under the ru
       await rm(to);
       return { name: file.suggestedFilename(), bytes };
     };
+    const viaServer = (k: number) =>
+      asked.some((url) => new URL(url).pathname === `/v1/runs/${run}/checkpoints/${k}`);
+
+    await openRun(server.url);
     const fromBucket = await saved(0);
     expect(fromBucket.name).toBe('web-run-checkpoint-1.bin');
     expect(fromBucket.bytes.equals(inBucket)).toBe(true);
-    const bucketGets = asked.filter((a) => a.url.startsWith(store.endpoint));
-    expect(bucketGets).toHaveLength(1);
-    expect(bucketGets[0]!.authorization).toBeUndefined(); // the key stays with the server
-    expect(asked.some((a) => new URL(a.url).pathname === `/v1/runs/${run}/checkpoints/1`)).toBe(
-      false,
-    );
+    // The URL was asked for, and the bytes did not come through the server (the frame's own
+    // request, in another process, is not seen here).
+    expect(asked.some((url) => url.includes(`/checkpoints/1/url?filename=`))).toBe(true);
+    expect(viaServer(1)).toBe(false);
     const fromDatabase = await saved(1);
     expect(fromDatabase.name).toBe('web-run-checkpoint-2.bin');
     expect(fromDatabase.bytes.equals(inDatabase)).toBe(true);
-    expect(asked.every((a) => !a.url.includes(ADMIN_KEY))).toBe(true);
-    expect(browser.errors).toEqual([]);
+    expect(viaServer(2)).toBe(true);
+
+    // A bucket the browser cannot reach: the frame shows an error page, and the app, still there,
+    // fetches the bytes through the server instead.
+    await openRun(unreachable.url);
+    const fallback = await saved(0);
+    expect(fallback.bytes.equals(inBucket)).toBe(true);
+    expect(viaServer(1)).toBe(true);
+    expect(page.url()).toBe(`${unreachable.url}/runs/${run}`);
+    expect(asked.every((url) => !url.includes(ADMIN_KEY))).toBe(true);
+    expect(browser.errors.filter((e) => !e.includes('127.0.0.1:1'))).toEqual([]);
   } finally {
     await browser.close();
+    await unreachable.stop();
   }
 });
 

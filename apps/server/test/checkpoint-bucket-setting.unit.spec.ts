@@ -56,7 +56,15 @@ test("presigned download URLs last 1 s to a week, S3's limit, and name an http(s
     expect(() => urls({ CREDITLAB_CHECKPOINT_URL_SECONDS: seconds })).toThrow(
       /CREDITLAB_CHECKPOINT_URL_SECONDS/,
     );
-  for (const endpoint of ['minio:9000', 'ftp://minio:9000'])
+  expect(urls({ CREDITLAB_CHECKPOINT_URL_ENDPOINT: 'http://minio.lab:9000/' })?.endpoint).toBe(
+    'http://minio.lab:9000/',
+  );
+  for (const endpoint of [
+    'minio:9000',
+    'ftp://minio:9000',
+    'https://lab.example/minio',
+    'https://lab.example?x=1',
+  ])
     expect(() => urls({ CREDITLAB_CHECKPOINT_URL_ENDPOINT: endpoint })).toThrow(
       /CREDITLAB_CHECKPOINT_URL_ENDPOINT/,
     );

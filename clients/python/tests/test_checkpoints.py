@@ -267,7 +267,9 @@ class FakeBucket:
     """Stands for the bucket behind a presigned URL: answers every GET with `status` and `body` (and `headers`),
     and keeps each request's path and headers."""
 
-    def __init__(self, status: int = 200, body: bytes = b"", headers: Optional[Dict[str, str]] = None):
+    def __init__(
+        self, status: int = 200, body: bytes = b"", headers: Optional[Dict[str, str]] = None, cut_after: Optional[int] = None
+    ):
         bucket = self
         self.requests: List[dict] = []
 
@@ -281,7 +283,9 @@ class FakeBucket:
                     self.send_header(name, value)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                # `cut_after`: the connection closes that far into the body its length announced.
+                self.wfile.write(body if cut_after is None else body[:cut_after])
+                self.close_connection = cut_after is not None
 
             def log_message(self, *args):
                 pass
@@ -380,6 +384,15 @@ def test_an_s3_error_from_the_bucket_is_logged_and_the_server_serves_the_bytes(c
     assert (got.data, got.from_bucket) == (b"weights", False)
     for said in ("AccessDenied", "Request has expired", "2030-01-01", f"checkpoint 0 of run {run.id}"):
         assert said in caplog.text
+
+
+def test_a_download_cut_short_is_not_taken_for_a_wrong_checkpoint_and_goes_through_the_server(client, run, monkeypatch):
+    data = os.urandom(100_000)
+    run.upload_checkpoint(0, data)
+    bucket = FakeBucket(body=data, cut_after=40_000)
+    with presigned_by(client, monkeypatch, run.id, bucket):
+        got = run.download_checkpoint(0)
+    assert (got.data == data, got.from_bucket, len(bucket.requests)) == (True, False, 1)
 
 
 def test_a_bucket_that_cannot_be_reached_falls_back_to_the_server_and_via_server_skips_it(client, run, monkeypatch):

@@ -338,7 +338,10 @@ export class CreditlabClient {
     try {
       // No key goes with it: the URL is its own authority, and the key is not the bucket's to see.
       const res = await this.fetch(link.url, { method: 'GET' });
-      if (!res.ok) return undefined;
+      if (!res.ok) {
+        await res.body?.cancel(); // else its connection stays taken until the answer is collected
+        return undefined;
+      }
       return {
         data: new Uint8Array(await res.arrayBuffer()),
         format: link.format,

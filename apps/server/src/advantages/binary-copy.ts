@@ -50,7 +50,8 @@ export async function readBinaryCopy(
   };
   // A tuple larger than a chunk (a checkpoint's part, a packed iteration) arrives over many: the
   // chunks after its start wait until they are as long as what came before, then are joined once,
-  // so that each byte is copied a few times rather than once per chunk that follows it.
+  // so that each byte is copied a few times rather than once per chunk that follows it. While they
+  // are joined a large tuple is held about four times over (what came, what waited, the join).
   let rest: Buffer = Buffer.alloc(0);
   let waiting: Buffer[] = [];
   let waitingBytes = 0;

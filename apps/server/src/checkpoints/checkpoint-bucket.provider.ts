@@ -37,3 +37,13 @@ export const checkpointBucketProvider: Provider = {
     return bucket;
   },
 };
+
+/** Injection token of the origin the bucket's download URLs name; undefined without a bucket. */
+export const BucketDownloadOriginToken = Symbol('BucketDownloadOrigin');
+
+export const bucketDownloadOriginProvider: Provider = {
+  provide: BucketDownloadOriginToken,
+  inject: [CheckpointBucketToken],
+  useFactory: (bucket: CheckpointBucket | undefined): Promise<string | undefined> | undefined =>
+    bucket?.downloadOrigin(),
+};

@@ -195,11 +195,24 @@ export class CheckpointBucket {
         }),
         { expiresIn: this.downloadUrlSeconds },
       );
-      return { url, expiresAt: new Date(signedAt + this.downloadUrlSeconds * 1000) };
+      // Signed with temporary credentials (an instance role's, STS), the URL stops working when they
+      // expire, whatever it says: the answer says the earlier of the two.
+      const { expiration } = await this.signer.config.credentials();
+      const expires = signedAt + this.downloadUrlSeconds * 1000;
+      return { url, expiresAt: new Date(Math.min(expires, expiration?.getTime() ?? expires)) };
     } catch (e) {
       // No credentials to sign with (an instance role that did not answer, say).
       throw this.unavailable(e, `s3://${bucket}`);
     }
+  }
+
+  /**
+   * The origin (scheme, host, port) download URLs name, learnt by signing one: the web app's page
+   * lets frames from it (its Content-Security-Policy), where it starts bucket downloads.
+   */
+  async downloadOrigin(): Promise<string> {
+    return new URL((await this.downloadUrl(`s3://${this.at.bucket}/${this.at.prefix}origin`)).url)
+      .origin;
   }
 
   /** Lets the clients' connections go. */

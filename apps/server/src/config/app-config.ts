@@ -62,7 +62,11 @@ const schema = z.object({
   CREDITLAB_CHECKPOINT_URL_ENDPOINT: z
     .string()
     .url()
-    .refine((url) => /^https?:\/\//.test(url), 'expected an http:// or https:// URL')
+    // A path would be signed into every URL, and a proxy that strips it would fail every signature.
+    .refine(
+      (url) => /^https?:\/\/[^/?#]+\/?$/.test(url),
+      'expected http(s)://host[:port], with no path, query or fragment',
+    )
     .optional(),
   CREDITLAB_CHECKPOINT_UPLOADS: z.coerce.number().int().min(1).default(32),
   CREDITLAB_CHECKPOINT_DOWNLOADS: z.coerce.number().int().min(1).default(64),

@@ -1,25 +1,29 @@
-import { Controller, Get, Next, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Next, Req, Res } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import path from 'node:path';
 import { Requires } from '../access/requires.decorator';
+import { BucketDownloadOriginToken } from '../checkpoints/checkpoint-bucket.provider';
 import { WebAssets } from './web-assets';
 import { isWebPageRequest, wantsExplorerPage } from './web-requests';
 
 /**
  * Narrow on purpose: the app talks to the API only (self), its workers and charts use blobs and
- * inline styles; no CDN, no frames, no plugins.
+ * inline styles; no CDN, no plugins, and no frames but the checkpoint bucket's (`bucketOrigin`),
+ * where the app starts a download from a presigned URL.
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "connect-src 'self' ws: wss:",
-  "img-src 'self' data: blob:",
-  "style-src 'self' 'unsafe-inline'",
-  "worker-src 'self' blob:",
-  "font-src 'self' data:",
-  "frame-ancestors 'none'",
-  "object-src 'none'",
-  "base-uri 'self'",
-].join('; ');
+const contentSecurityPolicy = (bucketOrigin: string | undefined) =>
+  [
+    "default-src 'self'",
+    ...(bucketOrigin ? [`frame-src ${bucketOrigin}`] : []),
+    "connect-src 'self' ws: wss:",
+    "img-src 'self' data: blob:",
+    "style-src 'self' 'unsafe-inline'",
+    "worker-src 'self' blob:",
+    "font-src 'self' data:",
+    "frame-ancestors 'none'",
+    "object-src 'none'",
+    "base-uri 'self'",
+  ].join('; ');
 
 /**
  * The web app at `/` (apps/web/dist): a file if one matches the path, else index.html, where the
@@ -30,11 +34,16 @@ const CONTENT_SECURITY_POLICY = [
 @Requires('public')
 export class WebController {
   private readonly assets = new WebAssets();
+  private readonly contentSecurityPolicy: string;
+
+  constructor(@Inject(BucketDownloadOriginToken) bucketOrigin: string | undefined) {
+    this.contentSecurityPolicy = contentSecurityPolicy(bucketOrigin);
+  }
 
   @Get('{*path}')
   page(@Req() req: Request, @Res() res: Response, @Next() next: NextFunction): void {
     if (!isWebPageRequest(req)) return next();
-    res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    res.setHeader('Content-Security-Policy', this.contentSecurityPolicy);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     const file = wantsExplorerPage(req) ? undefined : this.assets.file(req.path);
     if (file && !file.endsWith('index.html')) {

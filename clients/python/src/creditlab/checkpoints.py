@@ -22,6 +22,8 @@ from .errors import ApiError, ChecksumMismatch, CreditlabError, InvalidInput, Se
 from .transport import BodyReader
 
 CHUNK_BYTES = 1 << 20
+#: How long connecting to a bucket may take before its download goes through the server instead.
+CONNECT_SECONDS = 10.0
 #: What the server takes in X-Creditlab-Checkpoint-Format (apps/server checkpoints.controller.ts).
 _FORMAT = re.compile(r"[A-Za-z0-9_.+/-]{1,100}")
 
@@ -244,8 +246,13 @@ class DownloadSink:
         while True:
             chunk = res.read(CHUNK_BYTES)
             if not chunk:
-                return
+                break
             self._write(chunk)
+        # http.client ends a body cut short (a connection closed before its Content-Length) as if it were whole:
+        # raised as the network error it is, the transport tries again, and a bucket's download goes through
+        # the server, rather than the bytes being taken for a wrong checkpoint.
+        if res.length:
+            raise http.client.IncompleteRead(b"", res.length)
 
     def finish(self, run_id: str, iteration: int, expected: str, what: str) -> Union[bytes, Path]:
         """The bytes, or `dest` with them in place; ChecksumMismatch (and nothing written at `dest`) if they are not
@@ -344,9 +351,13 @@ def fetch_presigned(url: str, read_body: BodyReader, timeout: float, expires_at:
 def _get_presigned(parts: SplitResult, read_body: BodyReader, timeout: float) -> Tuple[int, bytes]:
     """One GET, on a connection of its own: (200, b"") with the body read, else the status and the start of its body."""
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname, parts.port, timeout=timeout)
+    # A bucket this machine cannot reach (a private address) is given up within CONNECT_SECONDS, not the
+    # system's two minutes, so that the download goes through the server soon; reading then has `timeout`.
+    conn = cls(parts.hostname, _port(parts), timeout=CONNECT_SECONDS)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
+        conn.connect()
+        conn.sock.settimeout(timeout)
         # No Authorization header: the URL's query is its credential (S3 refuses a request that carries both),
         # and the API key is for the Creditlab server alone.
         conn.request("GET", target, headers={"User-Agent": f"creditlab-python/{__version__}"})
@@ -357,6 +368,13 @@ def _get_presigned(parts: SplitResult, read_body: BodyReader, timeout: float) ->
         return 200, b""
     finally:
         conn.close()
+
+
+def _port(parts: SplitResult) -> Optional[int]:
+    try:
+        return parts.port
+    except ValueError as e:  # not a number: the URL cannot be fetched, and the server's download can
+        raise OSError(f"bad port in the download URL: {e}") from e
 
 
 def bucket_error(body: bytes) -> dict:

@@ -11,29 +11,53 @@ const withKey = () => ({ authorization: `Bearer ${currentKey() ?? ''}` });
 /**
  * A download cannot carry a header and the key never goes in a URL. A checkpoint in the server's
  * bucket is fetched by the browser itself from a presigned URL the app asks for with its key (saved
- * as it arrives, however large); one in the database is fetched with the key and saved from memory.
+ * as it arrives, however large); one in the database, or one the bucket would not give, is fetched
+ * through the server with the key and saved from memory.
  */
 async function download(c: Checkpoint, name: string): Promise<void> {
   if (c.objectUrl) {
     const res = await fetch(`${c.path}/url?filename=${encodeURIComponent(name)}`, {
       headers: withKey(),
     });
-    if (!res.ok) throw new Error(`download failed: HTTP ${res.status}`);
-    const { url } = (await res.json()) as { url: string | null };
-    if (url) return save(url, name);
+    // 404: a server older than the route (or no such checkpoint, which the server's download says).
+    if (!res.ok && res.status !== 404) throw new Error(`download failed: HTTP ${res.status}`);
+    const { url } = res.ok ? ((await res.json()) as { url: string | null }) : { url: null };
+    if (url && (await savedFromBucket(url))) return;
   }
   const res = await fetch(c.path, { headers: withKey() });
   if (!res.ok) throw new Error(`download failed: HTTP ${res.status}`);
   const url = URL.createObjectURL(await res.blob());
-  save(url, name);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-function save(url: string, name: string): void {
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name; // a URL of another origin is named by the store's answer instead
-  a.click();
+/** How long a download from the bucket may take to start before it is taken to have started. */
+const BUCKET_ANSWER_MS = 10_000;
+
+/**
+ * Opens the presigned URL in a hidden frame, where the store's answer, an attachment, becomes a
+ * download; in the app's own tab an error answer (an expired URL, a bucket this browser cannot
+ * reach) would replace the app. A frame that shows a page instead (its `load`: a download shows
+ * none) is a failure, told by false; no page within BUCKET_ANSWER_MS is a download under way.
+ */
+function savedFromBucket(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const frame = document.createElement('iframe');
+    frame.hidden = true;
+    const settle = (saved: boolean) => {
+      clearTimeout(timer);
+      resolve(saved);
+      // The download, once started, is the browser's: the frame can go.
+      setTimeout(() => frame.remove(), 60_000);
+    };
+    const timer = setTimeout(() => settle(true), BUCKET_ANSWER_MS);
+    frame.addEventListener('load', () => settle(false), { once: true });
+    frame.src = url;
+    document.body.appendChild(frame);
+  });
 }
 
 /** A file name of the characters a store's answer may carry unquoted. */
