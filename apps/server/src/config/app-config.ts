@@ -2,6 +2,7 @@ import { credentialsPath } from '@creditlab/credentials';
 import { z } from 'zod';
 import { DEFAULT_CHUNK_STEPS } from '../jobs/recompute-chunks';
 import { MAX_BUCKET_CHECKPOINT_BYTES, parseBucketUrl } from '../checkpoints/checkpoint-bucket';
+import { byteSize, byteSizeOrOff } from './byte-size';
 
 /**
  * Every setting of the server, read once from the environment, typed and
@@ -22,22 +23,9 @@ const schema = z.object({
     .string()
     .regex(/^[a-z_][a-z0-9_]*$/)
     .default('creditlab'),
-  CREDITLAB_MAX_LINE_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(64 * mib),
-  CREDITLAB_MAX_REQUEST_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(8192 * mib),
-  CREDITLAB_MAX_CHECKPOINT_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(MAX_BUCKET_CHECKPOINT_BYTES)
-    .default(256 * mib),
+  CREDITLAB_MAX_LINE_BYTES: byteSize(1024, 64 * mib),
+  CREDITLAB_MAX_REQUEST_BYTES: byteSize(1024, 8192 * mib),
+  CREDITLAB_MAX_CHECKPOINT_BYTES: byteSize(1024, 256 * mib, MAX_BUCKET_CHECKPOINT_BYTES),
   /** An S3-compatible bucket for new checkpoints' bytes (docs/scaling.md); unset: the database. */
   CREDITLAB_CHECKPOINT_BUCKET: z
     .string()
@@ -70,9 +58,7 @@ const schema = z.object({
     .optional(),
   CREDITLAB_CHECKPOINT_UPLOADS: z.coerce.number().int().min(1).default(32),
   CREDITLAB_CHECKPOINT_DOWNLOADS: z.coerce.number().int().min(1).default(64),
-  CREDITLAB_INGEST_THREAD_MIN_BYTES: z
-    .union([z.literal('off'), z.coerce.number().int().min(0)])
-    .default(64 * 1024),
+  CREDITLAB_INGEST_THREAD_MIN_BYTES: byteSizeOrOff(0, 64 * 1024),
   CREDITLAB_INGEST_IDLE_SECONDS: z.coerce.number().positive().default(30),
   CREDITLAB_DOWNLOAD_IDLE_SECONDS: z.coerce.number().positive().default(300),
   CREDITLAB_INGEST_CONCURRENCY_PER_KEY: z.coerce.number().int().min(1).default(16),
@@ -236,7 +222,10 @@ export function retiredSettingsIn(env: NodeJS.ProcessEnv = process.env): string[
     .map(([name, why]) => `${name} is set but no longer used: ${why}`);
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+export function loadConfig(given: NodeJS.ProcessEnv = process.env): AppConfig {
+  // A setting set to nothing is unset, as the container's entrypoint takes it (compose files
+  // write `NAME: ${NAME:-}`): its default, not a refusal.
+  const env = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== ''));
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
