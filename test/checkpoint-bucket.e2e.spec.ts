@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { CreditlabClient } from '@creditlab/client';
 import { startBrowser } from './support/browser';
+import { waitFor } from './support/private-postgres';
 import { pytest } from './support/pytest';
 import { S3BucketServer } from './support/s3-bucket-server';
 import { sqlQuery } from './support/sql-query';
@@ -134,6 +135,14 @@ test('the same bytes again are acknowledged and other bytes refused, leaving the
   expect((await store.read(key as string)).equals(bytes)).toBe(true);
 });
 
+test("a run id typed in capitals puts the checkpoint under the run's lower-case key", async () => {
+  const bytes = randomBytes(2000);
+  expect((await put(server.url, runId.toUpperCase(), 90, bytes)).status).toBe(201);
+  const keys = await store.keys(checkpointPrefix(runId, 90));
+  expect(keys).toHaveLength(1);
+  expect((await store.read(keys[0] as string)).equals(bytes)).toBe(true);
+});
+
 test('an upload cut off mid-body leaves no object and no row', async () => {
   const length = 20 * MIB;
   const req = request(new URL(`${server.url}/v1/runs/${runId}/checkpoints/4`), {
@@ -228,23 +237,11 @@ test('an object deleted outside Creditlab is a 404 that says so', async () => {
 type Readiness = { status: string; warnings: Record<string, string> };
 
 /** /readyz's answer once `done` holds of it (its look at the bucket is taken in the background). */
-async function readyzUntil(done: (r: Readiness) => boolean): Promise<Readiness> {
-  let last: Readiness | undefined;
-  for (const stop = Date.now() + 60_000; Date.now() < stop;) {
-    last = (await (await fetch(`${server.url}/readyz`)).json()) as Readiness;
-    if (done(last)) return last;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`/readyz never got there; last: ${JSON.stringify(last)}`);
-}
-
-async function waitForOutput(of: ServerProcess, text: string): Promise<void> {
-  for (const stop = Date.now() + 10_000; Date.now() < stop;) {
-    if (of.output().includes(text)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`the server never logged "${text}"`);
-}
+const readyzUntil = (done: (r: Readiness) => boolean): Promise<Readiness> =>
+  waitFor(async () => {
+    const r = (await (await fetch(`${server.url}/readyz`)).json()) as Readiness;
+    return done(r) && r;
+  });
 
 test('while the bucket is down, uploads and downloads fail as 503 and record nothing; once it is back they work', async () => {
   const stored = randomBytes(1000);
@@ -282,7 +279,7 @@ test('while the bucket is down, uploads and downloads fail as 503 and record not
     await store.start();
   }
   await readyzUntil((r) => r.warnings.checkpointBucket === undefined);
-  await waitForOutput(server, 'answers again');
+  await waitFor(() => server.output().includes('answers again'));
   expect((await rowsOf(runId)).map((r) => r.iteration)).not.toContain(31);
   expect(
     await sqlQuery<{ n: number }>(
@@ -342,8 +339,7 @@ test('uploads this database recorded and never finished are removed from the buc
   });
   try {
     // The sweep runs once the server has started; its log line comes after its deletes.
-    for (let i = 0; i < 100 && !second.output().includes('objects of checkpoint uploads'); i++)
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor(() => second.output().includes('objects of checkpoint uploads'));
     expect(second.output()).toContain('deleted 1 objects of checkpoint uploads');
     expect(second.output()).toContain(`could not remove abandoned upload ${upload(6)}`);
   } finally {
@@ -414,8 +410,7 @@ test("an object whose length is not its row's is not served as the checkpoint", 
   expect(res.status).toBe(500);
   // The log line of an internal error reaches the test's pipe shortly after the answer.
   const said = 'holds 1000 bytes where its row says 2000';
-  for (let i = 0; i < 50 && !server.output().includes(said); i++)
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitFor(() => server.output().includes(said));
   expect(server.output()).toContain(said);
   // Bytes changed but not their length: served, and the client's digest check refuses them.
   const changed = Buffer.from(bytes);
@@ -453,11 +448,10 @@ test('checkpoint uploads and downloads in progress are capped per process, all k
     expect(said.message).toContain('CREDITLAB_CHECKPOINT_UPLOADS=1');
     first.destroy();
     // Its place is given back once it ends.
-    let third = 0;
-    for (let i = 0; i < 50 && third !== 201; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      third = (await put(capped.url, runId, 61, randomBytes(1000))).status;
-    }
+    const third = await waitFor(async () => {
+      const status = (await put(capped.url, runId, 61, randomBytes(1000))).status;
+      return status !== 503 && status;
+    });
     expect(third).toBe(201);
 
     // Downloads likewise: one left unread holds the only place.
@@ -478,13 +472,11 @@ test('checkpoint uploads and downloads in progress are capped per process, all k
       'CREDITLAB_CHECKPOINT_DOWNLOADS=1',
     );
     reading.destroy();
-    let served = 0;
-    for (let i = 0; i < 50 && served !== 200; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    const served = await waitFor(async () => {
       const res = await api(`${capped.url}/v1/runs/${runId}/checkpoints/1`);
-      served = res.status;
       await res.arrayBuffer();
-    }
+      return res.status !== 503 && res.status;
+    });
     expect(served).toBe(200);
   } finally {
     await capped.stop();

@@ -318,8 +318,8 @@ export class CheckpointBucket {
     uploadId: string,
     log: BucketUploadLog,
   ): BucketUpload {
-    // Lower case, as PostgreSQL writes a uuid: a run id typed in capitals names the same run.
-    const key = `${this.at.prefix}runs/${runId.toLowerCase()}/checkpoints/${iteration}/${uploadId}`;
+    // The run id is in lower case, as PostgreSQL writes a uuid (RunIdPipe): one key per run.
+    const key = `${this.at.prefix}runs/${runId}/checkpoints/${iteration}/${uploadId}`;
     return new BucketUpload(this, key, log);
   }
 

@@ -90,17 +90,6 @@ def check_sha256(run_id: str, iteration: int, expected: str, actual: str, what: 
         raise ChecksumMismatch(run_id, iteration, expected, actual, what)
 
 
-def no_such_route(error: ApiError) -> bool:
-    """
-    Whether a 404 is the router's, for a route the server lacks (one older than `GET …/checkpoints/{k}/url`), rather
-    than the route's own for a run or a checkpoint that is not there: those name what is missing (RUN_NOT_FOUND;
-    NOT_FOUND with the run's `checkpoints`), where the router says only "Cannot GET <path>". A 404 that says neither
-    counts as the router's: the server's own download then gives the answer, at the cost of one request.
-    """
-    body = error.body if isinstance(error.body, dict) else {}
-    return error.status == 404 and body.get("error") != "RUN_NOT_FOUND" and "checkpoints" not in body
-
-
 # ---- upload ------------------------------------------------------------------------------------
 
 

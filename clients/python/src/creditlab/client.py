@@ -382,11 +382,14 @@ class Client:
         return sha256, fmt
 
     def _checkpoint_location(self, run_id: str, iteration: int) -> Optional[Dict[str, Any]]:
-        """`checkpoint_url`'s answer; None from a server without that route, whose own download is the only one."""
+        """
+        `checkpoint_url`'s answer; None for any 404 (a server older than the route, or no such run or
+        checkpoint), whose download then says what is missing, as the TypeScript client does.
+        """
         try:
             return self.checkpoint_url(run_id, iteration)
         except ApiError as e:
-            if ck.no_such_route(e):
+            if e.status == 404:
                 return None
             raise
 
