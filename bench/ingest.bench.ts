@@ -7,9 +7,10 @@
  * 256-dimensional embeddings.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { open, readFile, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CreditlabClient } from '@creditlab/client';
 import pg from 'pg';
@@ -58,6 +59,12 @@ interface Result extends Scenario {
   logicalDatabaseCpuSeconds: number;
   /** COPY of the step slices the server stored (text ids) into a copy of its step_slices table. */
   storedCopySeconds: number;
+  /**
+   * The logical rows again, one COPY per request, each committed before the next is sent: what
+   * PostgreSQL allows at the scenario's cadence. Undefined for the sender, whose requests are made
+   * as it goes.
+   */
+  requestCopySeconds?: number;
   distinctTexts: number;
   /** The database's costliest statements during the HTTP ingest (empty without pg_stat_statements). */
   statements: StatementCost[];
@@ -92,10 +99,12 @@ interface WireStep {
 /**
  * The logical rows of the requests' steps, as a lab would load them with no server at all: run,
  * iteration, group id, trajectory id, index, state and action text inline, reward, NLL, value
- * (and the vectors, when the scenario has them), for one plain COPY.
+ * (and the vectors, when the scenario has them), for one plain COPY. Returns the bytes of each
+ * file's rows, in order, for the COPY a request at a time.
  */
-async function writeLogicalRows(files: string[], runId: string, out: string): Promise<void> {
+async function writeLogicalRows(files: string[], runId: string, out: string): Promise<number[]> {
   const sink = createWriteStream(out);
+  const lengths: number[] = [];
   for (const file of files) {
     const lines = (await readFile(file, 'utf8')).split('\n');
     let chunk = '';
@@ -115,9 +124,11 @@ async function writeLogicalRows(files: string[], runId: string, out: string): Pr
             chunk += `${runId}\t${e.data.iteration}\t${copyField(g.id)}\t${copyField(t.id)}\t${i}\t${copyField(st.state)}\t${copyField(st.action)}\t${copyNum(st.reward)}\t${copyNum(st.nll)}\t${copyNum(st.value)}\t${copyVector(st.embedding)}\t${copyVector(st.tokenLogprobs)}\n`;
           });
     }
+    lengths.push(Buffer.byteLength(chunk));
     if (!sink.write(chunk)) await once(sink, 'drain');
   }
   await new Promise((r) => sink.end(r));
+  return lengths;
 }
 
 interface Measured {
@@ -177,6 +188,46 @@ async function timeCopy(
   const walBytes = await walSince(client, wal);
   await client.query('DROP TABLE ingest_ceiling');
   return { seconds, walBytes, databaseCpuSeconds };
+}
+
+const CREATE_LOGICAL = `CREATE TABLE ingest_ceiling (run_id uuid, iteration int, group_id text,
+  trajectory_id text, idx int, state text, action text, reward float8, nll float8, value float8,
+  embedding bytea, token_logprobs bytea)`;
+
+/**
+ * The logical COPY cut where the scenario's requests are cut: each request's rows in a transaction
+ * of their own (BEGIN, COPY, COMMIT), the next sent once that one has committed, as the server
+ * answers each request once it has. What the cadence costs PostgreSQL itself (a commit's flush of
+ * the WAL, a COPY's start), beside the server's work. Seconds.
+ */
+async function timeCopyPerRequest(
+  client: pg.PoolClient,
+  file: string,
+  lengths: number[],
+): Promise<number> {
+  await client.query('DROP TABLE IF EXISTS ingest_ceiling');
+  await client.query(CREATE_LOGICAL);
+  await checkpoint(client);
+  const handle = await open(file);
+  try {
+    const t0 = performance.now();
+    let at = 0;
+    for (const length of lengths) {
+      const rows = Buffer.allocUnsafe(length);
+      await handle.read(rows, 0, length, at);
+      at += length;
+      await client.query('BEGIN');
+      await pipeline(
+        Readable.from([rows]),
+        client.query(copyFrom('COPY ingest_ceiling FROM STDIN')),
+      );
+      await client.query('COMMIT');
+    }
+    return (performance.now() - t0) / 1000;
+  } finally {
+    await handle.close();
+    await client.query('DROP TABLE ingest_ceiling');
+  }
 }
 
 /** Waits until every complete iteration of the run (all but its last) is packed at its current position. */
@@ -243,10 +294,15 @@ async function runScenario(
   const { files, bytes } = await writeRequests(dir, s);
   const logicalFile = path.join(dir, `${s.label}-logical.copy`);
   const passes: Pass[] = [];
+  let requestLengths: number[] = [];
   for (let n = 0; n < PASSES; n++) {
     const pass = await httpPass(s, files, serverUrl, serverPid, pgDir, db, stats);
-    if (n === 0) await writeLogicalFile(s, dir, files, pass.runId, logicalFile);
-    passes.push({ ...pass, ...(await ceilings(db, pgDir, dir, s, pass.runId, logicalFile)) });
+    if (n === 0) requestLengths = await writeLogicalFile(s, dir, files, pass.runId, logicalFile);
+    const perRequest = s.sender ? undefined : requestLengths;
+    passes.push({
+      ...pass,
+      ...(await ceilings(db, pgDir, dir, s, pass.runId, logicalFile, perRequest)),
+    });
   }
   for (const f of [...files, logicalFile]) await rm(f);
   const byRatio = [...passes].sort((a, b) => ratioOf(a) - ratioOf(b));
@@ -310,20 +366,24 @@ async function httpPass(
   };
 }
 
-/** The logical rows of the scenario's steps, for the logical COPY (`runId` fills their run column). */
+/**
+ * The logical rows of the scenario's steps, for the logical COPY (`runId` fills their run column);
+ * returns the bytes of each request's rows, in order.
+ */
 async function writeLogicalFile(
   s: Scenario,
   dir: string,
   files: string[],
   runId: string,
   out: string,
-): Promise<void> {
+): Promise<number[]> {
   // The same steps (the generator is seeded), as step objects, which the logical rows are read from.
   const rowFiles = s.columnar
     ? (await writeRequests(dir, { ...s, label: `${s.label}-rows`, columnar: false })).files
     : files;
-  await writeLogicalRows(rowFiles, runId, out);
+  const lengths = await writeLogicalRows(rowFiles, runId, out);
   if (s.columnar) for (const f of rowFiles) await rm(f);
+  return lengths;
 }
 
 /** The two ceilings, measured right after a pass on the same database. */
@@ -334,18 +394,16 @@ async function ceilings(
   s: Scenario,
   runId: string,
   logicalFile: string,
+  /** The bytes of each request's logical rows, for the COPY a request at a time (none: not timed). */
+  requestLengths: number[] | undefined,
 ) {
   const storedFile = path.join(dir, `${s.label}-stored.copy`);
   const client = await db.connect();
   try {
-    const logical = await timeCopy(
-      client,
-      pgDir,
-      `CREATE TABLE ingest_ceiling (run_id uuid, iteration int, group_id text, trajectory_id text,
-         idx int, state text, action text, reward float8, nll float8, value float8,
-         embedding bytea, token_logprobs bytea)`,
-      logicalFile,
-    );
+    const logical = await timeCopy(client, pgDir, CREATE_LOGICAL, logicalFile);
+    const requestCopySeconds = requestLengths
+      ? await timeCopyPerRequest(client, logicalFile, requestLengths)
+      : undefined;
     await pipeline(
       client.query(copyTo(`COPY (SELECT * FROM step_slices WHERE run_id = '${runId}') TO STDOUT`)),
       createWriteStream(storedFile),
@@ -362,6 +420,7 @@ async function ceilings(
       logicalCopySeconds: logical.seconds,
       logicalWalBytes: logical.walBytes,
       storedCopySeconds: stored.seconds,
+      requestCopySeconds,
     };
   } finally {
     client.release();
@@ -447,7 +506,12 @@ would with no server: one plain \`COPY\` of rows (run, iteration, group id, traj
 action text inline, reward, NLL, value, and the vectors) into a table with no index and no foreign key — the
 figure the goal (HTTP ≥ 0.5 × logical COPY) is stated against. **Stored-rows COPY** loads the step rows the
 server itself wrote (one row per slice of a trajectory's steps, text ids, not texts) into a copy of its
-\`step_slices\` table with its primary key: what the steps projection alone would cost.
+\`step_slices\` table with its primary key: what the steps projection alone would cost. Beside them, not a goal:
+**logical COPY, a transaction per request** loads the logical rows again cut where the scenario's requests are
+(one iteration, or up to 32 MiB of NDJSON), each in a transaction of its own (\`BEGIN\`, \`COPY\`, \`COMMIT\`) and
+the next sent once that one has committed, as the server answers a request once it has: what that cadence costs
+PostgreSQL itself, before any server work ("its ÷ logical"), and HTTP against it. Not measured for the client's
+sender, whose requests are cut as it goes.
 
 Each scenario is run several times (\`BENCH_INGEST_PASSES\`, three by default), each time into a new run with both
 ceilings measured right after: one pass's figures swing on a machine shared with other work (the logical COPY of one
@@ -543,6 +607,13 @@ function packingCells(r: Result, us: (seconds: number, steps: number) => string)
   return `${fmt(p.lagSeconds, 2)} s | ${us(p.serverCpuSeconds, r.steps)} | ${us(p.databaseCpuSeconds, r.steps)}`;
 }
 
+/** The per-request COPY's cells: its rate, it over the one COPY, HTTP over it ('—' for the sender). */
+function perRequestCells(r: Result): string {
+  const t = r.requestCopySeconds;
+  if (t === undefined) return '— | — | —';
+  return `${kSteps(r.steps, t)} | ${fmt(r.logicalCopySeconds / t)} | ${fmt(t / r.httpSeconds)}`;
+}
+
 /** The range of the passes' ratios, when there were several. */
 const spread = (ratios: number[]) =>
   ratios.length < 2 ? '' : ` (${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))})`;
@@ -568,7 +639,7 @@ async function main(): Promise<void> {
       );
       results.push(r);
       console.log(
-        `${r.label} ${r.steps}: HTTP ${kSteps(r.steps, r.httpSeconds)} steps/s (server CPU ${fmt((r.serverCpuSeconds / r.steps) * 1e6, 1)} µs/step, database CPU ${fmt((r.httpDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.httpWalBytes / r.steps, 0)} B/step); logical COPY ${kSteps(r.steps, r.logicalCopySeconds)} (database CPU ${fmt((r.logicalDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.logicalWalBytes / r.steps, 0)} B/step); stored-rows COPY ${kSteps(r.steps, r.storedCopySeconds)}${r.packing ? `; packed ${fmt(r.packing.lagSeconds, 2)} s after the last answer, server ${fmt((r.packing.serverCpuSeconds / r.steps) * 1e6, 1)} and database ${fmt((r.packing.databaseCpuSeconds / r.steps) * 1e6, 1)} µs/step until then` : ''}`,
+        `${r.label} ${r.steps}: HTTP ${kSteps(r.steps, r.httpSeconds)} steps/s (server CPU ${fmt((r.serverCpuSeconds / r.steps) * 1e6, 1)} µs/step, database CPU ${fmt((r.httpDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.httpWalBytes / r.steps, 0)} B/step); logical COPY ${kSteps(r.steps, r.logicalCopySeconds)} (database CPU ${fmt((r.logicalDatabaseCpuSeconds / r.steps) * 1e6, 1)} µs/step, WAL ${fmt(r.logicalWalBytes / r.steps, 0)} B/step); stored-rows COPY ${kSteps(r.steps, r.storedCopySeconds)}${r.requestCopySeconds === undefined ? '' : `; logical COPY a transaction per request ${kSteps(r.steps, r.requestCopySeconds)}`}${r.packing ? `; packed ${fmt(r.packing.lagSeconds, 2)} s after the last answer, server ${fmt((r.packing.serverCpuSeconds / r.steps) * 1e6, 1)} and database ${fmt((r.packing.databaseCpuSeconds / r.steps) * 1e6, 1)} µs/step until then` : ''}`,
       );
     }
   } finally {
@@ -578,7 +649,7 @@ async function main(): Promise<void> {
     Number.isNaN(seconds) ? 'n/a' : `${fmt((seconds / steps) * 1e6, 1)} µs`;
   const rows = results.map(
     (r) =>
-      `| ${r.label} | ${r.steps.toLocaleString('en')} | ${r.requests} | ${fmt(r.bytes / r.steps, 0)} B | ${kSteps(r.steps, r.httpSeconds)} | ${kSteps(r.steps, r.logicalCopySeconds)} | **${fmt(r.logicalCopySeconds / r.httpSeconds)}**${spread(r.ratios)} | ${kSteps(r.steps, r.storedCopySeconds)} | ${fmt(r.storedCopySeconds / r.httpSeconds)} |`,
+      `| ${r.label} | ${r.steps.toLocaleString('en')} | ${r.requests} | ${fmt(r.bytes / r.steps, 0)} B | ${kSteps(r.steps, r.httpSeconds)} | ${kSteps(r.steps, r.logicalCopySeconds)} | **${fmt(r.logicalCopySeconds / r.httpSeconds)}**${spread(r.ratios)} | ${kSteps(r.steps, r.storedCopySeconds)} | ${fmt(r.storedCopySeconds / r.httpSeconds)} | ${perRequestCells(r)} |`,
   );
   const costs = results.map(
     (r) =>
@@ -595,8 +666,8 @@ Command: \`${commandLine()}\` (\`BENCH_INGEST_SIZES\`, default 100000,1000000; \
 
 ${external ? SAME_WORKLOAD(bench.description) : WORKLOAD(bench.description)}
 
-| scenario | steps | requests | NDJSON per step | HTTP steps/s | logical COPY steps/s | HTTP ÷ logical | stored-rows COPY steps/s | HTTP ÷ stored |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| scenario | steps | requests | NDJSON per step | HTTP steps/s | logical COPY steps/s | HTTP ÷ logical | stored-rows COPY steps/s | HTTP ÷ stored | logical COPY, a transaction per request: steps/s | its ÷ logical | HTTP ÷ it |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 ${PASSES > 1 ? `\nEach scenario ran ${PASSES} times; its row is its median pass (range of the ratio in parentheses).\n` : ''}
 What each step costs, whatever else the machine is doing: CPU of the server process and of PostgreSQL (all its
