@@ -112,6 +112,10 @@ class Proxy:
         self.url = f"http://127.0.0.1:{self.port}"
         self._listener: Optional[socket.socket] = None
         self._open: List[socket.socket] = []
+        # down() and the accepting thread take turns: a connection accepted just before down() but
+        # not yet in _open would otherwise outlive the cut (a client can write megabytes into the
+        # sockets' buffers meanwhile, on a loaded machine).
+        self._lock = threading.Lock()
         self.up()
 
     def up(self) -> None:
@@ -119,24 +123,26 @@ class Proxy:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", self.port))
         listener.listen(16)
-        self._listener = listener
+        with self._lock:
+            self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
     def down(self) -> None:
-        if self._listener:
-            try:
-                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread
-            except OSError:
-                pass
-            self._listener.close()
-            self._listener = None
-        for s in self._open:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-        self._open.clear()
+        with self._lock:
+            listener, self._listener = self._listener, None
+            if listener:
+                try:
+                    listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread
+                except OSError:
+                    pass
+                listener.close()
+            for s in self._open:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+            self._open.clear()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -144,8 +150,17 @@ class Proxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(self.target)
-            self._open += [client, upstream]
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                if self._listener is not listener:  # cut while this one was being connected
+                    client.close()
+                    upstream.close()
+                    return
+                self._open += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
