@@ -33,6 +33,8 @@ interface Scenario {
 /** Per request, medians over the passes. */
 interface Cost {
   wallMs: number;
+  /** This process's CPU: the client's part (fetch sending the body, reading the answer). */
+  clientMs: number;
   serverMs: number;
   databaseMs: number;
 }
@@ -136,20 +138,23 @@ async function main(): Promise<void> {
         for (const r of requests.slice(0, WARM_UP)) await r();
         const server0 = await cpuSeconds(pid);
         const database0 = await databaseCpu(bench.pgDataDir);
+        const client0 = process.cpuUsage();
         const t0 = performance.now();
         for (const r of requests.slice(WARM_UP)) await r();
         const wall = performance.now() - t0;
+        const client = process.cpuUsage(client0);
         const server = (await cpuSeconds(pid)) - server0;
         // Per process since the start: one that ended meanwhile (autovacuum) takes nothing off.
         const database = await databaseCpuSince(bench.pgDataDir, database0);
         const n = requests.length - WARM_UP;
         samples[k]?.push({
           wallMs: wall / n,
+          clientMs: (client.user + client.system) / 1000 / n,
           serverMs: (server * 1000) / n,
           databaseMs: (database * 1000) / n,
         });
         console.log(
-          `pass ${pass + 1} ${s.label}: ${fmt(wall / n)} ms per request, server CPU ${fmt((server * 1000) / n)} ms, database CPU ${fmt((database * 1000) / n)} ms`,
+          `pass ${pass + 1} ${s.label}: ${fmt(wall / n)} ms per request, client CPU ${fmt((client.user + client.system) / 1000 / n)} ms, server CPU ${fmt((server * 1000) / n)} ms, database CPU ${fmt((database * 1000) / n)} ms`,
         );
       }
   } finally {
@@ -157,13 +162,14 @@ async function main(): Promise<void> {
   }
   const cost = samples.map((xs): Cost => ({
     wallMs: median(xs.map((x) => x.wallMs)),
+    clientMs: median(xs.map((x) => x.clientMs)),
     serverMs: median(xs.map((x) => x.serverMs)),
     databaseMs: median(xs.map((x) => x.databaseMs)),
   }));
   const read = cost[1] as Cost;
   const rows = all.map((s, k) => {
     const c = cost[k] as Cost;
-    return `| ${s.label} | ${fmt(c.wallMs)} ms | ${fmt(c.serverMs)} ms | ${fmt(c.databaseMs)} ms | ${fmt(c.serverMs / read.serverMs, 1)} |`;
+    return `| ${s.label} | ${fmt(c.wallMs)} ms | ${fmt(c.clientMs)} ms | ${fmt(c.serverMs)} ms | ${fmt(c.databaseMs)} ms | ${fmt((c.clientMs + c.serverMs + c.databaseMs) / c.wallMs, 2)} | ${fmt(c.serverMs / read.serverMs, 1)} |`;
   });
   const at = (steps: number) =>
     cost[all.findIndex((s) => s.steps === steps && s.label.startsWith('append, one'))] as Cost;
@@ -182,12 +188,14 @@ Command: \`npm run bench:ingest-request\` (\`BENCH_INGEST_REQUEST_COUNT\`, defau
 Requests sent one after the other to a server process on a fresh embedded PostgreSQL, each answer awaited (a
 trainer that logs each iteration and waits), each append one iteration as columns (of one trajectory, or, in the
 last row, bench:ingest's), a new run per pass. Per request, medians over ${PASSES} passes of ${REQUESTS} (after ${WARM_UP} not counted): the wall time, the
-server process's CPU and the database's (every PostgreSQL process), from /proc. The baselines, in the same run:
+client's CPU (this process: fetch sending the body and reading the answer; the bodies are made before), the
+server process's CPU and the database's (every PostgreSQL process), from /proc, and the three CPUs together over
+the wall time (above 1 only where two of them work at once). The baselines, in the same run:
 \`GET /healthz\` (no key, no log line, no database) and the run's checkpoint list (a key checked, a log line, one
 read of the database); the last column is the server's CPU per request over the latter's.
 
-| request | wall | server CPU | database CPU | server CPU ÷ an authenticated read |
-|---|---:|---:|---:|---:|
+| request | wall | client CPU | server CPU | database CPU | CPU ÷ wall | server CPU ÷ an authenticated read |
+|---|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 
 So an append of one step costs the server ${fmt(one.serverMs)} ms and the database ${fmt(one.databaseMs)} ms, and each step
@@ -198,7 +206,9 @@ recurring states, new to the run each iteration, of about 120 characters; token 
 besides): ${fmt(shaped.wallMs - most.wallMs)} ms more per request than one trajectory of 1,500 steps, ${fmt(shaped.serverMs - most.serverMs)} ms of it the
 server's CPU and ${fmt(shaped.databaseMs - most.databaseMs)} ms the database's. About half of that is its 16 groups and 128 trajectories (the same
 steps sent as one trajectory: "Why one request per iteration…" in the ingest section), the rest its new texts and
-fuller steps.
+fuller steps. For that iteration the client, the server and the database used ${fmt(shaped.clientMs + shaped.serverMs + shaped.databaseMs)} ms of CPU
+in all per request of ${fmt(shaped.wallMs)} ms (compared with the logical COPY in the ingest section: "Why one request per
+iteration, each answer awaited, cannot reach half the COPY").
 `,
   );
   console.log('wrote docs/benchmarks.md');
