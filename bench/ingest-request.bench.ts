@@ -205,10 +205,9 @@ holds. The last row is about as many steps as bench:ingest's iteration sends the
 recurring states, new to the run each iteration, of about 120 characters; token log-probs, next states and values
 besides): ${fmt(shaped.wallMs - most.wallMs)} ms more per request than one trajectory of 1,500 steps, ${fmt(shaped.serverMs - most.serverMs)} ms of it the
 server's CPU and ${fmt(shaped.databaseMs - most.databaseMs)} ms the database's. About half of that is its 16 groups and 128 trajectories (the same
-steps sent as one trajectory: "Why one request per iteration…" in the ingest section), the rest its new texts and
+steps sent as one trajectory: the earlier analysis under "Where the ingest goal stands"), the rest its new texts and
 fuller steps. For that iteration the client, the server and the database used ${fmt(shaped.clientMs + shaped.serverMs + shaped.databaseMs)} ms of CPU
-in all per request of ${fmt(shaped.wallMs)} ms (compared with the logical COPY in the ingest section: "Why one request per
-iteration, each answer awaited, cannot reach half the COPY").
+in all per request of ${fmt(shaped.wallMs)} ms ([compared with the logical COPY](#awaited-requests-on-two-cores)).
 `,
   );
   console.log('wrote docs/benchmarks.md');

@@ -214,14 +214,21 @@ async function timeCopyPerRequest(
     let at = 0;
     for (const length of lengths) {
       const rows = Buffer.allocUnsafe(length);
-      await handle.read(rows, 0, length, at);
+      const { bytesRead } = await handle.read(rows, 0, length, at);
+      if (bytesRead !== length)
+        throw new Error(`${file}: ${bytesRead} of ${length} bytes at ${at}`);
       at += length;
       await client.query('BEGIN');
-      await pipeline(
-        Readable.from([rows]),
-        client.query(copyFrom('COPY ingest_ceiling FROM STDIN')),
-      );
-      await client.query('COMMIT');
+      try {
+        await pipeline(
+          Readable.from([rows]),
+          client.query(copyFrom('COPY ingest_ceiling FROM STDIN')),
+        );
+        await client.query('COMMIT');
+      } catch (e) {
+        await client.query('ROLLBACK');
+        throw e;
+      }
     }
     return (performance.now() - t0) / 1000;
   } finally {
@@ -291,13 +298,14 @@ async function runScenario(
   dir: string,
   stats: StatementStats,
 ): Promise<Result> {
-  const { files, bytes } = await writeRequests(dir, s);
+  const { files, iterations, bytes } = await writeRequests(dir, s);
   const logicalFile = path.join(dir, `${s.label}-logical.copy`);
   const passes: Pass[] = [];
   let requestLengths: number[] = [];
   for (let n = 0; n < PASSES; n++) {
     const pass = await httpPass(s, files, serverUrl, serverPid, pgDir, db, stats);
-    if (n === 0) requestLengths = await writeLogicalFile(s, dir, files, pass.runId, logicalFile);
+    if (n === 0)
+      requestLengths = await writeLogicalFile(s, dir, files, iterations, pass.runId, logicalFile);
     const perRequest = s.sender ? undefined : requestLengths;
     passes.push({
       ...pass,
@@ -368,25 +376,42 @@ async function httpPass(
 
 /**
  * The logical rows of the scenario's steps, for the logical COPY (`runId` fills their run column);
- * returns the bytes of each request's rows, in order.
+ * returns the bytes of each request's rows, in order (`iterations`: how many each request holds).
  */
 async function writeLogicalFile(
   s: Scenario,
   dir: string,
   files: string[],
+  iterations: number[],
   runId: string,
   out: string,
 ): Promise<number[]> {
-  // The same steps (the generator is seeded), as step objects, which the logical rows are read from.
-  const rowFiles = s.columnar
-    ? (await writeRequests(dir, { ...s, label: `${s.label}-rows`, columnar: false })).files
-    : files;
-  const lengths = await writeLogicalRows(rowFiles, runId, out);
-  if (s.columnar) for (const f of rowFiles) await rm(f);
-  return lengths;
+  if (!s.columnar) return await writeLogicalRows(files, runId, out);
+  // The same steps (the generator is seeded), as step objects, which the logical rows are read from:
+  // one file per iteration, since objects fill a request of so many bytes with fewer iterations.
+  const rowFiles = (
+    await writeRequests(dir, {
+      ...s,
+      label: `${s.label}-rows`,
+      columnar: false,
+      requestBytes: undefined,
+    })
+  ).files;
+  const perIteration = await writeLogicalRows(rowFiles, runId, out);
+  for (const f of rowFiles) await rm(f);
+  if (perIteration.length !== iterations.reduce((a, b) => a + b, 0))
+    throw new Error(
+      `${s.label}: ${perIteration.length} iterations as objects, requests hold others`,
+    );
+  let next = 0;
+  return iterations.map((n) => {
+    let bytes = 0;
+    for (const end = next + n; next < end; next++) bytes += perIteration[next] as number;
+    return bytes;
+  });
 }
 
-/** The two ceilings, measured right after a pass on the same database. */
+/** The ceilings and the COPY a transaction per request, measured right after a pass on the same database. */
 async function ceilings(
   db: pg.Pool,
   pgDir: string | undefined,
@@ -511,15 +536,17 @@ server itself wrote (one row per slice of a trajectory's steps, text ids, not te
 (one iteration, or up to 32 MiB of NDJSON), each in a transaction of its own (\`BEGIN\`, \`COPY\`, \`COMMIT\`) and
 the next sent once that one has committed, as the server answers a request once it has: what that cadence costs
 PostgreSQL itself, before any server work ("its ÷ logical"), and HTTP against it. Not measured for the client's
-sender, whose requests are cut as it goes.
+sender, whose requests are cut as it goes. It is timed once per pass, right after the one COPY, and the row shows
+the pass chosen by HTTP ÷ logical: where a scenario is one request, the two COPYs do the same work and have differed
+by up to a fifth, so read "its ÷ logical" to about that.
 
-Each scenario is run several times (\`BENCH_INGEST_PASSES\`, three by default), each time into a new run with both
+Each scenario is run several times (\`BENCH_INGEST_PASSES\`, three by default), each time into a new run with the
 ceilings measured right after: one pass's figures swing on a machine shared with other work (the logical COPY of one
 scenario has measured 220k and 378k steps/s on two runs of the same day), so a row shows the pass
 with the median HTTP ÷ logical ratio (of an even number of passes, the lower of the middle two), and the ratio's range over the passes in parentheses.`;
 
 const SAME_WORKLOAD = (database: string) =>
-  `The workload, the two ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;
+  `The workload, the ceilings and the columns are those of the ingest section above; here the server\nand both ceilings use ${database}.`;
 
 /** The command as run: the sizes and database that were asked for (the database's URL elided). */
 function commandLine(): string {

@@ -35,13 +35,15 @@ export interface IngestScenario {
 
 /**
  * Writes the run's NDJSON as request bodies, one file each: one per iteration, or iterations
- * together up to `requestBytes`; returns their paths and total size.
+ * together up to `requestBytes`; returns their paths, how many iterations each holds, and their
+ * total size.
  */
 export async function writeRequests(
   dir: string,
   s: IngestScenario,
-): Promise<{ files: string[]; bytes: number }> {
+): Promise<{ files: string[]; iterations: number[]; bytes: number }> {
   const files: string[] = [];
+  const iterations: number[] = [];
   let bytes = 0;
   let sink = new JsonBatchSink();
   let groupsInIteration = 0;
@@ -64,7 +66,9 @@ export async function writeRequests(
       const file = path.join(dir, `${s.label}-${files.length}.ndjson`);
       request = { out: createWriteStream(file), bytes: 0 };
       files.push(file);
+      iterations.push(0);
     }
+    iterations.push((iterations.pop() as number) + 1);
     if (!request.out.write(body)) await once(request.out, 'drain');
     request.bytes += body.length;
     bytes += body.length;
@@ -107,5 +111,5 @@ export async function writeRequests(
     await flush();
   }
   await endRequest();
-  return { files, bytes };
+  return { files, iterations, bytes };
 }
