@@ -142,19 +142,20 @@ async function main(): Promise<void> {
         const t0 = performance.now();
         for (const r of requests.slice(WARM_UP)) await r();
         const wall = performance.now() - t0;
-        const client = process.cpuUsage(client0);
+        const used = process.cpuUsage(client0);
+        const client = (used.user + used.system) / 1000; // ms
         const server = (await cpuSeconds(pid)) - server0;
         // Per process since the start: one that ended meanwhile (autovacuum) takes nothing off.
         const database = await databaseCpuSince(bench.pgDataDir, database0);
         const n = requests.length - WARM_UP;
         samples[k]?.push({
           wallMs: wall / n,
-          clientMs: (client.user + client.system) / 1000 / n,
+          clientMs: client / n,
           serverMs: (server * 1000) / n,
           databaseMs: (database * 1000) / n,
         });
         console.log(
-          `pass ${pass + 1} ${s.label}: ${fmt(wall / n)} ms per request, client CPU ${fmt((client.user + client.system) / 1000 / n)} ms, server CPU ${fmt((server * 1000) / n)} ms, database CPU ${fmt((database * 1000) / n)} ms`,
+          `pass ${pass + 1} ${s.label}: ${fmt(wall / n)} ms per request, client CPU ${fmt(client / n)} ms, server CPU ${fmt((server * 1000) / n)} ms, database CPU ${fmt((database * 1000) / n)} ms`,
         );
       }
   } finally {

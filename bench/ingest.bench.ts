@@ -169,12 +169,14 @@ async function warmUp(scenarios: Scenario[], serverUrl: string, dir: string): Pr
 
 const WARM_UP_STEPS = 50_000;
 
-/** One plain COPY of `file` into a fresh table made by `create` (then dropped): time and WAL written. */
+const COPY_CEILING = 'COPY ingest_ceiling FROM STDIN';
+
+/** `load` (its COPYs) into a fresh table made by `create`, then dropped: time, WAL written, database CPU. */
 async function timeCopy(
   client: pg.PoolClient,
   pgDir: string | undefined,
   create: string,
-  file: string,
+  load: () => Promise<void>,
 ): Promise<Measured> {
   await client.query('DROP TABLE IF EXISTS ingest_ceiling');
   await client.query(create);
@@ -182,7 +184,7 @@ async function timeCopy(
   const wal = await walPosition(client);
   const dbCpu = await databaseCpu(pgDir);
   const t0 = performance.now();
-  await pipeline(createReadStream(file), client.query(copyFrom('COPY ingest_ceiling FROM STDIN')));
+  await load();
   const seconds = (performance.now() - t0) / 1000;
   const databaseCpuSeconds = await databaseCpuSince(pgDir, dbCpu);
   const walBytes = await walSince(client, wal);
@@ -190,27 +192,23 @@ async function timeCopy(
   return { seconds, walBytes, databaseCpuSeconds };
 }
 
+/** `file` in one plain COPY. */
+const copyWhole = (client: pg.PoolClient, file: string) => () =>
+  pipeline(createReadStream(file), client.query(copyFrom(COPY_CEILING)));
+
 const CREATE_LOGICAL = `CREATE TABLE ingest_ceiling (run_id uuid, iteration int, group_id text,
   trajectory_id text, idx int, state text, action text, reward float8, nll float8, value float8,
   embedding bytea, token_logprobs bytea)`;
 
 /**
- * The logical COPY cut where the scenario's requests are cut: each request's rows in a transaction
- * of their own (BEGIN, COPY, COMMIT), the next sent once that one has committed, as the server
- * answers each request once it has. What the cadence costs PostgreSQL itself (a commit's flush of
- * the WAL, a COPY's start), beside the server's work. Seconds.
+ * `file` cut where the scenario's requests are cut (`lengths`, bytes each): each request's rows in a
+ * transaction of their own (BEGIN, COPY, COMMIT), the next sent once that one has committed, as the
+ * server answers each request once it has. What the cadence costs PostgreSQL itself (a commit's
+ * flush of the WAL, a COPY's start), beside the server's work.
  */
-async function timeCopyPerRequest(
-  client: pg.PoolClient,
-  file: string,
-  lengths: number[],
-): Promise<number> {
-  await client.query('DROP TABLE IF EXISTS ingest_ceiling');
-  await client.query(CREATE_LOGICAL);
-  await checkpoint(client);
+const copyPerRequest = (client: pg.PoolClient, file: string, lengths: number[]) => async () => {
   const handle = await open(file);
   try {
-    const t0 = performance.now();
     let at = 0;
     for (const length of lengths) {
       const rows = Buffer.allocUnsafe(length);
@@ -220,22 +218,17 @@ async function timeCopyPerRequest(
       at += length;
       await client.query('BEGIN');
       try {
-        await pipeline(
-          Readable.from([rows]),
-          client.query(copyFrom('COPY ingest_ceiling FROM STDIN')),
-        );
+        await pipeline(Readable.from([rows]), client.query(copyFrom(COPY_CEILING)));
         await client.query('COMMIT');
       } catch (e) {
         await client.query('ROLLBACK');
         throw e;
       }
     }
-    return (performance.now() - t0) / 1000;
   } finally {
     await handle.close();
-    await client.query('DROP TABLE ingest_ceiling');
   }
-}
+};
 
 /** Waits until every complete iteration of the run (all but its last) is packed at its current position. */
 async function packingDone(db: pg.Pool, runId: string): Promise<void> {
@@ -425,9 +418,16 @@ async function ceilings(
   const storedFile = path.join(dir, `${s.label}-stored.copy`);
   const client = await db.connect();
   try {
-    const logical = await timeCopy(client, pgDir, CREATE_LOGICAL, logicalFile);
+    const logical = await timeCopy(client, pgDir, CREATE_LOGICAL, copyWhole(client, logicalFile));
     const requestCopySeconds = requestLengths
-      ? await timeCopyPerRequest(client, logicalFile, requestLengths)
+      ? (
+          await timeCopy(
+            client,
+            pgDir,
+            CREATE_LOGICAL,
+            copyPerRequest(client, logicalFile, requestLengths),
+          )
+        ).seconds
       : undefined;
     await pipeline(
       client.query(copyTo(`COPY (SELECT * FROM step_slices WHERE run_id = '${runId}') TO STDOUT`)),
@@ -437,7 +437,7 @@ async function ceilings(
       client,
       pgDir,
       'CREATE TABLE ingest_ceiling (LIKE step_slices INCLUDING ALL)',
-      storedFile,
+      copyWhole(client, storedFile),
     );
     await rm(storedFile);
     return {
